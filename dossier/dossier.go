@@ -1,0 +1,58 @@
+// Package dossier stores one Decision Dossier per decision: the exact intent
+// as received, its canonical digest, the decision, the policy snapshot and
+// the ledger position that records it.
+//
+// A dossier is stored as its RFC 8785 canonical JSON (Record.Body), and its
+// digest — the payload_digest of its ledger entry — is SHA-256 of that body.
+// Backends keep the body opaque and index only the summary fields.
+package dossier
+
+import (
+	"context"
+	"time"
+)
+
+// Record is the stored form of a dossier.
+type Record struct {
+	OrgID        string
+	DossierID    string
+	DecisionID   string
+	EvaluationID string
+	CreatedAt    time.Time
+	Outcome      string
+	Mode         string
+	WorkflowKey  string
+	DecisionType string
+	Body         []byte // canonical JSON of the dossier
+}
+
+// Summary is the indexed part of a Record, used for reports.
+type Summary struct {
+	DossierID    string
+	DecisionID   string
+	CreatedAt    time.Time
+	Outcome      string
+	Mode         string
+	WorkflowKey  string
+	DecisionType string
+}
+
+// Summary returns r's indexed fields.
+func (r Record) Summary() Summary {
+	return Summary{r.DossierID, r.DecisionID, r.CreatedAt, r.Outcome, r.Mode, r.WorkflowKey, r.DecisionType}
+}
+
+// Tx is what recording a dossier needs from a backend transaction.
+type Tx interface {
+	PutDossier(ctx context.Context, r Record) error
+}
+
+// Reader reads an org's dossiers. Lookups never cross orgs: a dossier of
+// another org is ErrNotFound of the backend.
+type Reader interface {
+	Dossier(ctx context.Context, orgID, dossierID string) (Record, error)
+	DossierByDecision(ctx context.Context, orgID, decisionID string) (Record, error)
+	// DossierSummaries calls fn for the org's dossiers created in [from, to),
+	// oldest first, until fn returns false.
+	DossierSummaries(ctx context.Context, orgID string, from, to time.Time, fn func(Summary) bool) error
+}

@@ -1,0 +1,87 @@
+// Package store declares the storage contract that every Clearance backend
+// implements (store/pebblestore, later store/pgstore). It composes the small
+// interfaces the domain packages declare (ledger.Tx, dossier.Tx, tenant.Tx, …)
+// and adds the records no domain package owns (policy bundles, idempotency).
+//
+// Backends hold no business rules: hash linking, idempotency decisions and
+// policy resolution live in their packages and run inside Update.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/clearancehq/clearance/dossier"
+	"github.com/clearancehq/clearance/ledger"
+	"github.com/clearancehq/clearance/tenant"
+)
+
+// ErrNotFound is returned (possibly wrapped) by every lookup that finds nothing.
+var ErrNotFound = errors.New("store: not found")
+
+// ErrClosed is returned after Close.
+var ErrClosed = errors.New("store: closed")
+
+// BundleRecord is a published, immutable policy bundle version.
+type BundleRecord struct {
+	OrgID       string    `json:"org_id"`
+	BundleID    string    `json:"bundle_id"`
+	Version     string    `json:"version"`
+	Seq         uint64    `json:"seq"` // publish order within the org, from 1
+	Digest      string    `json:"digest"`
+	Mode        string    `json:"mode"`
+	RuleCount   int       `json:"rule_count"`
+	PublishedAt time.Time `json:"published_at"`
+	Body        []byte    `json:"body"` // canonical JSON of the bundle
+}
+
+// IdempotencyRecord remembers the answer given to one Idempotency-Key.
+type IdempotencyRecord struct {
+	OrgID         string    `json:"org_id"`
+	Scope         string    `json:"scope"` // the operation the key was used for
+	Key           string    `json:"key"`
+	RequestDigest string    `json:"request_digest"`
+	Response      []byte    `json:"response"`
+	CreatedAt     time.Time `json:"created_at"`
+}
+
+// Tx is one org's atomic unit of work. Reads see the transaction's own writes.
+type Tx interface {
+	OrgID() string
+	ledger.Tx
+	dossier.Tx
+	tenant.Tx
+	PutBundle(ctx context.Context, b BundleRecord) error
+	// LatestBundleInTx returns the org's newest bundle as of this transaction.
+	LatestBundleInTx(ctx context.Context) (BundleRecord, error)
+	BundleInTx(ctx context.Context, version string) (BundleRecord, error)
+	Idempotency(ctx context.Context, scope, key string) (IdempotencyRecord, error)
+	PutIdempotency(ctx context.Context, r IdempotencyRecord) error
+}
+
+// Reader is every non-transactional read.
+type Reader interface {
+	ledger.Reader
+	dossier.Reader
+	tenant.Reader
+	Bundle(ctx context.Context, orgID, version string) (BundleRecord, error)
+	LatestBundle(ctx context.Context, orgID string) (BundleRecord, error)
+	// Bundles lists the org's bundles in publish order.
+	Bundles(ctx context.Context, orgID string) ([]BundleRecord, error)
+}
+
+// Backend is a complete storage backend.
+type Backend interface {
+	Reader
+	// Update runs fn in a transaction scoped to orgID. Updates of one org are
+	// serialized. When fn returns nil, every write made through tx is committed
+	// atomically and durably (synced) before Update returns nil; when fn or the
+	// commit fails, nothing is written.
+	Update(ctx context.Context, orgID string, fn func(tx Tx) error) error
+	// Sync returns once everything already visible to readers is durable.
+	Sync(ctx context.Context) error
+	// Ping reports whether the backend can serve requests.
+	Ping(ctx context.Context) error
+	Close() error
+}
