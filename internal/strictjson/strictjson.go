@@ -5,8 +5,11 @@
 package strictjson
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/go-json-experiment/json"
@@ -20,6 +23,7 @@ const MaxDepth = 64
 type Error struct {
 	Code   string // stable machine code, e.g. MALFORMED_JSON
 	Detail string
+	Field  string // JSON pointer of the offending member, when known
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Detail }
@@ -42,10 +46,19 @@ type Options struct {
 	RejectUnknown bool
 }
 
-// Decode validates raw and unmarshals it into v (a pointer).
+// A decode target's UnmarshalJSON may fail with an error that has an
+// ErrorCode() string method; Decode then reports that code (and the text of
+// an ErrorDetail() string method, if it has one).
+
+// Decode validates raw and unmarshals it into v (a pointer). Every body
+// Clearance accepts is a JSON object: anything else (null included) is
+// refused rather than decoded into a zero value.
 func Decode(raw []byte, v any, opts Options) error {
 	if err := Validate(raw); err != nil {
 		return err
+	}
+	if first := bytes.TrimLeft(raw, " \t\r\n"); first[0] != '{' {
+		return &Error{Code: CodeWrongType, Detail: "the body must be a JSON object"}
 	}
 	err := json.Unmarshal(raw, v, json.RejectUnknownMembers(opts.RejectUnknown))
 	if err == nil {
@@ -104,31 +117,84 @@ func depth(raw []byte) int {
 }
 
 func classify(err error) error {
-	var se *jsontext.SyntacticError
-	var sem *json.SemanticError
-	msg := err.Error()
-	switch {
-	case errors.Is(err, jsontext.ErrDuplicateName):
-		return &Error{Code: CodeDuplicate, Detail: trim(msg)}
-	case strings.Contains(msg, "invalid UTF-8"):
-		return &Error{Code: CodeInvalidUTF8, Detail: trim(msg)}
-	case errors.As(err, &sem):
-		if sem.Err != nil && errors.Is(sem.Err, json.ErrUnknownName) {
-			return &Error{Code: CodeUnknownMember, Detail: trim(msg)}
-		}
-		var inner *Error
-		if errors.As(err, &inner) {
-			return inner
-		}
-		return &Error{Code: CodeWrongType, Detail: trim(msg)}
-	case errors.As(err, &se):
-		return &Error{Code: CodeMalformed, Detail: trim(msg)}
-	}
 	var inner *Error
 	if errors.As(err, &inner) {
 		return inner
 	}
+	var se *jsontext.SyntacticError
+	var sem *json.SemanticError
+	var coded interface {
+		error
+		ErrorCode() string
+	}
+	msg := err.Error()
+	switch {
+	case errors.As(err, &coded):
+		// An UnmarshalJSON method's own verdict (e.g. INVALID_AMOUNT).
+		field := ""
+		if errors.As(err, &sem) {
+			field = string(sem.JSONPointer)
+		}
+		detail := coded.Error()
+		var d interface{ ErrorDetail() string }
+		if errors.As(err, &d) {
+			detail = d.ErrorDetail()
+		}
+		return &Error{Code: coded.ErrorCode(), Detail: detail, Field: field}
+	case errors.Is(err, jsontext.ErrDuplicateName):
+		return &Error{Code: CodeDuplicate, Detail: trim(msg), Field: pointerOf(err)}
+	case strings.Contains(msg, "invalid UTF-8"):
+		return &Error{Code: CodeInvalidUTF8, Detail: trim(msg), Field: pointerOf(err)}
+	case errors.As(err, &sem):
+		field := string(sem.JSONPointer)
+		if sem.Err != nil && errors.Is(sem.Err, json.ErrUnknownName) {
+			return &Error{Code: CodeUnknownMember, Detail: "unknown " + quoteField(field), Field: field}
+		}
+		want := "another type"
+		if sem.GoType != nil {
+			want = kindName(sem.GoType.Kind())
+		}
+		got := "JSON value"
+		if sem.JSONKind != 0 {
+			got = "JSON " + sem.JSONKind.String()
+		}
+		return &Error{Code: CodeWrongType, Detail: fmt.Sprintf("%s must be %s, got %s", quoteField(field), want, got), Field: field}
+	case errors.As(err, &se):
+		return &Error{Code: CodeMalformed, Detail: trim(msg), Field: string(se.JSONPointer)}
+	}
 	return &Error{Code: CodeMalformed, Detail: trim(msg)}
+}
+
+func pointerOf(err error) string {
+	var se *jsontext.SyntacticError
+	if errors.As(err, &se) {
+		return string(se.JSONPointer)
+	}
+	return ""
+}
+
+func quoteField(ptr string) string {
+	if ptr == "" {
+		return "the body"
+	}
+	return "member " + strconv.Quote(ptr)
+}
+
+func kindName(k reflect.Kind) string {
+	switch k {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8,
+		reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	}
+	return "another type"
 }
 
 func trim(s string) string {

@@ -1,0 +1,149 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/interpreter"
+)
+
+// CEL limits. MaxRuleCost bounds one `when` evaluation (cel.CostLimit);
+// MaxEvaluationCost bounds the CEL cost of one Evaluate across all rules.
+// Exceeding either fails the decision closed.
+const (
+	MaxRuleCost       = 100_000
+	MaxEvaluationCost = 1_000_000
+)
+
+// celEnv declares the variables a `when` expression sees. Numbers compare
+// across int and double (JSON numbers are doubles), and time accessors use
+// UTC, so results never depend on the host.
+var celEnv = sync.OnceValues(func() (*cel.Env, error) {
+	return cel.NewEnv(
+		cel.Variable("intent", cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable("signals", cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable("approval", cel.DynType),
+		cel.Variable("now", cel.TimestampType),
+		cel.CrossTypeNumericComparisons(true),
+		cel.DefaultUTCTimeZone(true),
+	)
+})
+
+// compileWhen compiles expr into a cost-limited program. On failure it
+// returns the problem message (the CEL issue text for parse/check errors).
+func compileWhen(expr string) (cel.Program, string) {
+	env, err := celEnv()
+	if err != nil {
+		return nil, "CEL environment: " + err.Error()
+	}
+	ast, iss := env.Compile(expr)
+	if iss.Err() != nil {
+		return nil, iss.Err().Error()
+	}
+	if t := ast.OutputType(); !t.IsExactType(cel.BoolType) {
+		return nil, fmt.Sprintf("when must be a bool expression, not %s (compare dyn values explicitly, e.g. `x == true`)", t)
+	}
+	prg, err := env.Program(ast, cel.CostLimit(MaxRuleCost), cel.EvalOptions(cel.OptOptimize))
+	if err != nil {
+		return nil, err.Error()
+	}
+	return prg, ""
+}
+
+var errCostBudget = errors.New("CEL cost budget of one evaluation exceeded")
+
+// evalWhen runs a compiled `when` and returns its value and cost.
+func evalWhen(prg cel.Program, act *activation) (bool, uint64, error) {
+	out, det, err := prg.Eval(act)
+	var cost uint64
+	if c := det.ActualCost(); c != nil {
+		cost = *c
+	}
+	if err != nil {
+		return false, cost, err
+	}
+	b, ok := out.(types.Bool)
+	if !ok {
+		return false, cost, fmt.Errorf("when produced %s, not bool", out.Type())
+	}
+	return bool(b), cost, nil
+}
+
+var emptyMap = map[string]any{}
+
+// activation resolves the CEL variables from an Input. It is built at most
+// once per Evaluate, and only when a candidate rule reaches its `when`.
+type activation struct {
+	in       *Input
+	intent   map[string]any
+	approval any
+}
+
+func newActivation(in *Input) *activation {
+	a := &activation{in: in, approval: types.NullValue}
+	if in.Approval != nil {
+		a.approval = map[string]any{
+			"verified":    in.Approval.Verified,
+			"approver_id": in.Approval.ApproverID,
+			"method":      in.Approval.Method,
+		}
+	}
+	m := make(map[string]any, 12+len(in.Extra))
+	for k, v := range in.Extra {
+		m[k] = v
+	}
+	m["decision_type"] = in.DecisionType
+	m["workflow_key"] = in.WorkflowKey
+	m["surface"] = in.Surface
+	m["vertical_pack"] = in.VerticalPack
+	m["objective_profile"] = in.ObjectiveProfile
+	m["mode"] = string(in.RequestedMode)
+	m["context"] = orEmpty(in.Context)
+	m["actor"] = map[string]any{"id": in.ActorID, "type": in.ActorType}
+	action := map[string]any{
+		"type":       in.ActionType,
+		"currency":   in.Currency,
+		"target":     in.ActionTarget,
+		"parameters": orEmpty(in.ActionParameters),
+	}
+	delete(m, "amount")
+	delete(m, "risk_score")
+	if in.HasAmount {
+		m["amount"] = in.Amount
+		action["amount"] = in.Amount
+	}
+	if in.HasRiskScore {
+		m["risk_score"] = in.RiskScore
+	}
+	m["action"] = action
+	a.intent = m
+	return a
+}
+
+func orEmpty(m map[string]any) map[string]any {
+	if m == nil {
+		return emptyMap
+	}
+	return m
+}
+
+// ResolveName implements interpreter.Activation.
+func (a *activation) ResolveName(name string) (any, bool) {
+	switch name {
+	case "intent":
+		return a.intent, true
+	case "signals":
+		return orEmpty(a.in.Signals), true
+	case "approval":
+		return a.approval, true
+	case "now":
+		return a.in.Now, true
+	}
+	return nil, false
+}
+
+// Parent implements interpreter.Activation.
+func (a *activation) Parent() interpreter.Activation { return nil }
