@@ -77,7 +77,8 @@ type Backend interface {
 	// Update runs fn in a transaction scoped to orgID. Updates of one org are
 	// serialized. When fn returns nil, every write made through tx is committed
 	// atomically and durably (synced) before Update returns nil; when fn or the
-	// commit fails, nothing is written.
+	// commit fails, nothing is written. An Update that writes nothing returns
+	// only once everything it read is durable.
 	Update(ctx context.Context, orgID string, fn func(tx Tx) error) error
 	// Sync returns once everything already visible to readers is durable.
 	Sync(ctx context.Context) error

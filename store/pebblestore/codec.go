@@ -1,0 +1,84 @@
+package pebblestore
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/clearancehq/clearance/dossier"
+)
+
+// dossierMeta is the indexed part of a stored dossier. The org and dossier
+// ids live in the key; the body follows the metadata verbatim.
+type dossierMeta struct {
+	DecisionID   string    `json:"decision_id"`
+	EvaluationID string    `json:"evaluation_id,omitempty"`
+	CreatedAt    time.Time `json:"created_at"`
+	Outcome      string    `json:"outcome,omitempty"`
+	Mode         string    `json:"mode,omitempty"`
+	WorkflowKey  string    `json:"workflow_key,omitempty"`
+	DecisionType string    `json:"decision_type,omitempty"`
+}
+
+// encodeDossier returns <uvarint len(meta)> <meta JSON> <body>.
+func encodeDossier(r dossier.Record) ([]byte, error) {
+	meta, err := json.Marshal(dossierMeta{r.DecisionID, r.EvaluationID, r.CreatedAt, r.Outcome, r.Mode, r.WorkflowKey, r.DecisionType})
+	if err != nil {
+		return nil, fmt.Errorf("pebblestore: encode dossier: %w", err)
+	}
+	v := make([]byte, 0, binary.MaxVarintLen64+len(meta)+len(r.Body))
+	v = binary.AppendUvarint(v, uint64(len(meta)))
+	v = append(v, meta...)
+	return append(v, r.Body...), nil
+}
+
+func decodeDossier(orgID, dossierID string, v []byte) (dossier.Record, error) {
+	n, w := binary.Uvarint(v)
+	if w <= 0 || n > uint64(len(v)-w) {
+		return dossier.Record{}, errors.New("pebblestore: corrupt dossier value")
+	}
+	var m dossierMeta
+	if err := json.Unmarshal(v[w:w+int(n)], &m); err != nil {
+		return dossier.Record{}, fmt.Errorf("pebblestore: decode dossier: %w", err)
+	}
+	return dossier.Record{
+		OrgID:        orgID,
+		DossierID:    dossierID,
+		DecisionID:   m.DecisionID,
+		EvaluationID: m.EvaluationID,
+		CreatedAt:    m.CreatedAt,
+		Outcome:      m.Outcome,
+		Mode:         m.Mode,
+		WorkflowKey:  m.WorkflowKey,
+		DecisionType: m.DecisionType,
+		Body:         append([]byte(nil), v[w+int(n):]...),
+	}, nil
+}
+
+// summaryValue is the stored form of dossier.Summary.
+type summaryValue struct {
+	DossierID    string    `json:"dossier_id"`
+	DecisionID   string    `json:"decision_id"`
+	CreatedAt    time.Time `json:"created_at"`
+	Outcome      string    `json:"outcome,omitempty"`
+	Mode         string    `json:"mode,omitempty"`
+	WorkflowKey  string    `json:"workflow_key,omitempty"`
+	DecisionType string    `json:"decision_type,omitempty"`
+}
+
+func encodeJSON(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("pebblestore: encode: %w", err)
+	}
+	return b, nil
+}
+
+func decodeJSON(b []byte, v any) error {
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("pebblestore: decode %T: %w", v, err)
+	}
+	return nil
+}

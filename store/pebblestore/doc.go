@@ -1,0 +1,61 @@
+// Package pebblestore is the embedded store.Backend: one Pebble database
+// holds every org's records, ledgers and indexes.
+//
+// # Transactions
+//
+// Pebble has no transactions. Update provides one per org instead: each org
+// has a mutex that serializes its Updates (the read-check-write of a ledger
+// append needs that), and fn's writes go to an indexed batch, so reads made
+// through the Tx see the Tx's own writes on top of the committed database.
+// When fn returns nil the batch is applied atomically with pebble.Sync;
+// otherwise it is discarded and nothing is written. Updates of different
+// orgs run in parallel. Writes made through a Tx are checked to belong to
+// the Tx's org (API keys excepted: they are indexed globally by hash).
+//
+// # Durability and group commit
+//
+// Update returns nil only once its batch is in the synced write-ahead log:
+// an acknowledged Update survives a crash or power loss. The batch is
+// applied (made visible) inside the org mutex without waiting for the fsync,
+// and the fsync is awaited after the mutex is released, so the next Update
+// of the same org, and Updates of other orgs, proceed meanwhile and many
+// commits share one fsync. Consequently a reader can briefly see a commit
+// that is not yet durable; Sync waits until everything visible is durable,
+// and an Update that writes nothing still waits for any commit it may have
+// read.
+//
+// # Records and constraints
+//
+// Backends hold no business rules, but the store keeps its indexes
+// consistent: PutLedgerEntry accepts only the entry with seq head+1 and
+// moves the head with it; a dossier id or decision id, and a bundle version,
+// can be stored once; bundle seqs follow each other from 1. PutOrg,
+// PutAPIKey and PutIdempotency replace existing records.
+//
+// # Key layout
+//
+// Keys start with a one-byte table tag. Org-scoped keys continue with the
+// org id, length-prefixed as a uvarint (so no org id is a prefix of
+// another's keys), and a one-byte sub-table tag; all of an org's data is one
+// contiguous key range. Integers are big-endian so keys sort numerically;
+// times are int64 Unix nanoseconds with the sign bit flipped (clamped to the
+// years 1678..2262). Values are JSON unless noted.
+//
+//	m "format"                          layout version ("1")
+//	k <hash>                            tenant.APIKey (global lookup by key hash)
+//	o <org> o                           tenant.Org
+//	o <org> h                           ledger.Head
+//	o <org> l <seq u64>                 ledger.Entry
+//	o <org> b <seq u64>                 store.BundleRecord, in publish order
+//	o <org> v <version>                 <seq u64> of that bundle version
+//	o <org> d <dossier id>              uvarint(len(meta)) meta-JSON body-bytes
+//	o <org> x <decision id>             <dossier id>
+//	o <org> s <created_at> <dossier id> dossier summary, for time-range reports
+//	o <org> i <scope (uvarint-prefixed)> <key>  store.IdempotencyRecord
+//
+// (<org> stands for uvarint(len(org id)) followed by the org id.)
+// LatestBundle is a reverse seek over "o <org> b"; DossierSummaries scans
+// "o <org> s" from <from> to <to>, so dossiers created at the same instant
+// come in dossier id order. A dossier's body is stored as the exact bytes
+// given.
+package pebblestore

@@ -1,0 +1,334 @@
+package pebblestore
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/clearancehq/clearance/dossier"
+	"github.com/clearancehq/clearance/ledger"
+	"github.com/clearancehq/clearance/store"
+	"github.com/clearancehq/clearance/tenant"
+)
+
+// kv is what reads need: *pebble.DB for Reader methods, the transaction's
+// indexed *pebble.Batch (the DB plus the batch's own writes) for Tx getters.
+type kv interface {
+	Get(key []byte) ([]byte, io.Closer, error)
+	NewIter(o *pebble.IterOptions) (*pebble.Iterator, error)
+}
+
+// get returns a copy of the value at key, or an error wrapping
+// store.ErrNotFound that names what was looked up.
+func get(r kv, key []byte, what string, args ...any) ([]byte, error) {
+	v, closer, err := r.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, fmt.Errorf("pebblestore: %s: %w", fmt.Sprintf(what, args...), store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pebblestore: get %s: %w", fmt.Sprintf(what, args...), err)
+	}
+	out := append([]byte(nil), v...)
+	return out, closer.Close()
+}
+
+// has reports whether key exists.
+func has(r kv, key []byte) (bool, error) {
+	_, closer, err := r.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("pebblestore: get: %w", err)
+	}
+	return true, closer.Close()
+}
+
+// scan calls fn for each key/value in [lower, upper), ascending, until fn
+// returns false or an error. The slices are only valid during the call.
+func scan(r kv, lower, upper []byte, fn func(k, v []byte) (bool, error)) error {
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return fmt.Errorf("pebblestore: iterate: %w", err)
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			_ = it.Close()
+			return fmt.Errorf("pebblestore: iterate: %w", err)
+		}
+		more, err := fn(it.Key(), v)
+		if err != nil {
+			_ = it.Close()
+			return err
+		}
+		if !more {
+			break
+		}
+	}
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("pebblestore: iterate: %w", err)
+	}
+	return nil
+}
+
+// last returns a copy of the value of the greatest key in [lower, upper).
+func last(r kv, lower, upper []byte) ([]byte, bool, error) {
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return nil, false, fmt.Errorf("pebblestore: iterate: %w", err)
+	}
+	var out []byte
+	found := it.Last()
+	if found {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			_ = it.Close()
+			return nil, false, fmt.Errorf("pebblestore: iterate: %w", err)
+		}
+		out = append([]byte(nil), v...)
+	}
+	if err := it.Close(); err != nil {
+		return nil, false, fmt.Errorf("pebblestore: iterate: %w", err)
+	}
+	return out, found, nil
+}
+
+func readOrg(r kv, orgID string) (tenant.Org, error) {
+	var o tenant.Org
+	v, err := get(r, orgKey(orgID), "org %q", orgID)
+	if err != nil {
+		return o, err
+	}
+	return o, decodeJSON(v, &o)
+}
+
+func readAPIKey(r kv, hash string) (tenant.APIKey, error) {
+	var k tenant.APIKey
+	v, err := get(r, apiKeyKey(hash), "api key")
+	if err != nil {
+		return k, err
+	}
+	return k, decodeJSON(v, &k)
+}
+
+// readHead returns the org's head, the zero Head when its ledger is empty.
+func readHead(r kv, orgID string) (ledger.Head, error) {
+	var h ledger.Head
+	v, err := get(r, headKey(orgID), "ledger head of %q", orgID)
+	if errors.Is(err, store.ErrNotFound) {
+		return h, nil
+	}
+	if err != nil {
+		return h, err
+	}
+	return h, decodeJSON(v, &h)
+}
+
+func readEntries(r kv, orgID string, afterSeq uint64, limit int) ([]ledger.Entry, error) {
+	if limit <= 0 || afterSeq == ^uint64(0) {
+		return nil, nil
+	}
+	var out []ledger.Entry
+	lower := entryKey(orgID, afterSeq+1)
+	upper := upperBound(orgPrefix(orgID, subEntry, 0))
+	err := scan(r, lower, upper, func(_, v []byte) (bool, error) {
+		var e ledger.Entry
+		if err := decodeJSON(v, &e); err != nil {
+			return false, err
+		}
+		out = append(out, e)
+		return len(out) < limit, nil
+	})
+	return out, err
+}
+
+func readBundle(r kv, orgID, version string) (store.BundleRecord, error) {
+	var b store.BundleRecord
+	seq, err := get(r, bundleVersionKey(orgID, version), "bundle %q of org %q", version, orgID)
+	if err != nil {
+		return b, err
+	}
+	if len(seq) != 8 {
+		return b, fmt.Errorf("pebblestore: corrupt bundle index for %q", version)
+	}
+	v, err := get(r, bundleKey(orgID, binary.BigEndian.Uint64(seq)), "bundle %q of org %q", version, orgID)
+	if err != nil {
+		return b, err
+	}
+	return b, decodeJSON(v, &b)
+}
+
+func readLatestBundle(r kv, orgID string) (store.BundleRecord, error) {
+	var b store.BundleRecord
+	p := orgPrefix(orgID, subBundle, 0)
+	v, ok, err := last(r, p, upperBound(p))
+	if err != nil {
+		return b, err
+	}
+	if !ok {
+		return b, fmt.Errorf("pebblestore: no bundle in org %q: %w", orgID, store.ErrNotFound)
+	}
+	return b, decodeJSON(v, &b)
+}
+
+func readBundles(r kv, orgID string) ([]store.BundleRecord, error) {
+	var out []store.BundleRecord
+	p := orgPrefix(orgID, subBundle, 0)
+	err := scan(r, p, upperBound(p), func(_, v []byte) (bool, error) {
+		var b store.BundleRecord
+		if err := decodeJSON(v, &b); err != nil {
+			return false, err
+		}
+		out = append(out, b)
+		return true, nil
+	})
+	return out, err
+}
+
+func readDossier(r kv, orgID, dossierID string) (dossier.Record, error) {
+	v, err := get(r, dossierKey(orgID, dossierID), "dossier %q of org %q", dossierID, orgID)
+	if err != nil {
+		return dossier.Record{}, err
+	}
+	return decodeDossier(orgID, dossierID, v)
+}
+
+func readDossierByDecision(r kv, orgID, decisionID string) (dossier.Record, error) {
+	id, err := get(r, decisionKey(orgID, decisionID), "dossier of decision %q in org %q", decisionID, orgID)
+	if err != nil {
+		return dossier.Record{}, err
+	}
+	return readDossier(r, orgID, string(id))
+}
+
+func scanSummaries(ctx context.Context, r kv, orgID string, from, to time.Time, fn func(dossier.Summary) bool) error {
+	if !from.Before(to) {
+		return nil
+	}
+	return scan(r, summaryBound(orgID, from), summaryBound(orgID, to), func(_, v []byte) (bool, error) {
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
+		var s summaryValue
+		if err := decodeJSON(v, &s); err != nil {
+			return false, err
+		}
+		return fn(dossier.Summary{
+			DossierID:    s.DossierID,
+			DecisionID:   s.DecisionID,
+			CreatedAt:    s.CreatedAt,
+			Outcome:      s.Outcome,
+			Mode:         s.Mode,
+			WorkflowKey:  s.WorkflowKey,
+			DecisionType: s.DecisionType,
+		}), nil
+	})
+}
+
+func readIdempotency(r kv, orgID, scope, key string) (store.IdempotencyRecord, error) {
+	var rec store.IdempotencyRecord
+	v, err := get(r, idempotencyKey(orgID, scope, key), "idempotency key in scope %q of org %q", scope, orgID)
+	if err != nil {
+		return rec, err
+	}
+	return rec, decodeJSON(v, &rec)
+}
+
+// Reader methods: read the DB directly (committed data only).
+
+// Org implements tenant.Reader.
+func (s *Store) Org(ctx context.Context, orgID string) (tenant.Org, error) {
+	if err := s.enter(ctx); err != nil {
+		return tenant.Org{}, err
+	}
+	defer s.leave()
+	return readOrg(s.db, orgID)
+}
+
+// APIKeyByHash implements tenant.Reader.
+func (s *Store) APIKeyByHash(ctx context.Context, hash string) (tenant.APIKey, error) {
+	if err := s.enter(ctx); err != nil {
+		return tenant.APIKey{}, err
+	}
+	defer s.leave()
+	return readAPIKey(s.db, hash)
+}
+
+// LedgerEntries implements ledger.Reader. A limit <= 0 returns no entries.
+func (s *Store) LedgerEntries(ctx context.Context, orgID string, afterSeq uint64, limit int) ([]ledger.Entry, error) {
+	if err := s.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer s.leave()
+	return readEntries(s.db, orgID, afterSeq, limit)
+}
+
+// LedgerHeadOf implements ledger.Reader.
+func (s *Store) LedgerHeadOf(ctx context.Context, orgID string) (ledger.Head, error) {
+	if err := s.enter(ctx); err != nil {
+		return ledger.Head{}, err
+	}
+	defer s.leave()
+	return readHead(s.db, orgID)
+}
+
+// Dossier implements dossier.Reader.
+func (s *Store) Dossier(ctx context.Context, orgID, dossierID string) (dossier.Record, error) {
+	if err := s.enter(ctx); err != nil {
+		return dossier.Record{}, err
+	}
+	defer s.leave()
+	return readDossier(s.db, orgID, dossierID)
+}
+
+// DossierByDecision implements dossier.Reader.
+func (s *Store) DossierByDecision(ctx context.Context, orgID, decisionID string) (dossier.Record, error) {
+	if err := s.enter(ctx); err != nil {
+		return dossier.Record{}, err
+	}
+	defer s.leave()
+	return readDossierByDecision(s.db, orgID, decisionID)
+}
+
+// DossierSummaries implements dossier.Reader. Dossiers created at the same
+// instant come in dossier id order.
+func (s *Store) DossierSummaries(ctx context.Context, orgID string, from, to time.Time, fn func(dossier.Summary) bool) error {
+	if err := s.enter(ctx); err != nil {
+		return err
+	}
+	defer s.leave()
+	return scanSummaries(ctx, s.db, orgID, from, to, fn)
+}
+
+// Bundle implements store.Reader.
+func (s *Store) Bundle(ctx context.Context, orgID, version string) (store.BundleRecord, error) {
+	if err := s.enter(ctx); err != nil {
+		return store.BundleRecord{}, err
+	}
+	defer s.leave()
+	return readBundle(s.db, orgID, version)
+}
+
+// LatestBundle implements store.Reader.
+func (s *Store) LatestBundle(ctx context.Context, orgID string) (store.BundleRecord, error) {
+	if err := s.enter(ctx); err != nil {
+		return store.BundleRecord{}, err
+	}
+	defer s.leave()
+	return readLatestBundle(s.db, orgID)
+}
+
+// Bundles implements store.Reader.
+func (s *Store) Bundles(ctx context.Context, orgID string) ([]store.BundleRecord, error) {
+	if err := s.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer s.leave()
+	return readBundles(s.db, orgID)
+}

@@ -1,0 +1,244 @@
+package pebblestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/clearancehq/clearance/store"
+)
+
+// Options configures Open. The zero value is a good default.
+type Options struct {
+	// FS is the filesystem holding the database; nil means the OS
+	// filesystem (vfs.Default). Tests pass vfs.NewMem or
+	// vfs.NewCrashableMem.
+	FS vfs.FS
+	// Logger receives Pebble's log messages; nil means Pebble's default
+	// logger (the standard library log package).
+	Logger pebble.Logger
+	// CacheSize is the block cache size in bytes; 0 means Pebble's default.
+	CacheSize int64
+}
+
+// Store is the embedded Pebble backend. It is safe for concurrent use.
+type Store struct {
+	db *pebble.DB
+
+	locks sync.Map // org id -> *sync.Mutex: serializes each org's Updates
+
+	// unsynced counts commits that are visible but whose WAL sync has not
+	// completed yet (group commit). A transaction that writes nothing may
+	// have read such data; it waits for a sync before it returns.
+	unsynced atomic.Int64
+
+	mu     sync.Mutex
+	idle   sync.Cond // signalled when active drops to 0
+	closed bool
+	active int // calls in progress
+}
+
+var _ store.Backend = (*Store)(nil)
+
+// Open opens (creating if needed) the store in dir.
+func Open(dir string, opts Options) (*Store, error) {
+	fs := opts.FS
+	if fs == nil {
+		fs = vfs.Default
+	}
+	po := &pebble.Options{
+		FS:                 fs,
+		Logger:             opts.Logger,
+		CacheSize:          opts.CacheSize,
+		FormatMajorVersion: pebble.FormatNewest,
+	}
+	db, err := pebble.Open(dir, po)
+	if err != nil {
+		return nil, fmt.Errorf("pebblestore: open %s: %w", dir, err)
+	}
+	if err := checkFormat(db); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	s := &Store{db: db}
+	s.idle.L = &s.mu
+	return s, nil
+}
+
+// checkFormat stamps a new database with the layout version and refuses a
+// database written with another layout.
+func checkFormat(db *pebble.DB) error {
+	v, err := get(db, formatKey, "format")
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		if err := db.Set(formatKey, []byte(formatVersion), pebble.Sync); err != nil {
+			return fmt.Errorf("pebblestore: write format: %w", err)
+		}
+		return nil
+	case err != nil:
+		return err
+	case string(v) != formatVersion:
+		return fmt.Errorf("pebblestore: unsupported layout version %q (want %q)", v, formatVersion)
+	}
+	return nil
+}
+
+// enter registers a call in progress; it fails once the store is closed or
+// when ctx is done. Every successful enter is paired with leave.
+func (s *Store) enter(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return store.ErrClosed
+	}
+	s.active++
+	return nil
+}
+
+func (s *Store) leave() {
+	s.mu.Lock()
+	s.active--
+	if s.active == 0 {
+		s.idle.Broadcast()
+	}
+	s.mu.Unlock()
+}
+
+func (s *Store) orgLock(orgID string) *sync.Mutex {
+	if m, ok := s.locks.Load(orgID); ok {
+		return m.(*sync.Mutex)
+	}
+	m, _ := s.locks.LoadOrStore(orgID, new(sync.Mutex))
+	return m.(*sync.Mutex)
+}
+
+// Update implements store.Backend.
+//
+// Updates of one org run one at a time under that org's mutex; fn's writes go
+// to an indexed batch that its reads see. On success the batch is applied
+// inside the mutex without waiting for the WAL sync, and the sync is awaited
+// after the mutex is released, so concurrent commits share one fsync (group
+// commit). Update returns nil only once the batch is durable.
+func (s *Store) Update(ctx context.Context, orgID string, fn func(tx store.Tx) error) error {
+	if orgID == "" {
+		return errors.New("pebblestore: update needs an org id")
+	}
+	if err := s.enter(ctx); err != nil {
+		return err
+	}
+	defer s.leave()
+	b, err := s.apply(ctx, orgID, fn)
+	if err != nil {
+		return err
+	}
+	if b == nil {
+		// fn wrote nothing, but it may have read commits that are visible
+		// and not yet durable; do not let it act on them before they are.
+		if s.unsynced.Load() > 0 {
+			return s.syncWAL()
+		}
+		return nil
+	}
+	err = b.SyncWait()
+	s.unsynced.Add(-1)
+	if cerr := b.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("pebblestore: sync: %w", err)
+	}
+	return nil
+}
+
+// apply runs fn under the org's mutex and applies its batch without waiting
+// for the sync. It returns the applied batch (the caller must SyncWait and
+// Close it), or nil when fn wrote nothing.
+func (s *Store) apply(ctx context.Context, orgID string, fn func(tx store.Tx) error) (*pebble.Batch, error) {
+	mu := s.orgLock(orgID)
+	mu.Lock()
+	defer mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	b := s.db.NewIndexedBatch()
+	t := &tx{org: orgID, b: b}
+	applied := false
+	defer func() {
+		t.finish()
+		if !applied {
+			_ = b.Close()
+		}
+	}()
+	if err := fn(t); err != nil {
+		return nil, err
+	}
+	t.finish()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if b.Empty() {
+		return nil, nil
+	}
+	s.unsynced.Add(1)
+	if err := s.db.ApplyNoSyncWait(b, pebble.Sync); err != nil {
+		s.unsynced.Add(-1)
+		return nil, fmt.Errorf("pebblestore: commit: %w", err)
+	}
+	applied = true
+	return b, nil
+}
+
+// syncWAL makes every applied batch durable.
+func (s *Store) syncWAL() error {
+	if err := s.db.LogData(nil, pebble.Sync); err != nil {
+		return fmt.Errorf("pebblestore: sync: %w", err)
+	}
+	return nil
+}
+
+// Sync implements store.Backend.
+func (s *Store) Sync(ctx context.Context) error {
+	if err := s.enter(ctx); err != nil {
+		return err
+	}
+	defer s.leave()
+	return s.syncWAL()
+}
+
+// Ping implements store.Backend: it reads the layout version.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.enter(ctx); err != nil {
+		return err
+	}
+	defer s.leave()
+	_, err := get(s.db, formatKey, "format")
+	return err
+}
+
+// Close waits for calls in progress, then closes the database. Later calls
+// return store.ErrClosed; closing again returns nil. Close must not be
+// called from inside an Update's fn (it would wait for that Update).
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	for s.active > 0 {
+		s.idle.Wait()
+	}
+	s.mu.Unlock()
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("pebblestore: close: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,263 @@
+package pebblestore
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/clearancehq/clearance/dossier"
+	"github.com/clearancehq/clearance/ledger"
+	"github.com/clearancehq/clearance/store"
+	"github.com/clearancehq/clearance/tenant"
+)
+
+// errTxDone is returned by a Tx used after its Update returned.
+var errTxDone = errors.New("pebblestore: transaction already finished")
+
+// tx is one org's Update: reads and writes go through an indexed batch.
+type tx struct {
+	org string
+	b   *pebble.Batch
+
+	mu   sync.Mutex // a batch is not safe for concurrent use
+	done bool
+}
+
+var _ store.Tx = (*tx)(nil)
+
+// lock acquires the tx for one call; on success the caller unlocks t.mu.
+func (t *tx) lock(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	if t.done {
+		t.mu.Unlock()
+		return errTxDone
+	}
+	return nil
+}
+
+func (t *tx) finish() {
+	t.mu.Lock()
+	t.done = true
+	t.mu.Unlock()
+}
+
+func (t *tx) checkOrg(what, orgID string) error {
+	if orgID != t.org {
+		return fmt.Errorf("pebblestore: %s of org %q in a transaction of org %q", what, orgID, t.org)
+	}
+	return nil
+}
+
+func (t *tx) set(key []byte, v any) error {
+	var raw []byte
+	switch v := v.(type) {
+	case []byte:
+		raw = v
+	default:
+		var err error
+		if raw, err = encodeJSON(v); err != nil {
+			return err
+		}
+	}
+	if err := t.b.Set(key, raw, nil); err != nil {
+		return fmt.Errorf("pebblestore: write: %w", err)
+	}
+	return nil
+}
+
+// OrgID implements store.Tx.
+func (t *tx) OrgID() string { return t.org }
+
+// LedgerHead implements ledger.Tx: the zero Head when the ledger is empty.
+func (t *tx) LedgerHead(ctx context.Context) (ledger.Head, error) {
+	if err := t.lock(ctx); err != nil {
+		return ledger.Head{}, err
+	}
+	defer t.mu.Unlock()
+	return readHead(t.b, t.org)
+}
+
+// PutLedgerEntry implements ledger.Tx. It refuses an entry of another org or
+// one whose seq is not the head's seq + 1; it does not check hashes (that is
+// ledger.Append's and ledger.Verify's job).
+func (t *tx) PutLedgerEntry(ctx context.Context, e ledger.Entry) error {
+	if err := t.lock(ctx); err != nil {
+		return err
+	}
+	defer t.mu.Unlock()
+	if err := t.checkOrg("ledger entry", e.OrgID); err != nil {
+		return err
+	}
+	head, err := readHead(t.b, t.org)
+	if err != nil {
+		return err
+	}
+	if e.Seq != head.Seq+1 {
+		return fmt.Errorf("pebblestore: ledger entry seq %d does not follow head seq %d of org %q", e.Seq, head.Seq, t.org)
+	}
+	if err := t.set(entryKey(t.org, e.Seq), e); err != nil {
+		return err
+	}
+	return t.set(headKey(t.org), ledger.Head{Seq: e.Seq, EntryHash: e.EntryHash})
+}
+
+// PutDossier implements dossier.Tx. Dossiers are write-once: a second put
+// of the same dossier id or decision id is an error.
+func (t *tx) PutDossier(ctx context.Context, r dossier.Record) error {
+	if err := t.lock(ctx); err != nil {
+		return err
+	}
+	defer t.mu.Unlock()
+	if err := t.checkOrg("dossier", r.OrgID); err != nil {
+		return err
+	}
+	if r.DossierID == "" || r.DecisionID == "" {
+		return errors.New("pebblestore: dossier needs a dossier id and a decision id")
+	}
+	dk, xk := dossierKey(t.org, r.DossierID), decisionKey(t.org, r.DecisionID)
+	for _, k := range []struct {
+		key  []byte
+		what string
+	}{{dk, "dossier " + r.DossierID}, {xk, "dossier of decision " + r.DecisionID}} {
+		exists, err := has(t.b, k.key)
+		if err != nil {
+			return err
+		}
+		if exists {
+			return fmt.Errorf("pebblestore: %s already exists in org %q", k.what, t.org)
+		}
+	}
+	v, err := encodeDossier(r)
+	if err != nil {
+		return err
+	}
+	if err := t.set(dk, v); err != nil {
+		return err
+	}
+	if err := t.set(xk, []byte(r.DossierID)); err != nil {
+		return err
+	}
+	return t.set(summaryKey(t.org, r.CreatedAt, r.DossierID), summaryValue{
+		DossierID:    r.DossierID,
+		DecisionID:   r.DecisionID,
+		CreatedAt:    r.CreatedAt,
+		Outcome:      r.Outcome,
+		Mode:         r.Mode,
+		WorkflowKey:  r.WorkflowKey,
+		DecisionType: r.DecisionType,
+	})
+}
+
+// PutOrg implements tenant.Tx; o.ID must be the transaction's org.
+func (t *tx) PutOrg(ctx context.Context, o tenant.Org) error {
+	if err := t.lock(ctx); err != nil {
+		return err
+	}
+	defer t.mu.Unlock()
+	if err := t.checkOrg("org record", o.ID); err != nil {
+		return err
+	}
+	return t.set(orgKey(t.org), o)
+}
+
+// PutAPIKey implements tenant.Tx. Keys are indexed globally by hash, so a
+// key may be written in any org's transaction (the platform key in
+// tenant.PlatformOrgID's).
+func (t *tx) PutAPIKey(ctx context.Context, k tenant.APIKey) error {
+	if err := t.lock(ctx); err != nil {
+		return err
+	}
+	defer t.mu.Unlock()
+	if k.Hash == "" || k.OrgID == "" {
+		return errors.New("pebblestore: api key needs a hash and an org id")
+	}
+	return t.set(apiKeyKey(k.Hash), k)
+}
+
+// PutBundle implements store.Tx. Published versions are immutable and
+// numbered without gaps: the version must be new and b.Seq must be the
+// latest bundle's seq + 1 (1 for the first).
+func (t *tx) PutBundle(ctx context.Context, b store.BundleRecord) error {
+	if err := t.lock(ctx); err != nil {
+		return err
+	}
+	defer t.mu.Unlock()
+	if err := t.checkOrg("bundle", b.OrgID); err != nil {
+		return err
+	}
+	if b.Version == "" {
+		return errors.New("pebblestore: bundle needs a version")
+	}
+	vk := bundleVersionKey(t.org, b.Version)
+	exists, err := has(t.b, vk)
+	if err != nil {
+		return err
+	}
+	if exists {
+		return fmt.Errorf("pebblestore: bundle version %q already exists in org %q", b.Version, t.org)
+	}
+	var latest uint64
+	switch l, err := readLatestBundle(t.b, t.org); {
+	case err == nil:
+		latest = l.Seq
+	case !errors.Is(err, store.ErrNotFound):
+		return err
+	}
+	if b.Seq != latest+1 {
+		return fmt.Errorf("pebblestore: bundle seq %d does not follow seq %d of org %q", b.Seq, latest, t.org)
+	}
+	if err := t.set(bundleKey(t.org, b.Seq), b); err != nil {
+		return err
+	}
+	return t.set(vk, binary.BigEndian.AppendUint64(nil, b.Seq))
+}
+
+// BundleInTx implements store.Tx.
+func (t *tx) BundleInTx(ctx context.Context, version string) (store.BundleRecord, error) {
+	if err := t.lock(ctx); err != nil {
+		return store.BundleRecord{}, err
+	}
+	defer t.mu.Unlock()
+	return readBundle(t.b, t.org, version)
+}
+
+// LatestBundleInTx implements store.Tx.
+func (t *tx) LatestBundleInTx(ctx context.Context) (store.BundleRecord, error) {
+	if err := t.lock(ctx); err != nil {
+		return store.BundleRecord{}, err
+	}
+	defer t.mu.Unlock()
+	return readLatestBundle(t.b, t.org)
+}
+
+// Idempotency implements store.Tx.
+func (t *tx) Idempotency(ctx context.Context, scope, key string) (store.IdempotencyRecord, error) {
+	if err := t.lock(ctx); err != nil {
+		return store.IdempotencyRecord{}, err
+	}
+	defer t.mu.Unlock()
+	return readIdempotency(t.b, t.org, scope, key)
+}
+
+// PutIdempotency implements store.Tx; it replaces any record with the same
+// scope and key.
+func (t *tx) PutIdempotency(ctx context.Context, r store.IdempotencyRecord) error {
+	if err := t.lock(ctx); err != nil {
+		return err
+	}
+	defer t.mu.Unlock()
+	if err := t.checkOrg("idempotency record", r.OrgID); err != nil {
+		return err
+	}
+	if r.Scope == "" || r.Key == "" {
+		return errors.New("pebblestore: idempotency record needs a scope and a key")
+	}
+	return t.set(idempotencyKey(t.org, r.Scope, r.Key), r)
+}

@@ -1,0 +1,24 @@
+// Package storetest is the conformance suite for the parts of a
+// store.Backend that ledgertest and dossiertest do not cover. Every backend
+// runs all three:
+//
+//	func TestStore(t *testing.T) { storetest.Run(t, open) }
+//
+// where open returns a fresh, empty backend that the caller closes. The
+// suite checks that:
+//
+//   - orgs and API keys read back (keys by hash, globally; the platform key
+//     is written in tenant.PlatformOrgID's transaction), and absent ones are
+//     store.ErrNotFound;
+//   - bundles read back by version, LatestBundle is the last published,
+//     Bundles lists them in publish order, a version is published once, and
+//     orgs do not see each other's bundles;
+//   - idempotency records are keyed by (org, scope, key);
+//   - reads inside a transaction see the transaction's own writes, and
+//     writes of another org's records are refused;
+//   - a cancelled context makes Update fail without running fn;
+//   - Ping and Sync succeed on an open backend.
+//
+// Times handed to the backend are whole microseconds, which PostgreSQL
+// stores exactly; they are compared with time.Time.Equal.
+package storetest
