@@ -1,0 +1,264 @@
+package clearance
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/clearancehq/clearance/dossier"
+	"github.com/clearancehq/clearance/internal/canon"
+	"github.com/clearancehq/clearance/ledger"
+	"github.com/clearancehq/clearance/policy"
+	"github.com/clearancehq/clearance/store"
+)
+
+// Route names the entry point a decision came through. It is recorded in
+// the dossier and scopes Idempotency-Keys.
+type Route string
+
+// Entry points that evaluate decisions; all share one evaluation path.
+const (
+	RouteEvaluateDecision Route = "evaluate-decision"
+	RouteActionGate       Route = "action-gate"
+	RouteCRMActionGate    Route = "crm.action-gate"
+	RouteWorkspaceApp     Route = "workspace-app.action-gate"
+	RouteCloudAgentVerify Route = "cloud.agent.extensions.verify"
+)
+
+// EvaluateRequest is one decision to make.
+type EvaluateRequest struct {
+	OrgID  string
+	Route  Route
+	Intent policy.Intent
+	// Extra carries route-specific members (visible to CEL as intent.<name>).
+	Extra map[string]any
+	// Raw is the request body exactly as received; the dossier keeps it.
+	Raw            []byte
+	IdempotencyKey string
+	CorrelationID  string
+	RequestID      string
+	Principal      Principal
+	Approval       *policy.Approval
+}
+
+// Decision is the answer to an EvaluateRequest. Its JSON form is the
+// evaluate-decision response body.
+type Decision struct {
+	DecisionID     string          `json:"decision_id"`
+	EvaluationID   string          `json:"evaluation_id"`
+	DossierID      string          `json:"dossier_id"`
+	OrgID          string          `json:"org_id"`
+	Outcome        policy.Outcome  `json:"outcome"`
+	ReasonCodes    []string        `json:"reason_codes"`
+	PolicySnapshot policy.Snapshot `json:"policy_snapshot"`
+	Mode           policy.Mode     `json:"mode"`
+	DossierURL     string          `json:"dossier_url"`
+	DossierDigest  string          `json:"dossier_digest"`
+	LedgerSeq      uint64          `json:"ledger_seq"`
+	CorrelationID  string          `json:"correlation_id,omitempty"`
+	IdempotencyKey string          `json:"idempotency_key,omitempty"`
+	CreatedAt      string          `json:"created_at"`
+	// Replayed is true when an Idempotency-Key returned a stored decision.
+	Replayed bool `json:"-"`
+}
+
+// Dossier is the stored evidence of one decision (its canonical JSON is the
+// dossier body; its SHA-256 is the payload_digest of its ledger entry).
+type Dossier struct {
+	DossierID        string          `json:"dossier_id"`
+	DecisionID       string          `json:"decision_id"`
+	EvaluationID     string          `json:"evaluation_id"`
+	OrgID            string          `json:"org_id"`
+	Route            Route           `json:"route"`
+	Intent           json.RawMessage `json:"intent"`
+	IntentAsReceived string          `json:"intent_as_received"`
+	IntentDigest     string          `json:"intent_digest"`
+	IntentProfile    string          `json:"intent_digest_profile"`
+	Outcome          policy.Outcome  `json:"outcome"`
+	ReasonCodes      []string        `json:"reason_codes"`
+	MatchedRules     []string        `json:"matched_rules"`
+	EvaluationError  string          `json:"evaluation_error,omitempty"`
+	PolicySnapshot   policy.Snapshot `json:"policy_snapshot"`
+	Mode             policy.Mode     `json:"mode"`
+	RequestedMode    policy.Mode     `json:"requested_mode,omitempty"`
+	BundleMode       policy.Mode     `json:"bundle_mode"`
+	Actor            DossierActor    `json:"actor"`
+	IdempotencyKey   string          `json:"idempotency_key,omitempty"`
+	CorrelationID    string          `json:"correlation_id,omitempty"`
+	RequestID        string          `json:"request_id,omitempty"`
+	CreatedAt        string          `json:"created_at"`
+	LedgerSeq        uint64          `json:"ledger_seq"`
+}
+
+// DossierActor records who asked: the credential, and the acting party the
+// request named.
+type DossierActor struct {
+	CredentialID   string `json:"credential_id"`
+	CredentialKind string `json:"credential_kind"`
+	ID             string `json:"id,omitempty"`
+	Type           string `json:"type,omitempty"`
+}
+
+// MaxKeyLength bounds Idempotency-Key and correlation ids.
+const MaxKeyLength = 255
+
+// ValidToken reports whether s is usable as an Idempotency-Key or correlation id.
+func ValidToken(s string) bool {
+	if s == "" || len(s) > MaxKeyLength || !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if r < 0x21 || r == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// Evaluate makes one decision: it resolves the policy, evaluates the
+// request, and durably records dossier, ledger entry and idempotency record
+// in one atomic write before answering.
+func (e *Engine) Evaluate(ctx context.Context, req EvaluateRequest) (Decision, error) {
+	if req.IdempotencyKey != "" && !ValidToken(req.IdempotencyKey) {
+		return Decision{}, invalid(CodeInvalidIdempotencyKey, "Idempotency-Key", "Idempotency-Key must be 1 to %d visible ASCII characters", MaxKeyLength)
+	}
+	now := e.now()
+	in, err := req.Intent.Input(now)
+	if err != nil {
+		return Decision{}, inputError(err)
+	}
+	in.Extra = req.Extra
+	in.Approval = req.Approval
+	pin, err := policyPin(req.Intent.Context)
+	if err != nil {
+		return Decision{}, err
+	}
+	canonical, err := canon.Transform(req.Raw)
+	if err != nil {
+		return Decision{}, invalid(CodeInvalidRequest, "", "request body cannot be canonicalized: %v", err)
+	}
+	requestDigest := canon.Digest(canonical)
+
+	c, err := e.resolvePolicy(ctx, req.OrgID, pin)
+	if err != nil {
+		return Decision{}, err
+	}
+	pd := c.Evaluate(&in)
+	mode := policy.EffectiveMode(c.Mode(), in.RequestedMode)
+
+	var ids [3]string
+	for i := range ids {
+		if ids[i], err = e.newID(); err != nil {
+			return Decision{}, unavailable("id generation", err)
+		}
+	}
+	d := Dossier{
+		DossierID: ids[0], DecisionID: ids[1], EvaluationID: ids[2], OrgID: req.OrgID, Route: req.Route,
+		Intent: canonical, IntentAsReceived: string(req.Raw), IntentDigest: requestDigest, IntentProfile: canon.Profile,
+		Outcome: pd.Outcome, ReasonCodes: pd.ReasonCodes, MatchedRules: nonNil(pd.MatchedRules),
+		PolicySnapshot: c.Snapshot(), Mode: mode, RequestedMode: in.RequestedMode, BundleMode: c.Mode(),
+		Actor:          DossierActor{CredentialID: req.Principal.KeyID, CredentialKind: string(req.Principal.Kind), ID: in.ActorID, Type: in.ActorType},
+		IdempotencyKey: req.IdempotencyKey, CorrelationID: req.CorrelationID, RequestID: req.RequestID,
+		CreatedAt: now.Format(timeFormat),
+	}
+	if pd.Err != nil {
+		d.EvaluationError = pd.Err.Error()
+	}
+	scope := string(req.Route)
+	var out Decision
+	err = e.store.Update(ctx, req.OrgID, func(tx store.Tx) error {
+		if req.IdempotencyKey != "" {
+			prev, err := tx.Idempotency(ctx, scope, req.IdempotencyKey)
+			if err == nil {
+				if prev.RequestDigest != requestDigest {
+					return newError(ErrConflict, CodeIdempotencyKeyReused, "Idempotency-Key was already used with a different request body")
+				}
+				if err := json.Unmarshal(prev.Response, &out); err != nil {
+					return err
+				}
+				out.Replayed = true
+				return nil
+			}
+			if !isNotFound(err) {
+				return err
+			}
+		}
+		head, err := tx.LedgerHead(ctx)
+		if err != nil {
+			return err
+		}
+		d.LedgerSeq = head.Seq + 1
+		body, err := canon.Marshal(d)
+		if err != nil {
+			return err
+		}
+		digest := canon.Digest(body)
+		if err := tx.PutDossier(ctx, dossier.Record{
+			OrgID: req.OrgID, DossierID: d.DossierID, DecisionID: d.DecisionID, EvaluationID: d.EvaluationID,
+			CreatedAt: now, Outcome: string(d.Outcome), Mode: string(mode), WorkflowKey: in.WorkflowKey,
+			DecisionType: in.DecisionType, Body: body,
+		}); err != nil {
+			return err
+		}
+		if _, err := ledger.Append(ctx, tx, req.OrgID, ledger.Record{
+			Kind: ledger.KindDecision, SubjectID: d.DossierID, PayloadDigest: digest}, now); err != nil {
+			return err
+		}
+		out = decisionOf(d, digest)
+		if req.IdempotencyKey != "" {
+			resp, err := json.Marshal(out)
+			if err != nil {
+				return err
+			}
+			return tx.PutIdempotency(ctx, store.IdempotencyRecord{OrgID: req.OrgID, Scope: scope,
+				Key: req.IdempotencyKey, RequestDigest: requestDigest, Response: resp, CreatedAt: now})
+		}
+		return nil
+	})
+	if err != nil {
+		return Decision{}, asEngineError("record decision", err)
+	}
+	// A replay's Update wrote nothing, but the backend returns only once what
+	// it read is durable, so a replayed answer is never ahead of the disk.
+	return out, nil
+}
+
+func decisionOf(d Dossier, digest string) Decision {
+	return Decision{
+		DecisionID: d.DecisionID, EvaluationID: d.EvaluationID, DossierID: d.DossierID, OrgID: d.OrgID,
+		Outcome: d.Outcome, ReasonCodes: d.ReasonCodes, PolicySnapshot: d.PolicySnapshot, Mode: d.Mode,
+		DossierURL: "/v1/protocol/dossiers/" + d.DossierID, DossierDigest: digest, LedgerSeq: d.LedgerSeq,
+		CorrelationID: d.CorrelationID, IdempotencyKey: d.IdempotencyKey, CreatedAt: d.CreatedAt,
+	}
+}
+
+// policyPin reads context.policy_version: absent, or a non-empty string.
+func policyPin(ctx map[string]any) (string, error) {
+	v, ok := ctx["policy_version"]
+	if !ok {
+		return "", nil
+	}
+	s, isString := v.(string)
+	if !isString || strings.TrimSpace(s) == "" {
+		return "", invalid(CodeInvalidRequest, "context.policy_version", "context.policy_version must be a non-empty string")
+	}
+	return s, nil
+}
+
+func inputError(err error) error {
+	var ie *policy.InputError
+	if errors.As(err, &ie) {
+		return &Error{Kind: ErrInvalidRequest, Code: ie.Code, Detail: ie.Message,
+			Fields: []FieldError{{Field: ie.Field, Message: ie.Message}}, Err: err}
+	}
+	return &Error{Kind: ErrInvalidRequest, Code: CodeInvalidRequest, Detail: err.Error(), Err: err}
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

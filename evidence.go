@@ -1,0 +1,198 @@
+package clearance
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"github.com/clearancehq/clearance/dossier"
+	"github.com/clearancehq/clearance/ledger"
+	"github.com/clearancehq/clearance/policy"
+)
+
+// DossierRecord is a stored dossier: Body is its canonical JSON and Digest
+// the SHA-256 the ledger recorded.
+type DossierRecord struct {
+	DossierID  string
+	DecisionID string
+	Body       []byte
+	Digest     string
+}
+
+// Dossier returns the org's dossier by dossier id; another org's is ErrNotFound.
+func (e *Engine) Dossier(ctx context.Context, orgID, dossierID string) (DossierRecord, error) {
+	if !ValidID(dossierID) {
+		return DossierRecord{}, newError(ErrNotFound, CodeDossierNotFound, "dossier not found")
+	}
+	return e.dossierResult(e.store.Dossier(ctx, orgID, dossierID))
+}
+
+// DossierByDecision returns the org's dossier of a decision id.
+func (e *Engine) DossierByDecision(ctx context.Context, orgID, decisionID string) (DossierRecord, error) {
+	if !ValidID(decisionID) {
+		return DossierRecord{}, newError(ErrNotFound, CodeDossierNotFound, "dossier not found")
+	}
+	return e.dossierResult(e.store.DossierByDecision(ctx, orgID, decisionID))
+}
+
+func (e *Engine) dossierResult(r dossier.Record, err error) (DossierRecord, error) {
+	if isNotFound(err) {
+		return DossierRecord{}, newError(ErrNotFound, CodeDossierNotFound, "dossier not found")
+	}
+	if err != nil {
+		return DossierRecord{}, unavailable("read dossier", err)
+	}
+	return DossierRecord{DossierID: r.DossierID, DecisionID: r.DecisionID, Body: r.Body, Digest: digestOf(r.Body)}, nil
+}
+
+// LedgerPage is one page of an org's ledger.
+type LedgerPage struct {
+	OrgID   string         `json:"org_id"`
+	Entries []ledger.Entry `json:"entries"`
+	Head    ledger.Head    `json:"head"`
+	// NextAfterSeq is the after_seq of the next page; 0 when this is the last.
+	NextAfterSeq uint64 `json:"next_after_seq,omitempty"`
+}
+
+// Ledger page limits.
+const (
+	DefaultLedgerPage = 100
+	MaxLedgerPage     = 1000
+)
+
+// Ledger returns up to limit entries with seq > afterSeq.
+func (e *Engine) Ledger(ctx context.Context, orgID string, afterSeq uint64, limit int) (LedgerPage, error) {
+	if limit <= 0 {
+		limit = DefaultLedgerPage
+	}
+	if limit > MaxLedgerPage {
+		return LedgerPage{}, invalid(CodeInvalidRequest, "limit", "limit must be 1 to %d", MaxLedgerPage)
+	}
+	head, err := e.store.LedgerHeadOf(ctx, orgID)
+	if err != nil {
+		return LedgerPage{}, unavailable("read ledger", err)
+	}
+	entries, err := e.store.LedgerEntries(ctx, orgID, afterSeq, limit)
+	if err != nil {
+		return LedgerPage{}, unavailable("read ledger", err)
+	}
+	p := LedgerPage{OrgID: orgID, Entries: entries, Head: head}
+	if p.Entries == nil {
+		p.Entries = []ledger.Entry{}
+	}
+	if n := len(entries); n == limit && entries[n-1].Seq < head.Seq {
+		p.NextAfterSeq = entries[n-1].Seq
+	}
+	return p, nil
+}
+
+// Reason reported by VerifyLedger when a ledgered dossier no longer matches.
+const ReasonRecordDigestMismatch = "RECORD_DIGEST_MISMATCH"
+
+// VerifyLedger recomputes the org's hash chain and, for every decision
+// entry, checks that the stored dossier still has the digest the ledger
+// recorded. The first problem is reported with its seq.
+func (e *Engine) VerifyLedger(ctx context.Context, orgID string) (ledger.Report, error) {
+	rep, err := ledger.Verify(ctx, e.store, orgID)
+	if err != nil {
+		return rep, unavailable("verify ledger", err)
+	}
+	if !rep.Valid {
+		return rep, nil
+	}
+	var after uint64
+	for {
+		page, err := e.store.LedgerEntries(ctx, orgID, after, MaxLedgerPage)
+		if err != nil {
+			return rep, unavailable("verify ledger", err)
+		}
+		for _, en := range page {
+			if en.Kind != ledger.KindDecision {
+				continue
+			}
+			r, err := e.store.Dossier(ctx, orgID, en.SubjectID)
+			var got string
+			switch {
+			case isNotFound(err):
+				got = "missing"
+			case err != nil:
+				return rep, unavailable("verify ledger", err)
+			default:
+				got = digestOf(r.Body)
+			}
+			if got != en.PayloadDigest {
+				rep.Valid, rep.FirstBrokenSeq, rep.Reason = false, en.Seq, ReasonRecordDigestMismatch
+				rep.Detail = "dossier " + en.SubjectID + " is " + got + ", the ledger recorded " + en.PayloadDigest
+				return rep, nil
+			}
+		}
+		if len(page) < MaxLedgerPage {
+			return rep, nil
+		}
+		after = page[len(page)-1].Seq
+	}
+}
+
+// ShadowReport aggregates an org's SHADOW decisions over [From, To).
+type ShadowReport struct {
+	OrgID      string                 `json:"org_id"`
+	From       time.Time              `json:"from"`
+	To         time.Time              `json:"to"`
+	Total      int                    `json:"total"`
+	ByOutcome  map[policy.Outcome]int `json:"by_outcome"`
+	ByWorkflow []WorkflowShadow       `json:"by_workflow"`
+}
+
+// WorkflowShadow is one workflow's share of a ShadowReport.
+type WorkflowShadow struct {
+	WorkflowKey string                 `json:"workflow_key"`
+	Total       int                    `json:"total"`
+	ByOutcome   map[policy.Outcome]int `json:"by_outcome"`
+}
+
+// MaxShadowWindow bounds a shadow report's time window.
+const MaxShadowWindow = 366 * 24 * time.Hour
+
+// ShadowReport counts the org's SHADOW decisions in [from, to) by outcome
+// and by workflow (workflows sorted by key).
+func (e *Engine) ShadowReport(ctx context.Context, orgID string, from, to time.Time) (ShadowReport, error) {
+	if !from.Before(to) {
+		return ShadowReport{}, invalid(CodeInvalidRequest, "from", "from must be before to")
+	}
+	if to.Sub(from) > MaxShadowWindow {
+		return ShadowReport{}, invalid(CodeInvalidRequest, "from", "the window may span at most 366 days")
+	}
+	rep := ShadowReport{OrgID: orgID, From: from.UTC(), To: to.UTC(), ByOutcome: zeroOutcomes(), ByWorkflow: []WorkflowShadow{}}
+	byWF := map[string]*WorkflowShadow{}
+	err := e.store.DossierSummaries(ctx, orgID, from, to, func(s dossier.Summary) bool {
+		if s.Mode != string(policy.ModeShadow) {
+			return true
+		}
+		o := policy.Outcome(s.Outcome)
+		rep.Total++
+		rep.ByOutcome[o]++
+		w := byWF[s.WorkflowKey]
+		if w == nil {
+			w = &WorkflowShadow{WorkflowKey: s.WorkflowKey, ByOutcome: zeroOutcomes()}
+			byWF[s.WorkflowKey] = w
+		}
+		w.Total++
+		w.ByOutcome[o]++
+		return true
+	})
+	if err != nil {
+		return ShadowReport{}, unavailable("shadow report", err)
+	}
+	for _, w := range byWF {
+		rep.ByWorkflow = append(rep.ByWorkflow, *w)
+	}
+	sort.Slice(rep.ByWorkflow, func(i, j int) bool { return rep.ByWorkflow[i].WorkflowKey < rep.ByWorkflow[j].WorkflowKey })
+	return rep, nil
+}
+
+func zeroOutcomes() map[policy.Outcome]int {
+	return map[policy.Outcome]int{policy.OutcomeAllow: 0, policy.OutcomeEscalate: 0, policy.OutcomeReviewRequired: 0, policy.OutcomeBlock: 0}
+}
+
+// ReasonCodes is the stable reason-code vocabulary.
+func ReasonCodes() []policy.ReasonCode { return policy.ReasonCodes() }

@@ -1,0 +1,226 @@
+package clearance
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/clearancehq/clearance/internal/canon"
+	"github.com/clearancehq/clearance/ledger"
+	"github.com/clearancehq/clearance/store"
+	"github.com/clearancehq/clearance/tenant"
+)
+
+// Principal is an authenticated caller.
+type Principal struct {
+	KeyID  string
+	OrgID  string // tenant.PlatformOrgID for the platform key
+	Kind   tenant.KeyKind
+	Scopes []tenant.Scope
+	key    tenant.APIKey
+}
+
+// IsPlatform reports whether the caller holds the platform key.
+func (p Principal) IsPlatform() bool { return p.Kind == tenant.KindPlatform }
+
+// Allows reports whether the caller has any of the scopes.
+func (p Principal) Allows(want ...tenant.Scope) bool { return p.key.Allows(want...) }
+
+// ResolveOrg returns the org a request acts on: an org key's own org (an
+// explicit org_id that differs is ErrForbidden), or for the platform key the
+// explicit org_id, which is then required.
+func (p Principal) ResolveOrg(explicit string) (string, error) {
+	if p.IsPlatform() {
+		if explicit == "" {
+			return "", invalid(CodeOrgRequired, "org_id", "org_id is required with the platform key")
+		}
+		if !ValidID(explicit) {
+			return "", invalid(CodeInvalidRequest, "org_id", "org_id must be a UUID")
+		}
+		return explicit, nil
+	}
+	if explicit != "" && explicit != p.OrgID {
+		return "", newError(ErrForbidden, CodeOrgMismatch, "org_id does not match the credential's organization")
+	}
+	return p.OrgID, nil
+}
+
+// Authenticate resolves a bearer secret to its principal.
+func (e *Engine) Authenticate(ctx context.Context, secret string) (Principal, error) {
+	if !tenant.LooksLikeKey(secret) {
+		return Principal{}, newError(ErrUnauthenticated, CodeUnauthenticated, "missing or malformed API key")
+	}
+	hash := tenant.HashSecret(secret)
+	var k tenant.APIKey
+	if v, ok := e.keys.Load(hash); ok {
+		k = v.(tenant.APIKey)
+	} else {
+		got, err := e.store.APIKeyByHash(ctx, hash)
+		if isNotFound(err) {
+			return Principal{}, newError(ErrUnauthenticated, CodeUnauthenticated, "unknown API key")
+		}
+		if err != nil {
+			return Principal{}, unavailable("authentication", err)
+		}
+		k = got
+		e.keys.Store(hash, k) // keys are immutable once issued
+	}
+	if !k.Matches(secret) {
+		return Principal{}, newError(ErrUnauthenticated, CodeUnauthenticated, "unknown API key")
+	}
+	return Principal{KeyID: k.ID, OrgID: k.OrgID, Kind: k.Kind, Scopes: k.Scopes, key: k}, nil
+}
+
+// IssuedKey is a newly created API key; Secret is shown only here.
+type IssuedKey struct {
+	KeyID  string         `json:"key_id"`
+	OrgID  string         `json:"org_id"`
+	Secret string         `json:"api_key"`
+	Scopes []tenant.Scope `json:"scopes"`
+}
+
+// CreatedOrg is the result of CreateOrg.
+type CreatedOrg struct {
+	Org tenant.Org
+	Key IssuedKey
+}
+
+// CreateOrg creates an organization and its first API key (scope org:*),
+// ledgered as the org's first two entries.
+func (e *Engine) CreateOrg(ctx context.Context, name string) (CreatedOrg, error) {
+	name = strings.TrimSpace(name)
+	if name == "" || utf8.RuneCountInString(name) > 200 {
+		return CreatedOrg{}, invalid(CodeInvalidRequest, "name", "name is required (1 to 200 characters)")
+	}
+	orgID, err := e.newID()
+	if err != nil {
+		return CreatedOrg{}, unavailable("id generation", err)
+	}
+	org := tenant.Org{ID: orgID, Name: name, CreatedAt: e.now()}
+	var issued IssuedKey
+	err = e.store.Update(ctx, orgID, func(tx store.Tx) error {
+		if err := tx.PutOrg(ctx, org); err != nil {
+			return err
+		}
+		if err := e.appendRecord(ctx, tx, ledger.KindOrgCreated, orgID, org); err != nil {
+			return err
+		}
+		k, err := e.issueKey(ctx, tx, orgID, []tenant.Scope{tenant.ScopeOrgAll})
+		issued = k
+		return err
+	})
+	if err != nil {
+		return CreatedOrg{}, asEngineError("create org", err)
+	}
+	return CreatedOrg{Org: org, Key: issued}, nil
+}
+
+// CreateAPIKey issues another key for an existing org.
+func (e *Engine) CreateAPIKey(ctx context.Context, orgID string, scopes []string) (IssuedKey, error) {
+	sc, err := tenant.ParseScopes(scopes)
+	if err != nil {
+		return IssuedKey{}, invalid(CodeInvalidRequest, "scopes", "%v", err)
+	}
+	if _, err := e.Org(ctx, orgID); err != nil {
+		return IssuedKey{}, err
+	}
+	var issued IssuedKey
+	err = e.store.Update(ctx, orgID, func(tx store.Tx) error {
+		k, err := e.issueKey(ctx, tx, orgID, sc)
+		issued = k
+		return err
+	})
+	if err != nil {
+		return IssuedKey{}, asEngineError("create API key", err)
+	}
+	return issued, nil
+}
+
+// Org returns an organization.
+func (e *Engine) Org(ctx context.Context, orgID string) (tenant.Org, error) {
+	if !ValidID(orgID) {
+		return tenant.Org{}, newError(ErrNotFound, CodeOrgNotFound, "organization not found")
+	}
+	o, err := e.store.Org(ctx, orgID)
+	if isNotFound(err) {
+		return tenant.Org{}, newError(ErrNotFound, CodeOrgNotFound, "organization not found")
+	}
+	if err != nil {
+		return tenant.Org{}, unavailable("read org", err)
+	}
+	return o, nil
+}
+
+// keyRecord is what the ledger records about a key: never its hash.
+type keyRecord struct {
+	KeyID     string         `json:"key_id"`
+	OrgID     string         `json:"org_id"`
+	Kind      tenant.KeyKind `json:"kind"`
+	Scopes    []tenant.Scope `json:"scopes"`
+	CreatedAt string         `json:"created_at"`
+}
+
+func (e *Engine) issueKey(ctx context.Context, tx store.Tx, orgID string, scopes []tenant.Scope) (IssuedKey, error) {
+	secret, hash, err := tenant.NewSecret(e.opts.Rand, tenant.PrefixOrg)
+	if err != nil {
+		return IssuedKey{}, err
+	}
+	id, err := e.newID()
+	if err != nil {
+		return IssuedKey{}, err
+	}
+	k := tenant.APIKey{ID: id, OrgID: orgID, Kind: tenant.KindOrg, Hash: hash, Scopes: scopes, CreatedAt: e.now()}
+	if err := tx.PutAPIKey(ctx, k); err != nil {
+		return IssuedKey{}, err
+	}
+	rec := keyRecord{k.ID, k.OrgID, k.Kind, k.Scopes, k.CreatedAt.Format(timeFormat)}
+	if err := e.appendRecord(ctx, tx, ledger.KindAPIKeyCreated, k.ID, rec); err != nil {
+		return IssuedKey{}, err
+	}
+	return IssuedKey{KeyID: id, OrgID: orgID, Secret: secret, Scopes: scopes}, nil
+}
+
+// EnsurePlatformKey registers the platform key's secret (idempotent).
+func (e *Engine) EnsurePlatformKey(ctx context.Context, secret string) error {
+	if !strings.HasPrefix(secret, tenant.PrefixPlatform) {
+		return invalid(CodeInvalidRequest, "", "a platform key starts with %s", tenant.PrefixPlatform)
+	}
+	hash := tenant.HashSecret(secret)
+	if _, err := e.store.APIKeyByHash(ctx, hash); err == nil {
+		return nil
+	} else if !isNotFound(err) {
+		return unavailable("read platform key", err)
+	}
+	k := tenant.APIKey{ID: "platform", OrgID: tenant.PlatformOrgID, Kind: tenant.KindPlatform, Hash: hash, CreatedAt: e.now()}
+	err := e.store.Update(ctx, tenant.PlatformOrgID, func(tx store.Tx) error { return tx.PutAPIKey(ctx, k) })
+	if err != nil {
+		return unavailable("store platform key", err)
+	}
+	return nil
+}
+
+// NewPlatformSecret returns a fresh platform key secret (not yet registered).
+func (e *Engine) NewPlatformSecret() (string, error) {
+	s, _, err := tenant.NewSecret(e.opts.Rand, tenant.PrefixPlatform)
+	return s, err
+}
+
+// appendRecord ledgers a change whose stored form is v.
+func (e *Engine) appendRecord(ctx context.Context, tx store.Tx, kind, subject string, v any) error {
+	d, err := canon.DigestValue(v)
+	if err != nil {
+		return err
+	}
+	_, err = ledger.Append(ctx, tx, tx.OrgID(), ledger.Record{Kind: kind, SubjectID: subject, PayloadDigest: d}, e.now())
+	return err
+}
+
+// asEngineError passes *Error through and turns anything else into 503.
+func asEngineError(op string, err error) error {
+	var ee *Error
+	if errors.As(err, &ee) {
+		return ee
+	}
+	return unavailable(op, err)
+}
