@@ -1,0 +1,44 @@
+// Command clearance runs the Clearance server and its admin tools.
+//
+//	clearance serve                      # embedded store under ./clearance-data, 127.0.0.1:8080
+//	clearance admin org create --name N  # create an org with the platform key
+//	clearance version
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+)
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+}
+
+const usage = `usage:
+  clearance serve [flags]                 run the server (see clearance serve -h)
+  clearance admin org create --name NAME  create an organization and print its API key
+  clearance version                       print the version
+`
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "serve":
+		return serve(ctx, args[1:], stdout, stderr)
+	case "admin":
+		return admin(ctx, args[1:], stdout, stderr)
+	case "version":
+		fmt.Fprintln(stdout, versionString())
+		return 0
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "clearance: unknown command %q\n%s", args[0], usage)
+	return 2
+}

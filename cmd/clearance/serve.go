@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/clearancehq/clearance"
+	"github.com/clearancehq/clearance/internal/keyfile"
+	"github.com/clearancehq/clearance/server"
+	"github.com/clearancehq/clearance/store/pebblestore"
+)
+
+func versionString() string { return "clearance " + clearance.Version }
+
+// env returns the environment value of name, or def.
+func env(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok && v != "" {
+		return v
+	}
+	return def
+}
+
+// platformKeyFile is where serve keeps the platform key inside the data dir.
+const platformKeyFile = "platform.key"
+
+func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	data := fs.String("data", env("CLEARANCE_DATA", "clearance-data"), "data directory (env CLEARANCE_DATA)")
+	addr := fs.String("addr", env("CLEARANCE_ADDR", "127.0.0.1:8080"), "listen address (env CLEARANCE_ADDR)")
+	storeURL := fs.String("store", env("CLEARANCE_STORE", ""), "storage backend; empty means embedded Pebble in the data directory (env CLEARANCE_STORE)")
+	rateLimit := fs.Float64("rate-limit", server.DefaultRateLimit, "requests per second per credential; negative disables")
+	rateBurst := fs.Int("rate-burst", server.DefaultRateBurst, "rate-limit burst per credential")
+	maxBody := fs.Int64("max-body", server.DefaultMaxBodyBytes, "maximum request body in bytes")
+	logLevel := fs.String("log-level", env("CLEARANCE_LOG_LEVEL", "info"), "log level: debug, info, warn, error")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		fmt.Fprintf(stderr, "clearance: bad --log-level: %v\n", err)
+		return 2
+	}
+	log := slog.New(slog.NewJSONHandler(stdout, &slog.HandlerOptions{Level: level}))
+	if err := runServer(ctx, log, serveConfig{data: *data, addr: *addr, store: *storeURL, rateLimit: *rateLimit,
+		rateBurst: *rateBurst, maxBody: *maxBody}); err != nil {
+		log.Error("server stopped", "error", err.Error())
+		return 1
+	}
+	return 0
+}
+
+type serveConfig struct {
+	data, addr, store string
+	rateLimit         float64
+	rateBurst         int
+	maxBody           int64
+}
+
+func runServer(ctx context.Context, log *slog.Logger, cfg serveConfig) error {
+	if cfg.store != "" && !strings.HasPrefix(cfg.store, "pebble:") {
+		return fmt.Errorf("store %q is not supported by this build; leave --store empty for the embedded store", cfg.store)
+	}
+	if err := os.MkdirAll(cfg.data, 0o700); err != nil {
+		return fmt.Errorf("create data dir: %w", err)
+	}
+	dataDir, _ := filepath.Abs(cfg.data)
+	backend, err := pebblestore.Open(filepath.Join(dataDir, "db"), pebblestore.Options{Logger: pebbleLogger{log}})
+	if err != nil {
+		return fmt.Errorf("open store: %w", err)
+	}
+	defer func() {
+		if err := backend.Close(); err != nil {
+			log.Error("close store", "error", err.Error())
+		}
+	}()
+	engine, err := clearance.Open(backend, clearance.Options{Logger: log})
+	if err != nil {
+		return err
+	}
+	kids, err := ensureKeys(ctx, log, engine, dataDir)
+	if err != nil {
+		return err
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	srv := server.New(engine, server.Options{Logger: log, Registerer: reg, RateLimit: cfg.rateLimit,
+		RateBurst: cfg.rateBurst, MaxBodyBytes: cfg.maxBody, Keys: kids})
+	hs := srv.HTTPServer(cfg.addr)
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	log.Info("listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String(), "data", dataDir, "version", clearance.Version)
+
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: draining in-flight requests")
+	shutCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(shutCtx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// ensureKeys creates, on first start, the grant signing key, the ledger key
+// and the platform API key in the data dir (0600), and says where.
+func ensureKeys(ctx context.Context, log *slog.Logger, engine *clearance.Engine, dataDir string) (map[string]string, error) {
+	kids := map[string]string{}
+	for _, name := range []string{"grant", "ledger"} {
+		k, created, err := keyfile.LoadOrCreate(dataDir, name)
+		if err != nil {
+			return nil, fmt.Errorf("%s key: %w", name, err)
+		}
+		kids[name] = k.KID()
+		if created {
+			log.Info("created signing key", "key", name, "kid", k.KID(), "dir", filepath.Join(dataDir, "keys"))
+		}
+	}
+	path := filepath.Join(dataDir, platformKeyFile)
+	secret, err := keyfile.ReadSecret(path)
+	created := false
+	if errors.Is(err, os.ErrNotExist) {
+		if secret, err = engine.NewPlatformSecret(); err != nil {
+			return nil, err
+		}
+		if err := keyfile.WriteSecret(path, secret); err != nil {
+			return nil, fmt.Errorf("write platform key: %w", err)
+		}
+		created = true
+	} else if err != nil {
+		return nil, fmt.Errorf("read platform key: %w", err)
+	}
+	if err := engine.EnsurePlatformKey(ctx, secret); err != nil {
+		return nil, err
+	}
+	if created {
+		log.Info("created platform API key", "file", path, "hint", "clearance admin org create --name NAME")
+	}
+	return kids, nil
+}

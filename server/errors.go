@@ -1,0 +1,115 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/clearancehq/clearance"
+	"github.com/clearancehq/clearance/internal/strictjson"
+)
+
+// Codes the HTTP layer itself reports.
+const (
+	codeBodyTooLarge     = "BODY_TOO_LARGE"
+	codeUnsupportedMedia = "UNSUPPORTED_MEDIA_TYPE"
+	codeRateLimited      = "RATE_LIMITED"
+	codeInternal         = "INTERNAL_ERROR"
+	codeMethodNotAllowed = "METHOD_NOT_ALLOWED"
+	codeRouteNotFound    = "ROUTE_NOT_FOUND"
+)
+
+// problem is an RFC 9457 body with Clearance's members.
+type problem struct {
+	Type      string                 `json:"type"`
+	Title     string                 `json:"title"`
+	Status    int                    `json:"status"`
+	Detail    string                 `json:"detail"`
+	Code      string                 `json:"code"`
+	RequestID string                 `json:"request_id"`
+	Errors    []clearance.FieldError `json:"errors,omitempty"`
+}
+
+// statusOf is the ONE table from error kinds to HTTP statuses.
+func statusOf(err error) int {
+	switch {
+	case errors.Is(err, clearance.ErrInvalidRequest):
+		return http.StatusBadRequest
+	case errors.Is(err, clearance.ErrUnauthenticated):
+		return http.StatusUnauthorized
+	case errors.Is(err, clearance.ErrForbidden):
+		return http.StatusForbidden
+	case errors.Is(err, clearance.ErrNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, clearance.ErrConflict):
+		return http.StatusConflict
+	case errors.Is(err, clearance.ErrUnprocessable):
+		return http.StatusUnprocessableEntity
+	case errors.Is(err, clearance.ErrUnavailable):
+		return http.StatusServiceUnavailable
+	case errors.Is(err, errTooLarge):
+		return http.StatusRequestEntityTooLarge
+	case errors.Is(err, errMediaType):
+		return http.StatusUnsupportedMediaType
+	case errors.Is(err, errRateLimited):
+		return http.StatusTooManyRequests
+	case errors.Is(err, errMethod):
+		return http.StatusMethodNotAllowed
+	case errors.Is(err, errNoRoute):
+		return http.StatusNotFound
+	}
+	var se *strictjson.Error
+	if errors.As(err, &se) {
+		return http.StatusBadRequest
+	}
+	return http.StatusInternalServerError
+}
+
+var (
+	errTooLarge    = errors.New("request body too large")
+	errMediaType   = errors.New("unsupported media type")
+	errRateLimited = errors.New("rate limited")
+	errMethod      = errors.New("method not allowed")
+	errNoRoute     = errors.New("no such route")
+)
+
+// problemOf renders any error as a problem body.
+func problemOf(err error, requestID string) problem {
+	status := statusOf(err)
+	p := problem{Type: "about:blank", Title: http.StatusText(status), Status: status, RequestID: requestID}
+	var ce *clearance.Error
+	var se *strictjson.Error
+	switch {
+	case errors.As(err, &ce):
+		p.Code, p.Detail, p.Errors = ce.Code, ce.Detail, ce.Fields
+	case errors.As(err, &se):
+		p.Code, p.Detail = se.Code, se.Detail
+		if se.Field != "" {
+			p.Errors = []clearance.FieldError{{Field: se.Field, Message: se.Detail}}
+		}
+	case errors.Is(err, errTooLarge):
+		p.Code, p.Detail = codeBodyTooLarge, err.Error()
+	case errors.Is(err, errMediaType):
+		p.Code, p.Detail = codeUnsupportedMedia, "send Content-Type: application/json"
+	case errors.Is(err, errRateLimited):
+		p.Code, p.Detail = codeRateLimited, "too many requests for this credential; retry after the Retry-After delay"
+	case errors.Is(err, errMethod):
+		p.Code, p.Detail = codeMethodNotAllowed, "method not allowed on this route"
+	case errors.Is(err, errNoRoute):
+		p.Code, p.Detail = codeRouteNotFound, "no such route"
+	default:
+		p.Code, p.Detail = codeInternal, "internal error"
+	}
+	return p
+}
+
+func writeProblem(w http.ResponseWriter, err error, requestID string) int {
+	p := problemOf(err, requestID)
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(p.Status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(p)
+	return p.Status
+}

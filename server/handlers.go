@@ -1,0 +1,328 @@
+package server
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/clearancehq/clearance"
+	"github.com/clearancehq/clearance/internal/strictjson"
+	"github.com/clearancehq/clearance/policy"
+)
+
+// healthResponse is the engine's health plus the service's key ids.
+type healthResponse struct {
+	clearance.Health
+	Keys map[string]string `json:"keys"`
+}
+
+func (s *Server) health(c *call) error {
+	h := healthResponse{Health: s.engine.Health(c.r.Context()), Keys: s.opts.Keys}
+	if h.Keys == nil {
+		h.Keys = map[string]string{}
+	}
+	status := http.StatusOK
+	if h.Status != "ok" {
+		status = http.StatusServiceUnavailable
+	}
+	return c.writeJSON(status, h)
+}
+
+func (s *Server) metricsPage(c *call) error {
+	g, ok := s.opts.Registerer.(prometheus.Gatherer)
+	if !ok {
+		return errNoRoute
+	}
+	promhttp.HandlerFor(g, promhttp.HandlerOpts{}).ServeHTTP(c.w, c.r)
+	c.status = http.StatusOK
+	return nil
+}
+
+// decode strictly decodes the call's body into v, refusing unknown members.
+func (c *call) decode(v any) error {
+	return strictjson.Decode(c.body, v, strictjson.Options{RejectUnknown: true})
+}
+
+// orgFor resolves the org the call acts on from an explicit org_id. The
+// platform key may name any org, which must then exist.
+func (c *call) orgFor(explicit string) (string, error) {
+	org, err := c.principal.ResolveOrg(explicit)
+	if err != nil || !c.principal.IsPlatform() {
+		return org, err
+	}
+	if _, err := c.engine.Org(c.r.Context(), org); err != nil {
+		return "", err
+	}
+	return org, nil
+}
+
+// queryOrg resolves the org from the org_id query parameter.
+func (c *call) queryOrg() (string, error) { return c.orgFor(c.r.URL.Query().Get("org_id")) }
+
+type createOrgRequest struct {
+	Name string `json:"name"`
+}
+
+type createOrgResponse struct {
+	OrgID  string   `json:"org_id"`
+	Name   string   `json:"name"`
+	APIKey string   `json:"api_key"`
+	Scopes []string `json:"scopes"`
+	KeyID  string   `json:"key_id"`
+}
+
+func (s *Server) createOrg(c *call) error {
+	var req createOrgRequest
+	if err := c.decode(&req); err != nil {
+		return err
+	}
+	res, err := s.engine.CreateOrg(c.r.Context(), req.Name)
+	if err != nil {
+		return err
+	}
+	scopes := make([]string, len(res.Key.Scopes))
+	for i, sc := range res.Key.Scopes {
+		scopes[i] = string(sc)
+	}
+	return c.writeJSON(http.StatusCreated, createOrgResponse{OrgID: res.Org.ID, Name: res.Org.Name,
+		APIKey: res.Key.Secret, Scopes: scopes, KeyID: res.Key.KeyID})
+}
+
+type createKeyRequest struct {
+	Scopes []string `json:"scopes"`
+}
+
+func (s *Server) createAPIKey(c *call) error {
+	var req createKeyRequest
+	if err := c.decode(&req); err != nil {
+		return err
+	}
+	k, err := s.engine.CreateAPIKey(c.r.Context(), c.r.PathValue("orgId"), req.Scopes)
+	if err != nil {
+		return err
+	}
+	return c.writeJSON(http.StatusCreated, k)
+}
+
+func (s *Server) publishBundle(c *call) error {
+	org, err := c.queryOrg()
+	if err != nil {
+		return err
+	}
+	p, err := s.engine.PublishBundle(c.r.Context(), org, c.body)
+	if err != nil {
+		return err
+	}
+	status := http.StatusCreated
+	if !p.Created {
+		status = http.StatusOK
+	}
+	return c.writeJSON(status, p.BundleInfo)
+}
+
+type bundleList struct {
+	OrgID         string                 `json:"org_id"`
+	ActiveVersion string                 `json:"active_version,omitempty"`
+	Bundles       []clearance.BundleInfo `json:"bundles"`
+}
+
+func (s *Server) listBundles(c *call) error {
+	org, err := c.queryOrg()
+	if err != nil {
+		return err
+	}
+	list, err := s.engine.Bundles(c.r.Context(), org)
+	if err != nil {
+		return err
+	}
+	out := bundleList{OrgID: org, Bundles: list}
+	if n := len(list); n > 0 {
+		out.ActiveVersion = list[n-1].Version
+	}
+	return c.writeJSON(http.StatusOK, out)
+}
+
+func (s *Server) getBundle(c *call) error {
+	org, err := c.queryOrg()
+	if err != nil {
+		return err
+	}
+	b, err := s.engine.Bundle(c.r.Context(), org, c.r.PathValue("version"))
+	if err != nil {
+		return err
+	}
+	return c.writeJSON(http.StatusOK, b)
+}
+
+// decisionRequest is the evaluate-decision body.
+type decisionRequest struct {
+	OrgID         string `json:"org_id,omitempty"`
+	policy.Intent        // embedded: its members are the body's
+}
+
+func (s *Server) evaluateDecision(c *call) error {
+	var req decisionRequest
+	if err := c.decode(&req); err != nil {
+		return err
+	}
+	d, err := s.evaluate(c, req.OrgID, clearance.RouteEvaluateDecision, req.Intent, nil, "", "")
+	if err != nil {
+		return err
+	}
+	return c.writeJSON(http.StatusOK, d)
+}
+
+// evaluate runs the one evaluation path shared by every decision route.
+func (s *Server) evaluate(c *call, explicitOrg string, rt clearance.Route, in policy.Intent, extra map[string]any, bodyKey, bodyCorr string) (clearance.Decision, error) {
+	org, err := c.orgFor(explicitOrg)
+	if err != nil {
+		return clearance.Decision{}, err
+	}
+	key, err := pick(c.r.Header.Get(HeaderIdempotencyKey), bodyKey, "idempotency_key")
+	if err != nil {
+		return clearance.Decision{}, err
+	}
+	corr, err := pick(c.r.Header.Get(HeaderCorrelationID), bodyCorr, "correlation_id")
+	if err != nil {
+		return clearance.Decision{}, err
+	}
+	if corr != "" && !clearance.ValidToken(corr) {
+		return clearance.Decision{}, &clearance.Error{Kind: clearance.ErrInvalidRequest, Code: "INVALID_CORRELATION_ID",
+			Detail: "the correlation id must be 1 to 255 visible ASCII characters"}
+	}
+	d, err := s.engine.Evaluate(c.r.Context(), clearance.EvaluateRequest{
+		OrgID: org, Route: rt, Intent: in, Extra: extra, Raw: c.body,
+		IdempotencyKey: key, CorrelationID: corr, RequestID: c.requestID, Principal: c.principal,
+	})
+	if err != nil {
+		return d, err
+	}
+	if corr != "" {
+		c.w.Header().Set(HeaderCorrelationID, corr)
+	}
+	if d.Replayed {
+		c.w.Header().Set(HeaderReplayed, "true")
+	} else {
+		s.metrics.decisions.WithLabelValues(string(d.Outcome), string(d.Mode), string(rt)).Inc()
+	}
+	return d, nil
+}
+
+// pick reconciles a header with the same value given in the body.
+func pick(header, body, field string) (string, error) {
+	if header != "" && body != "" && header != body {
+		return "", &clearance.Error{Kind: clearance.ErrInvalidRequest, Code: "HEADER_BODY_MISMATCH",
+			Detail: field + " in the body differs from its header", Fields: []clearance.FieldError{{Field: field, Message: "differs from the header"}}}
+	}
+	if header != "" {
+		return header, nil
+	}
+	return body, nil
+}
+
+func (s *Server) reasonCodes(c *call) error {
+	return c.writeJSON(http.StatusOK, map[string]any{"reason_codes": clearance.ReasonCodes()})
+}
+
+func (s *Server) shadowReport(c *call) error {
+	org, err := c.queryOrg()
+	if err != nil {
+		return err
+	}
+	q := c.r.URL.Query()
+	to := s.opts.Now().UTC()
+	if v := q.Get("to"); v != "" {
+		if to, err = time.Parse(time.RFC3339, v); err != nil {
+			return badQuery("to", "to must be an RFC 3339 timestamp")
+		}
+	}
+	from := to.Add(-24 * time.Hour)
+	if v := q.Get("from"); v != "" {
+		if from, err = time.Parse(time.RFC3339, v); err != nil {
+			return badQuery("from", "from must be an RFC 3339 timestamp")
+		}
+	}
+	rep, err := s.engine.ShadowReport(c.r.Context(), org, from, to)
+	if err != nil {
+		return err
+	}
+	return c.writeJSON(http.StatusOK, rep)
+}
+
+func badQuery(field, msg string) error {
+	return &clearance.Error{Kind: clearance.ErrInvalidRequest, Code: "INVALID_QUERY", Detail: msg,
+		Fields: []clearance.FieldError{{Field: field, Message: msg}}}
+}
+
+func (s *Server) dossier(c *call) error {
+	org, err := c.queryOrg()
+	if err != nil {
+		return err
+	}
+	d, err := s.engine.Dossier(c.r.Context(), org, c.r.PathValue("dossierId"))
+	if err != nil {
+		return err
+	}
+	return c.writeDossier(d)
+}
+
+func (s *Server) dossierByDecision(c *call) error {
+	org, err := c.queryOrg()
+	if err != nil {
+		return err
+	}
+	d, err := s.engine.DossierByDecision(c.r.Context(), org, c.r.PathValue("decision_id"))
+	if err != nil {
+		return err
+	}
+	return c.writeDossier(d)
+}
+
+// HeaderDossierDigest carries the SHA-256 of the dossier body, which equals
+// the payload_digest of its ledger entry.
+const HeaderDossierDigest = "X-Clearance-Dossier-Digest"
+
+func (c *call) writeDossier(d clearance.DossierRecord) error {
+	c.w.Header().Set(HeaderDossierDigest, d.Digest)
+	return c.writeRaw(http.StatusOK, d.Body)
+}
+
+func (s *Server) ledger(c *call) error {
+	org, err := c.queryOrg()
+	if err != nil {
+		return err
+	}
+	q := c.r.URL.Query()
+	var after uint64
+	if v := q.Get("after_seq"); v != "" {
+		if after, err = strconv.ParseUint(v, 10, 64); err != nil {
+			return badQuery("after_seq", "after_seq must be a non-negative integer")
+		}
+	}
+	limit := 0
+	if v := q.Get("limit"); v != "" {
+		if limit, err = strconv.Atoi(v); err != nil || limit < 1 {
+			return badQuery("limit", "limit must be a positive integer")
+		}
+	}
+	p, err := s.engine.Ledger(c.r.Context(), org, after, limit)
+	if err != nil {
+		return err
+	}
+	return c.writeJSON(http.StatusOK, p)
+}
+
+func (s *Server) verifyLedger(c *call) error {
+	org, err := c.queryOrg()
+	if err != nil {
+		return err
+	}
+	rep, err := s.engine.VerifyLedger(c.r.Context(), org)
+	if err != nil {
+		return err
+	}
+	return c.writeJSON(http.StatusOK, rep)
+}

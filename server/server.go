@@ -1,0 +1,299 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"math"
+	"mime"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
+
+	"github.com/clearancehq/clearance"
+	"github.com/clearancehq/clearance/tenant"
+)
+
+// Header names Clearance reads and writes.
+const (
+	HeaderRequestID      = "X-Request-Id"
+	HeaderCorrelationID  = "X-Correlation-Id"
+	HeaderIdempotencyKey = "Idempotency-Key"
+	HeaderReplayed       = "Idempotent-Replayed"
+)
+
+// deprecatedSince is the RFC 9745 Deprecation value of deprecated aliases
+// (2026-11-01T00:00:00Z).
+const deprecatedSince = "@1793491200"
+
+// Defaults of Options.
+const (
+	DefaultMaxBodyBytes = 1 << 20
+	DefaultRateLimit    = 1000
+	DefaultRateBurst    = 2000
+)
+
+// Options configure a Server. The zero value is a good default.
+type Options struct {
+	Logger *slog.Logger
+	// Registerer receives the server's metrics; nil means a private registry.
+	Registerer prometheus.Registerer
+	// MaxBodyBytes bounds request bodies (413 beyond); 0 means 1 MiB.
+	MaxBodyBytes int64
+	// RateLimit is requests per second per credential; 0 means the default
+	// (1,000/s), negative turns limiting off.
+	RateLimit float64
+	// RateBurst is the token-bucket burst; 0 means 2,000.
+	RateBurst int
+	// Now is the clock for report defaults; nil means time.Now.
+	Now func() time.Time
+	// Keys names the service's signing keys by role ("grant", "ledger") with
+	// their kids; /v1/health reports them.
+	Keys map[string]string
+}
+
+// Server is the HTTP API over an Engine.
+type Server struct {
+	engine   *clearance.Engine
+	opts     Options
+	log      *slog.Logger
+	mux      *http.ServeMux
+	metrics  *metrics
+	limiters sync.Map // key id -> *rate.Limiter
+}
+
+// New builds the HTTP API.
+func New(e *clearance.Engine, opts Options) *Server {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.RateLimit == 0 {
+		opts.RateLimit = DefaultRateLimit
+	}
+	if opts.RateBurst <= 0 {
+		opts.RateBurst = DefaultRateBurst
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Registerer == nil {
+		opts.Registerer = prometheus.NewRegistry()
+	}
+	s := &Server{engine: e, opts: opts, log: opts.Logger, mux: http.NewServeMux(), metrics: newMetrics(opts.Registerer)}
+	allowed := map[string][]string{} // path -> methods served
+	var paths []string
+	for _, rt := range s.routes() {
+		s.mux.Handle(rt.pattern, s.wrap(rt))
+		method, path, _ := strings.Cut(rt.pattern, " ")
+		if allowed[path] == nil {
+			paths = append(paths, path)
+		}
+		allowed[path] = append(allowed[path], method)
+	}
+	// A served path asked with another method is a 405 naming the methods.
+	for _, path := range paths {
+		allow := strings.Join(allowed[path], ", ")
+		s.mux.Handle(path, s.wrap(route{pattern: path, auth: authPublic, handle: func(_ *Server, c *call) error {
+			c.w.Header().Set("Allow", allow)
+			return errMethod
+		}}))
+	}
+	s.mux.Handle("/", s.wrap(route{pattern: "/", auth: authPublic, handle: func(*Server, *call) error { return errNoRoute }}))
+	return s
+}
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+type authMode int
+
+const (
+	authPublic   authMode = iota // no credential
+	authKey                      // any org key (or the platform key acting for an org)
+	authPlatform                 // the platform key only
+)
+
+// route is one line of the route table.
+type route struct {
+	pattern    string
+	auth       authMode
+	scopes     []tenant.Scope // any of these (org:* always)
+	deprecated bool
+	handle     func(*Server, *call) error
+}
+
+// call is one request in flight.
+type call struct {
+	engine    *clearance.Engine
+	w         http.ResponseWriter
+	r         *http.Request
+	requestID string
+	principal clearance.Principal
+	body      []byte
+	status    int
+}
+
+func (s *Server) wrap(rt route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		c := &call{engine: s.engine, w: w, r: r, requestID: requestID(r)}
+		w.Header().Set(HeaderRequestID, c.requestID)
+		if rt.deprecated {
+			w.Header().Set("Deprecation", deprecatedSince)
+			w.Header().Set("Link", `</v1/protocol/evaluate-decision>; rel="successor-version"`)
+		}
+		defer func() {
+			if p := recover(); p != nil {
+				s.log.Error("panic", "route", rt.pattern, "panic", p, "request_id", c.requestID)
+				c.status = writeProblem(w, errors.New("panic"), c.requestID)
+			}
+			s.metrics.observe(rt.pattern, r.Method, c.status, time.Since(start))
+			level := slog.LevelDebug // access lines are debug: the hot path stays quiet
+			if c.status >= 500 {
+				level = slog.LevelWarn
+			}
+			s.log.Log(r.Context(), level, "request", "method", r.Method, "route", rt.pattern, "status", c.status,
+				"duration_ms", float64(time.Since(start).Microseconds())/1000, "request_id", c.requestID)
+		}()
+		if err := s.serve(rt, c); err != nil && c.status == 0 {
+			c.status = writeProblem(w, err, c.requestID)
+		}
+	})
+}
+
+func (s *Server) serve(rt route, c *call) error {
+	if rt.auth != authPublic {
+		p, err := s.engine.Authenticate(c.r.Context(), bearer(c.r))
+		if err != nil {
+			return err
+		}
+		switch {
+		case rt.auth == authPlatform && !p.IsPlatform():
+			return &clearance.Error{Kind: clearance.ErrForbidden, Code: clearance.CodePlatformKeyRequired, Detail: "this route needs the platform key"}
+		case rt.auth == authKey && !p.IsPlatform() && len(rt.scopes) > 0 && !p.Allows(rt.scopes...):
+			return &clearance.Error{Kind: clearance.ErrForbidden, Code: clearance.CodeInsufficientScope,
+				Detail: "the API key lacks a required scope: one of " + joinScopes(rt.scopes)}
+		}
+		if err := s.allow(c.w, p.KeyID); err != nil {
+			return err
+		}
+		c.principal = p
+	}
+	if c.r.Method == http.MethodPost || c.r.Method == http.MethodPut {
+		if err := readBody(c, s.opts.MaxBodyBytes); err != nil {
+			return err
+		}
+	}
+	return rt.handle(s, c)
+}
+
+// allow applies the per-credential token bucket.
+func (s *Server) allow(w http.ResponseWriter, keyID string) error {
+	if s.opts.RateLimit < 0 {
+		return nil
+	}
+	v, ok := s.limiters.Load(keyID)
+	if !ok {
+		v, _ = s.limiters.LoadOrStore(keyID, rate.NewLimiter(rate.Limit(s.opts.RateLimit), s.opts.RateBurst))
+	}
+	lim := v.(*rate.Limiter)
+	res := lim.Reserve()
+	if d := res.Delay(); !res.OK() || d > 0 {
+		res.Cancel()
+		secs := max(1, int(math.Ceil(d.Seconds())))
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		return errRateLimited
+	}
+	return nil
+}
+
+func readBody(c *call, limit int64) error {
+	if ct := c.r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+			return errMediaType
+		}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(c.w, c.r.Body, limit))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return errTooLarge
+		}
+		return &clearance.Error{Kind: clearance.ErrInvalidRequest, Code: "BODY_UNREADABLE", Detail: "the request body could not be read"}
+	}
+	c.body = body
+	return nil
+}
+
+func bearer(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+		return strings.TrimSpace(h[7:])
+	}
+	return ""
+}
+
+func requestID(r *http.Request) string {
+	if id := r.Header.Get(HeaderRequestID); id != "" && len(id) <= 128 && clearance.ValidToken(id) {
+		return id
+	}
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func joinScopes(sc []tenant.Scope) string {
+	parts := make([]string, len(sc))
+	for i, s := range sc {
+		parts[i] = string(s)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// writeJSON encodes v with status.
+func (c *call) writeJSON(status int, v any) error {
+	c.w.Header().Set("Content-Type", "application/json")
+	c.w.Header().Set("Cache-Control", "no-store")
+	c.w.WriteHeader(status)
+	c.status = status
+	enc := json.NewEncoder(c.w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// writeRaw sends stored JSON bytes unchanged.
+func (c *call) writeRaw(status int, body []byte) error {
+	c.w.Header().Set("Content-Type", "application/json")
+	c.w.Header().Set("Cache-Control", "no-store")
+	c.w.WriteHeader(status)
+	c.status = status
+	_, err := c.w.Write(body)
+	return err
+}
+
+// Shutdown helpers for cmd: a configured *http.Server.
+func (s *Server) HTTPServer(addr string) *http.Server {
+	return &http.Server{
+		Addr:              addr,
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		BaseContext:       func(_ net.Listener) context.Context { return context.Background() },
+	}
+}
