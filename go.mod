@@ -9,7 +9,6 @@ require (
 	github.com/go-json-experiment/json v0.0.0-20260820222146-c27c302e5fc3
 	github.com/google/go-cmp v0.7.0
 	github.com/google/uuid v1.6.0
-	github.com/gowebpki/jcs v1.0.2
 	github.com/pb33f/libopenapi v0.40.1
 	github.com/prometheus/client_golang v1.25.0
 	golang.org/x/time v0.16.0

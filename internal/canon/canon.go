@@ -7,25 +7,27 @@
 package canon
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
 
-	"github.com/gowebpki/jcs"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Profile names the canonicalization and hash used for payload digests.
 const Profile = "JCS-SHA256"
 
-// Transform returns the RFC 8785 canonical form of raw JSON.
+// Transform returns the RFC 8785 canonical form of raw JSON in a new slice;
+// raw is not modified.
 func Transform(raw []byte) ([]byte, error) {
-	out, err := jcs.Transform(raw)
-	if err != nil {
+	v := jsontext.Value(bytes.Clone(raw))
+	if err := v.Canonicalize(); err != nil {
 		return nil, fmt.Errorf("canon: %w", err)
 	}
-	return out, nil
+	return v, nil
 }
 
 // Marshal encodes v with encoding/json and returns its canonical form.

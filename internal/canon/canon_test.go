@@ -43,3 +43,35 @@ func TestParseDigestRejects(t *testing.T) {
 		}
 	}
 }
+
+// TestTransformMatchesRFC8785 checks the cases where canonical JSON differs
+// from naive re-encoding: escapes kept minimal (U+2028 and HTML characters
+// stay literal), control characters in lowercase \u form, ES6 numbers, and
+// member order by UTF-16 code units.
+func TestTransformMatchesRFC8785(t *testing.T) {
+	in := `{"\u20ac":1,"\ud83d\ude00":2,"a":"\u2028<>&\u001f\n","n":[1.0,-0,1e21,0.000001,1e-7,123456789012345678]}`
+	want := "{\"a\":\"\u2028<>&\\u001f\\n\",\"n\":[1,0,1e+21,0.000001,1e-7,123456789012345680],\"\u20ac\":1,\"\U0001F600\":2}"
+	got, err := Transform([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+}
+
+func TestTransformRejectsDuplicates(t *testing.T) {
+	if _, err := Transform([]byte(`{"a":1,"a":2}`)); err == nil {
+		t.Fatal("duplicate member names canonicalized")
+	}
+}
+
+func BenchmarkTransform(b *testing.B) {
+	doc := []byte(`{"dossier_id":"01a20132-1b02-76dd-ae65-eea6a5d24179","intent":{"amount":25000,"workflow_key":"x","context":{"approval_path":["a","b"]}},"reason_codes":["PROTOCOL_OUTCOME_BLOCK","POLICY_MATCHED"],"ledger_seq":4}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Transform(doc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

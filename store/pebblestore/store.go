@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/clearancehq/clearance/store"
@@ -19,10 +20,10 @@ type Options struct {
 	// filesystem (vfs.Default). Tests pass vfs.NewMem or
 	// vfs.NewCrashableMem.
 	FS vfs.FS
-	// Logger receives Pebble's log messages; nil means Pebble's default
-	// logger (the standard library log package).
+	// Logger receives Pebble's log messages; nil drops its informational
+	// chatter and sends errors to Pebble's default logger.
 	Logger pebble.Logger
-	// CacheSize is the block cache size in bytes; 0 means Pebble's default.
+	// CacheSize is the block cache size in bytes; 0 means 64 MiB.
 	CacheSize int64
 }
 
@@ -53,9 +54,15 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	po := &pebble.Options{
 		FS:                 fs,
-		Logger:             opts.Logger,
-		CacheSize:          opts.CacheSize,
+		Logger:             loggerOr(opts.Logger),
+		CacheSize:          cacheSize(opts.CacheSize),
 		FormatMajorVersion: pebble.FormatNewest,
+	}
+	// Bloom filters make the negative lookups of uniqueness checks (a new
+	// dossier id, a new bundle version) skip data blocks.
+	for i := range po.Levels {
+		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+		po.Levels[i].FilterType = pebble.TableFilter
 	}
 	db, err := pebble.Open(dir, po)
 	if err != nil {
@@ -241,4 +248,34 @@ func (s *Store) Close() error {
 		return fmt.Errorf("pebblestore: close: %w", err)
 	}
 	return nil
+}
+
+// defaultCacheSize keeps the hot index, filter and data blocks (ledger
+// heads, latest bundles, recent dossiers) in memory.
+const defaultCacheSize = 64 << 20
+
+func cacheSize(n int64) int64 {
+	if n <= 0 {
+		return defaultCacheSize
+	}
+	return n
+}
+
+// quietLogger drops Pebble's informational messages ("Found 0 WALs") but
+// keeps its errors.
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any) {}
+func (quietLogger) Errorf(format string, args ...any) {
+	pebble.DefaultLogger.Errorf(format, args...)
+}
+func (quietLogger) Fatalf(format string, args ...any) {
+	pebble.DefaultLogger.Fatalf(format, args...)
+}
+
+func loggerOr(l pebble.Logger) pebble.Logger {
+	if l == nil {
+		return quietLogger{}
+	}
+	return l
 }

@@ -1,0 +1,129 @@
+package ledger_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/clearancehq/clearance/internal/canon"
+	"github.com/clearancehq/clearance/ledger"
+)
+
+// memLedger is an in-memory Tx and Reader for one org.
+type memLedger struct {
+	entries []ledger.Entry
+	head    ledger.Head
+}
+
+func (m *memLedger) LedgerHead(context.Context) (ledger.Head, error) { return m.head, nil }
+
+func (m *memLedger) PutLedgerEntry(_ context.Context, e ledger.Entry) error {
+	m.entries = append(m.entries, e)
+	m.head = ledger.Head{Seq: e.Seq, EntryHash: e.EntryHash}
+	return nil
+}
+
+func (m *memLedger) LedgerEntries(_ context.Context, _ string, after uint64, limit int) ([]ledger.Entry, error) {
+	var out []ledger.Entry
+	for _, e := range m.entries {
+		if e.Seq > after && len(out) < limit {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+func (m *memLedger) LedgerHeadOf(context.Context, string) (ledger.Head, error) { return m.head, nil }
+
+var t0 = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+
+func build(t testing.TB, n int) *memLedger {
+	t.Helper()
+	m := &memLedger{}
+	for i := range n {
+		r := ledger.Record{Kind: ledger.KindDecision, SubjectID: fmt.Sprintf("d%d", i), PayloadDigest: canon.Digest([]byte{byte(i)})}
+		if _, err := ledger.Append(context.Background(), m, "org", r, t0.Add(time.Duration(i)*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return m
+}
+
+func TestAppendLinksEntries(t *testing.T) {
+	m := build(t, 3)
+	if m.entries[0].Seq != 1 || m.entries[0].PrevEntryHash != ledger.Genesis {
+		t.Fatalf("first entry %+v", m.entries[0])
+	}
+	for i := 1; i < 3; i++ {
+		if m.entries[i].PrevEntryHash != m.entries[i-1].EntryHash || m.entries[i].Seq != uint64(i+1) {
+			t.Fatalf("entry %d not linked: %+v", i, m.entries[i])
+		}
+	}
+	if _, err := ledger.Append(context.Background(), m, "org", ledger.Record{}, t0); err == nil {
+		t.Fatal("a record without kind and subject was appended")
+	}
+}
+
+func TestVerifyFindsFirstBrokenSeq(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name   string
+		tamper func(m *memLedger)
+		seq    uint64
+		reason string
+	}{
+		{"intact", func(*memLedger) {}, 0, ""},
+		{"changed field", func(m *memLedger) { m.entries[4].SubjectID = "forged" }, 5, ledger.ReasonHashMismatch},
+		{"rehashed change", func(m *memLedger) {
+			m.entries[4].SubjectID = "forged"
+			m.entries[4].EntryHash, _ = m.entries[4].ComputeHash()
+		}, 6, ledger.ReasonPrevMismatch},
+		{"deleted", func(m *memLedger) { m.entries = append(m.entries[:4:4], m.entries[5:]...) }, 5, ledger.ReasonSeqGap},
+		{"reordered", func(m *memLedger) { m.entries[3], m.entries[4] = m.entries[4], m.entries[3] }, 4, ledger.ReasonSeqGap},
+		{"truncated", func(m *memLedger) { m.entries = m.entries[:7] }, 8, ledger.ReasonHeadMismatch},
+		{"other org", func(m *memLedger) { m.entries[2].OrgID = "else" }, 3, ledger.ReasonOrgMismatch},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := build(t, 8)
+			c.tamper(m)
+			rep, err := ledger.Verify(ctx, m, "org")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Valid != (c.reason == "") || rep.FirstBrokenSeq != c.seq || rep.Reason != c.reason {
+				t.Fatalf("report %+v, want first broken %d reason %q", rep, c.seq, c.reason)
+			}
+		})
+	}
+}
+
+func TestVerifyPagesThroughLongLedgers(t *testing.T) {
+	m := build(t, 2500)
+	rep, err := ledger.Verify(context.Background(), m, "org")
+	if err != nil || !rep.Valid || rep.EntriesChecked != 2500 {
+		t.Fatalf("%+v %v", rep, err)
+	}
+}
+
+func ExampleVerify() {
+	ctx := context.Background()
+	m := &memLedger{}
+	for _, subject := range []string{"dossier-1", "dossier-2"} {
+		r := ledger.Record{Kind: ledger.KindDecision, SubjectID: subject, PayloadDigest: canon.Digest([]byte(subject))}
+		if _, err := ledger.Append(ctx, m, "org-1", r, t0); err != nil {
+			fmt.Println(err)
+			return
+		}
+	}
+	rep, _ := ledger.Verify(ctx, m, "org-1")
+	fmt.Println(rep.Valid, rep.EntriesChecked)
+
+	m.entries[0].SubjectID = "dossier-9" // rewrite history
+	rep, _ = ledger.Verify(ctx, m, "org-1")
+	fmt.Println(rep.Valid, rep.FirstBrokenSeq, rep.Reason)
+	// Output:
+	// true 2
+	// false 1 ENTRY_HASH_MISMATCH
+}
