@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/clearancehq/clearance/dossier"
@@ -131,9 +130,9 @@ func (e *Engine) Evaluate(ctx context.Context, req EvaluateRequest) (Decision, e
 	}
 	in.Extra = req.Extra
 	in.Approval = req.Approval
-	pin, err := policyPin(req.Intent.Context)
+	pin, err := req.Intent.PolicyPin()
 	if err != nil {
-		return Decision{}, err
+		return Decision{}, inputError(err)
 	}
 	canonical, err := canon.Transform(req.Raw)
 	if err != nil {
@@ -232,19 +231,6 @@ func decisionOf(d Dossier, digest string) Decision {
 		DossierURL: "/v1/protocol/dossiers/" + d.DossierID, DossierDigest: digest, LedgerSeq: d.LedgerSeq,
 		CorrelationID: d.CorrelationID, IdempotencyKey: d.IdempotencyKey, CreatedAt: d.CreatedAt,
 	}
-}
-
-// policyPin reads context.policy_version: absent, or a non-empty string.
-func policyPin(ctx map[string]any) (string, error) {
-	v, ok := ctx["policy_version"]
-	if !ok {
-		return "", nil
-	}
-	s, isString := v.(string)
-	if !isString || strings.TrimSpace(s) == "" {
-		return "", invalid(CodeInvalidRequest, "context.policy_version", "context.policy_version must be a non-empty string")
-	}
-	return s, nil
 }
 
 func inputError(err error) error {

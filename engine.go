@@ -13,7 +13,6 @@ import (
 
 	"github.com/clearancehq/clearance/internal/canon"
 
-	"github.com/clearancehq/clearance/policy"
 	"github.com/clearancehq/clearance/store"
 )
 
@@ -101,8 +100,5 @@ func ValidID(s string) bool {
 }
 
 func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
-
-// starter is the policy of orgs that have published no bundle.
-func starter() *policy.Compiled { return policy.Starter() }
 
 func digestOf(b []byte) string { return canon.Digest(b) }

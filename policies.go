@@ -151,32 +151,48 @@ func (e *Engine) Bundle(ctx context.Context, orgID, version string) (BundleInfo,
 	return info, nil
 }
 
-// resolvePolicy picks the policy a decision uses: the pinned version if
-// pin is set (unknown pin: ErrConflict, never a fallback), else the newest
-// published bundle, else the starter policy.
+// resolvePolicy applies policy.Resolve to the org's published versions.
 func (e *Engine) resolvePolicy(ctx context.Context, orgID, pin string) (*policy.Compiled, error) {
-	var (
-		r   store.BundleRecord
-		err error
-	)
-	if pin != "" {
-		if c, ok := e.compiled.Load(bundleKey(orgID, pin)); ok {
-			return c.(*policy.Compiled), nil
-		}
-		r, err = e.store.Bundle(ctx, orgID, pin)
-		if isNotFound(err) {
-			return nil, newError(ErrConflict, CodePolicyPinUnknown, "context.policy_version %q is not a published version", pin)
-		}
-	} else {
-		r, err = e.store.LatestBundle(ctx, orgID)
-		if isNotFound(err) {
-			return starter(), nil
-		}
+	c, err := policy.Resolve(orgVersions{ctx: ctx, e: e, orgID: orgID}, pin)
+	switch {
+	case errors.Is(err, policy.ErrUnknownVersion):
+		return nil, newError(ErrConflict, CodePolicyPinUnknown, "context.policy_version %q is not a published version", pin)
+	case err != nil:
+		return nil, asEngineError("resolve policy", err)
+	}
+	return c, nil
+}
+
+// orgVersions is a policy.Source over one org's stored bundles.
+type orgVersions struct {
+	ctx   context.Context
+	e     *Engine
+	orgID string
+}
+
+func (v orgVersions) Version(version string) (*policy.Compiled, error) {
+	if c, ok := v.e.compiled.Load(bundleKey(v.orgID, version)); ok {
+		return c.(*policy.Compiled), nil
+	}
+	r, err := v.e.store.Bundle(v.ctx, v.orgID, version)
+	if isNotFound(err) {
+		return nil, policy.ErrUnknownVersion
 	}
 	if err != nil {
-		return nil, unavailable("resolve policy", err)
+		return nil, err
 	}
-	return e.compile(r)
+	return v.e.compile(r)
+}
+
+func (v orgVersions) Latest() (*policy.Compiled, error) {
+	r, err := v.e.store.LatestBundle(v.ctx, v.orgID)
+	if isNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return v.e.compile(r)
 }
 
 func (e *Engine) compile(r store.BundleRecord) (*policy.Compiled, error) {

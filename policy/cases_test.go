@@ -17,8 +17,11 @@ import (
 // caseFile is one testdata/cases/*.yaml file.
 type caseFile struct {
 	// Bundle is an inline JSON bundle, or "starter".
-	Bundle string     `yaml:"bundle"`
-	Cases  []testCase `yaml:"cases"`
+	Bundle string `yaml:"bundle"`
+	// Published lists inline JSON bundles published in this order; cases
+	// then run against what Resolve picks (the newest, or their pin).
+	Published []string   `yaml:"published"`
+	Cases     []testCase `yaml:"cases"`
 }
 
 type testCase struct {
@@ -38,7 +41,8 @@ type testCase struct {
 		ReasonCodes  []string `yaml:"reason_codes"`
 		MatchedRules []string `yaml:"matched_rules"`
 		EvalError    bool     `yaml:"eval_error"`
-		// Error is an *InputError or *strictjson.Error code from decoding.
+		// Error is an *InputError or *strictjson.Error code from decoding,
+		// or POLICY_VERSION_UNKNOWN for a pin Resolve refuses.
 		Error string `yaml:"error"`
 		// CompileError: the bundle does not load. Code is a strictjson code
 		// (400); otherwise a Problem with RuleID, Field and a Message
@@ -92,7 +96,36 @@ func TestCases(t *testing.T) {
 			if len(cf.Cases) == 0 {
 				t.Fatal("file has no cases")
 			}
-			c, loadErr := loadCaseBundle(cf.Bundle)
+			var c *Compiled
+			var loadErr error
+			if len(cf.Published) > 0 {
+				src, err := publish(cf.Published)
+				if err != nil {
+					t.Fatalf("published bundles do not load: %v", err)
+				}
+				for _, tc := range cf.Cases {
+					t.Run(tc.Name, func(t *testing.T) {
+						in, err := DecodeIntent([]byte(tc.Input))
+						if err != nil {
+							t.Fatal(err)
+						}
+						pin, err := in.PolicyPin()
+						if err != nil {
+							t.Fatal(err)
+						}
+						c, err := Resolve(src, pin)
+						if errors.Is(err, ErrUnknownVersion) && tc.Expect.Error == "POLICY_VERSION_UNKNOWN" {
+							return
+						}
+						if err != nil {
+							t.Fatalf("Resolve(pin %q): %v", pin, err)
+						}
+						runCase(t, c, tc)
+					})
+				}
+				return
+			}
+			c, loadErr = loadCaseBundle(cf.Bundle)
 			for _, tc := range cf.Cases {
 				t.Run(tc.Name, func(t *testing.T) {
 					if ce := tc.Expect.CompileError; ce != nil {
@@ -196,4 +229,45 @@ func errorCode(err error) string {
 		return "unclassified: " + err.Error()
 	}
 	return ""
+}
+
+// memSource is a Source over bundles published in order.
+type memSource struct{ order []*Compiled }
+
+func publish(bodies []string) (*memSource, error) {
+	m := &memSource{}
+	for _, b := range bodies {
+		c, err := Load([]byte(b))
+		if err != nil {
+			return nil, err
+		}
+		m.order = append(m.order, c)
+	}
+	return m, nil
+}
+
+func (m *memSource) Version(v string) (*Compiled, error) {
+	for _, c := range m.order {
+		if c.Bundle().Version == v {
+			return c, nil
+		}
+	}
+	return nil, ErrUnknownVersion
+}
+
+func (m *memSource) Latest() (*Compiled, error) {
+	if len(m.order) == 0 {
+		return nil, nil
+	}
+	return m.order[len(m.order)-1], nil
+}
+
+func TestResolveWithoutBundlesIsStarter(t *testing.T) {
+	c, err := Resolve(&memSource{}, "")
+	if err != nil || c != Starter() || c.Mode() != ModeShadow {
+		t.Fatalf("%v %v", c, err)
+	}
+	if _, err := Resolve(&memSource{}, "v1"); !errors.Is(err, ErrUnknownVersion) {
+		t.Fatalf("a pin without bundles must fail: %v", err)
+	}
 }

@@ -325,8 +325,8 @@ func TestEvaluateRejectsBadAmounts(t *testing.T) {
 		{`{"risk_score":"high"}`, policy.CodeInvalidRiskScore},
 		{`{"risk_score":null}`, policy.CodeInvalidRiskScore},
 		{`{"mode":"ENFORCE"}`, policy.CodeInvalidMode},
-		{`{"context":{"policy_version":5}}`, clearance.CodeInvalidRequest},
-		{`{"context":{"policy_version":"  "}}`, clearance.CodeInvalidRequest},
+		{`{"context":{"policy_version":5}}`, policy.CodeInvalidPin},
+		{`{"context":{"policy_version":"  "}}`, policy.CodeInvalidPin},
 		{`{"context":[]}`, "WRONG_TYPE"},
 	} {
 		t.Run(c.body, func(t *testing.T) {

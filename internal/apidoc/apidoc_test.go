@@ -625,7 +625,7 @@ var codeSources = []string{
 	"../../errors.go",
 	"../../server/*.go",
 	"../../internal/strictjson/strictjson.go",
-	"../../policy/errors.go",
+	"../../policy/*.go",
 }
 
 // stableCodes collects the problem codes the code base defines.
