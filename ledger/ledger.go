@@ -30,6 +30,12 @@ const (
 	KindAPIKeyCreated   = "api_key.created"
 	KindPolicyPublished = "policy.published"
 	KindDecision        = "decision.recorded"
+	KindGrantIssued     = "grant.issued"
+	KindClaimed         = "execution.claimed"
+	KindFinalized       = "execution.finalized"
+	KindReconciled      = "execution.reconciled"
+	KindKeyRegistered   = "key.registered"
+	KindKeyRevoked      = "key.revoked"
 )
 
 // Head is the newest entry of an org's ledger; the zero Head is an empty ledger.

@@ -12,8 +12,10 @@ import (
 	"errors"
 	"time"
 
+	"github.com/clearancehq/clearance/claim"
 	"github.com/clearancehq/clearance/dossier"
 	"github.com/clearancehq/clearance/ledger"
+	"github.com/clearancehq/clearance/registry"
 	"github.com/clearancehq/clearance/tenant"
 )
 
@@ -52,6 +54,8 @@ type Tx interface {
 	ledger.Tx
 	dossier.Tx
 	tenant.Tx
+	claim.Tx
+	registry.Tx
 	PutBundle(ctx context.Context, b BundleRecord) error
 	// LatestBundleInTx returns the org's newest bundle as of this transaction.
 	LatestBundleInTx(ctx context.Context) (BundleRecord, error)
@@ -65,6 +69,8 @@ type Reader interface {
 	ledger.Reader
 	dossier.Reader
 	tenant.Reader
+	claim.Reader
+	registry.Reader
 	Bundle(ctx context.Context, orgID, version string) (BundleRecord, error)
 	LatestBundle(ctx context.Context, orgID string) (BundleRecord, error)
 	// Bundles lists the org's bundles in publish order.

@@ -12,6 +12,19 @@
 // orgs run in parallel. Writes made through a Tx are checked to belong to
 // the Tx's org (API keys excepted: they are indexed globally by hash).
 //
+// This per-org serialization is also what makes claims exactly-once: the
+// claim package's read-check-write (grant ISSUED, nonce unused, scope free,
+// then write all three) runs inside one Update, so of N concurrent claims of
+// one grant, nonce or scope exactly one commits and the others read its
+// result.
+//
+// # Clock
+//
+// Options.Now is the store's clock (time.Now when nil). Tx.Now returns it,
+// and claim leases are judged by it: for Pebble the "database-clock lease
+// boundary" is this injected clock, read once per lifecycle call inside the
+// org's serialized Update. Tests move it instead of sleeping.
+//
 // # Durability and group commit
 //
 // Update returns nil only once its batch is in the synced write-ahead log:
@@ -29,8 +42,13 @@
 // Backends hold no business rules, but the store keeps its indexes
 // consistent: PutLedgerEntry accepts only the entry with seq head+1 and
 // moves the head with it; a dossier id or decision id, and a bundle version,
-// can be stored once; bundle seqs follow each other from 1. PutOrg,
-// PutAPIKey and PutIdempotency replace existing records.
+// can be stored once; bundle seqs follow each other from 1; a nonce names
+// one grant for good; PutGrant moves the grant's state index entry with its
+// state. PutOrg, PutAPIKey, PutIdempotency, PutGrant, PutScopeClaim and
+// PutRegisteredKey replace existing records. Lookups of claim records that
+// find nothing wrap claim.ErrNotFound as well as store.ErrNotFound, and of
+// registered keys registry.ErrKeyNotFound: those packages cannot import
+// store.
 //
 // # Key layout
 //
@@ -52,10 +70,18 @@
 //	o <org> x <decision id>             <dossier id>
 //	o <org> s <created_at> <dossier id> dossier summary, for time-range reports
 //	o <org> i <scope (uvarint-prefixed)> <key>  store.IdempotencyRecord
+//	o <org> g <grant id>                claim.Grant
+//	o <org> q <state (uvarint-prefixed)> <issued_at> <grant id>
+//	                                    empty: the grant state index
+//	o <org> n <nonce>                   <grant id> that claimed the nonce
+//	o <org> c <scope>                   claim.ScopeClaim, the scope's live claim
+//	o <org> r <kind (uvarint-prefixed)> <kid>   registry.Key
 //
 // (<org> stands for uvarint(len(org id)) followed by the org id.)
 // LatestBundle is a reverse seek over "o <org> b"; DossierSummaries scans
 // "o <org> s" from <from> to <to>, so dossiers created at the same instant
-// come in dossier id order. A dossier's body is stored as the exact bytes
-// given.
+// come in dossier id order. GrantsInState scans "o <org> q <state>" (issue
+// order, then grant id) and reads each grant from the same snapshot;
+// RegisteredKeys scans "o <org> r <kind>" in kid order. A dossier's body
+// is stored as the exact bytes given.
 package pebblestore

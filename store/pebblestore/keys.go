@@ -26,6 +26,11 @@ const (
 	subDecision    = 'x' // .. x <decision id>             -> <dossier id>
 	subSummary     = 's' // .. s <created_at i64be^sign> <dossier id> -> summary (JSON)
 	subIdempotency = 'i' // .. i <lp scope> <key>          -> store.IdempotencyRecord (JSON)
+	subGrant       = 'g' // .. g <grant id>                -> claim.Grant (JSON)
+	subGrantState  = 'q' // .. q <lp state> <issued_at i64be^sign> <grant id> -> empty
+	subNonce       = 'n' // .. n <nonce>                   -> <grant id>
+	subScope       = 'c' // .. c <scope>                   -> claim.ScopeClaim (JSON)
+	subRegKey      = 'r' // .. r <lp kind> <kid>           -> registry.Key (JSON)
 )
 
 // formatKey holds the layout version; Open refuses an unknown one.
@@ -85,6 +90,42 @@ func idempotencyKey(orgID, scope, key string) []byte {
 	k = binary.AppendUvarint(k, uint64(len(scope)))
 	k = append(k, scope...)
 	return append(k, key...)
+}
+
+func grantKey(orgID, grantID string) []byte {
+	return append(orgPrefix(orgID, subGrant, len(grantID)), grantID...)
+}
+
+// grantStatePrefix is the index prefix of the org's grants in state.
+func grantStatePrefix(orgID, state string, extra int) []byte {
+	k := orgPrefix(orgID, subGrantState, binary.MaxVarintLen64+len(state)+extra)
+	k = binary.AppendUvarint(k, uint64(len(state)))
+	return append(k, state...)
+}
+
+func grantStateKey(orgID, state string, issuedAt time.Time, grantID string) []byte {
+	k := grantStatePrefix(orgID, state, 8+len(grantID))
+	k = binary.BigEndian.AppendUint64(k, timeOrder(issuedAt))
+	return append(k, grantID...)
+}
+
+func nonceKey(orgID, nonce string) []byte {
+	return append(orgPrefix(orgID, subNonce, len(nonce)), nonce...)
+}
+
+func scopeKey(orgID, scope string) []byte {
+	return append(orgPrefix(orgID, subScope, len(scope)), scope...)
+}
+
+// regKeyPrefix is the prefix of the org's registered keys of kind.
+func regKeyPrefix(orgID, kind string, extra int) []byte {
+	k := orgPrefix(orgID, subRegKey, binary.MaxVarintLen64+len(kind)+extra)
+	k = binary.AppendUvarint(k, uint64(len(kind)))
+	return append(k, kind...)
+}
+
+func regKeyKey(orgID, kind, kid string) []byte {
+	return append(regKeyPrefix(orgID, kind, len(kid)), kid...)
 }
 
 // upperBound returns the smallest key greater than every key with prefix p

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -25,11 +26,15 @@ type Options struct {
 	Logger pebble.Logger
 	// CacheSize is the block cache size in bytes; 0 means 64 MiB.
 	CacheSize int64
+	// Now is the store's clock, which Tx.Now returns and claim leases are
+	// judged by; nil means time.Now. Tests pass a clock they move.
+	Now func() time.Time
 }
 
 // Store is the embedded Pebble backend. It is safe for concurrent use.
 type Store struct {
-	db *pebble.DB
+	db  *pebble.DB
+	now func() time.Time
 
 	locks sync.Map // org id -> *sync.Mutex: serializes each org's Updates
 
@@ -72,7 +77,11 @@ func Open(dir string, opts Options) (*Store, error) {
 		_ = db.Close()
 		return nil, err
 	}
-	s := &Store{db: db}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	s := &Store{db: db, now: now}
 	s.idle.L = &s.mu
 	return s, nil
 }
@@ -176,7 +185,7 @@ func (s *Store) apply(ctx context.Context, orgID string, fn func(tx store.Tx) er
 		return nil, err
 	}
 	b := s.db.NewIndexedBatch()
-	t := &tx{org: orgID, b: b}
+	t := &tx{org: orgID, b: b, now: s.now}
 	applied := false
 	defer func() {
 		t.finish()

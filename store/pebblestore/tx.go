@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -22,6 +23,7 @@ var errTxDone = errors.New("pebblestore: transaction already finished")
 type tx struct {
 	org string
 	b   *pebble.Batch
+	now func() time.Time
 
 	mu   sync.Mutex // a batch is not safe for concurrent use
 	done bool

@@ -1,0 +1,74 @@
+package registry
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Every refusal of this package is a *Error wrapping one of
+// them (and, for a refused JWK, the grant package's error too); compare with
+// errors.Is and read the stable machine code with (*Error).Code.
+var (
+	// ErrKeyNotFound: no key with that kid, or (for Lookup) none ACTIVE.
+	ErrKeyNotFound = errors.New("registry: key not found")
+	// ErrInvalidKey: the JWK is not a well-formed Ed25519 public key.
+	ErrInvalidKey = errors.New("registry: invalid public key")
+	// ErrPrivateKeyMaterial: the JWK carries private key material.
+	ErrPrivateKeyMaterial = errors.New("registry: private key material")
+	// ErrWeakKey: the public key is a low-order point.
+	ErrWeakKey = errors.New("registry: weak public key")
+	// ErrKIDMismatch: the JWK's own kid differs from the registered kid.
+	ErrKIDMismatch = errors.New("registry: kid mismatch")
+	// ErrKIDInUse: an ACTIVE key already has the kid with another key or
+	// issuer; revoke it first.
+	ErrKIDInUse = errors.New("registry: kid in use")
+	// ErrInvalidKID: the kid is empty, longer than 200 characters, not
+	// valid UTF-8 or has control characters.
+	ErrInvalidKID = errors.New("registry: invalid kid")
+)
+
+// Stable machine codes of the sentinels.
+const (
+	CodeKeyNotFound        = "KEY_NOT_FOUND"
+	CodeInvalidKey         = "INVALID_PUBLIC_KEY"
+	CodePrivateKeyMaterial = "PRIVATE_KEY_MATERIAL"
+	CodeWeakKey            = "WEAK_PUBLIC_KEY"
+	CodeKIDMismatch        = "KID_MISMATCH"
+	CodeKIDInUse           = "KID_IN_USE"
+	CodeInvalidKID         = "INVALID_KID"
+)
+
+var codes = map[error]string{
+	ErrKeyNotFound:        CodeKeyNotFound,
+	ErrInvalidKey:         CodeInvalidKey,
+	ErrPrivateKeyMaterial: CodePrivateKeyMaterial,
+	ErrWeakKey:            CodeWeakKey,
+	ErrKIDMismatch:        CodeKIDMismatch,
+	ErrKIDInUse:           CodeKIDInUse,
+	ErrInvalidKID:         CodeInvalidKID,
+}
+
+// Error is a registry refusal: Err wraps one sentinel with detail.
+type Error struct {
+	code string
+	Err  error
+}
+
+// Code returns the stable machine code of the sentinel, e.g. KID_IN_USE.
+func (e *Error) Code() string { return e.code }
+
+func (e *Error) Error() string {
+	if e.Err == nil {
+		return "registry: " + e.code
+	}
+	return e.Err.Error()
+}
+
+// Unwrap returns Err, so errors.Is finds the sentinel (and any cause).
+func (e *Error) Unwrap() error { return e.Err }
+
+// refuse wraps sentinel with detail formatted from format and args (which
+// may contain more %w verbs for causes).
+func refuse(sentinel error, format string, args ...any) *Error {
+	return &Error{code: codes[sentinel], Err: fmt.Errorf("%w: "+format, append([]any{sentinel}, args...)...)}
+}

@@ -1,0 +1,212 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/clearancehq/clearance/grant"
+)
+
+// MaxKIDLength is the longest kid, in characters.
+const MaxKIDLength = 200
+
+// Registration is the body that registers a key: {"kid", "iss"?,
+// "public_jwk"}.
+type Registration struct {
+	KID       string          `json:"kid"`
+	Issuer    string          `json:"iss,omitempty"`
+	PublicJWK json.RawMessage `json:"public_jwk"`
+}
+
+// publicJWK is the stored form of a registered JWK: public members only,
+// re-encoded, never the bytes received.
+type publicJWK struct {
+	Kty string `json:"kty"`
+	Crv string `json:"crv"`
+	X   string `json:"x"`
+	KID string `json:"kid,omitempty"`
+	Alg string `json:"alg,omitempty"`
+	Use string `json:"use,omitempty"`
+}
+
+// Register registers r as an ACTIVE key of kind in tx's org (orgID) at now.
+//
+// The kid must be 1..200 characters of UTF-8 without control characters
+// (ErrInvalidKID). The JWK is parsed with grant.ParsePublicJWK: private
+// members are ErrPrivateKeyMaterial, a low-order point ErrWeakKey, anything
+// else malformed ErrInvalidKey (each also wrapping grant's error); a kid
+// inside the JWK that differs from r.KID is ErrKIDMismatch. Only the public
+// members (kty, crv, x and, when given, kid, alg, use) are stored,
+// re-encoded.
+//
+// For a kid that is already registered:
+//   - a REVOKED key becomes ACTIVE again with the new key and issuer, its
+//     revocation cleared (created = true; CreatedAt is kept, UpdatedAt is
+//     now);
+//   - an ACTIVE key with the same public key and issuer is returned
+//     unchanged (created = false), so a retried registration is harmless;
+//   - an ACTIVE key with another public key or issuer is refused with
+//     ErrKIDInUse: replacing a live key in place would silently change what
+//     verifies; revoke it first.
+//
+// Lookups of a missing key made through tx must return an error wrapping
+// ErrKeyNotFound (backends also wrap store.ErrNotFound).
+func Register(ctx context.Context, tx Tx, orgID string, kind Kind, r Registration, now time.Time) (Key, bool, error) {
+	if err := checkKind(kind); err != nil {
+		return Key{}, false, err
+	}
+	if err := checkKID(r.KID); err != nil {
+		return Key{}, false, err
+	}
+	pub, jwk, err := parseJWK(r.PublicJWK, r.KID)
+	if err != nil {
+		return Key{}, false, err
+	}
+
+	old, err := tx.RegisteredKey(ctx, kind, r.KID)
+	switch {
+	case errors.Is(err, ErrKeyNotFound):
+		k := Key{
+			OrgID: orgID, Kind: kind, KID: r.KID, Issuer: r.Issuer,
+			PublicJWK: jwk, PublicKey: pub, Status: StatusActive,
+			CreatedAt: now, UpdatedAt: now,
+		}
+		if err := tx.PutRegisteredKey(ctx, k); err != nil {
+			return Key{}, false, err
+		}
+		return k, true, nil
+	case err != nil:
+		return Key{}, false, fmt.Errorf("registry: read %s key %q: %w", kind, r.KID, err)
+	}
+	if old.Status == StatusActive {
+		if bytes.Equal(old.PublicKey, pub) && old.Issuer == r.Issuer {
+			return old, false, nil
+		}
+		return Key{}, false, refuse(ErrKIDInUse, "%s key %q is active with another key or issuer; revoke it first", kind, r.KID)
+	}
+	k := old
+	k.Issuer = r.Issuer
+	k.PublicJWK = jwk
+	k.PublicKey = pub
+	k.Status = StatusActive
+	k.RevokedAt = nil
+	k.UpdatedAt = now
+	if err := tx.PutRegisteredKey(ctx, k); err != nil {
+		return Key{}, false, err
+	}
+	return k, true, nil
+}
+
+// Revoke revokes the key of kind with kid at now, keeping its metadata. A
+// missing key is ErrKeyNotFound; an already revoked key is returned
+// unchanged.
+func Revoke(ctx context.Context, tx Tx, kind Kind, kid string, now time.Time) (Key, error) {
+	k, err := tx.RegisteredKey(ctx, kind, kid)
+	switch {
+	case errors.Is(err, ErrKeyNotFound):
+		return Key{}, refuse(ErrKeyNotFound, "no %s key %q", kind, kid)
+	case err != nil:
+		return Key{}, fmt.Errorf("registry: read %s key %q: %w", kind, kid, err)
+	}
+	if k.Status == StatusRevoked {
+		return k, nil
+	}
+	k.Status = StatusRevoked
+	at := now
+	k.RevokedAt = &at
+	k.UpdatedAt = now
+	if err := tx.PutRegisteredKey(ctx, k); err != nil {
+		return Key{}, err
+	}
+	return k, nil
+}
+
+// Lookup returns the public key of the org's ACTIVE key of kind with kid,
+// for verifying signatures. An unknown or revoked kid is an error wrapping
+// both ErrKeyNotFound and grant.ErrUnknownKey; a storage failure is
+// returned as it is (it is not a refusal).
+func Lookup(ctx context.Context, r Reader, orgID string, kind Kind, kid string) (ed25519.PublicKey, error) {
+	k, err := r.RegisteredKeyOf(ctx, orgID, kind, kid)
+	switch {
+	case errors.Is(err, ErrKeyNotFound):
+		return nil, refuse(ErrKeyNotFound, "no %s key %q: %w", kind, kid, grant.ErrUnknownKey)
+	case err != nil:
+		return nil, fmt.Errorf("registry: read %s key %q: %w", kind, kid, err)
+	}
+	if k.Status != StatusActive {
+		return nil, refuse(ErrKeyNotFound, "%s key %q is %s: %w", kind, kid, k.Status, grant.ErrUnknownKey)
+	}
+	if len(k.PublicKey) != ed25519.PublicKeySize {
+		return nil, fmt.Errorf("registry: stored %s key %q has %d bytes", kind, kid, len(k.PublicKey))
+	}
+	return ed25519.PublicKey(bytes.Clone(k.PublicKey)), nil
+}
+
+func checkKind(kind Kind) error {
+	if kind != KindAgent && kind != KindProvider {
+		return fmt.Errorf("registry: unknown key kind %q", kind)
+	}
+	return nil
+}
+
+func checkKID(kid string) error {
+	n := utf8.RuneCountInString(kid)
+	switch {
+	case kid == "":
+		return refuse(ErrInvalidKID, "kid is empty")
+	case !utf8.ValidString(kid):
+		return refuse(ErrInvalidKID, "kid is not valid UTF-8")
+	case n > MaxKIDLength:
+		return refuse(ErrInvalidKID, "kid has %d characters, at most %d allowed", n, MaxKIDLength)
+	}
+	for _, c := range kid {
+		if unicode.IsControl(c) {
+			return refuse(ErrInvalidKID, "kid has a control character")
+		}
+	}
+	return nil
+}
+
+// parseJWK validates raw and returns the key and its stored public form.
+func parseJWK(raw json.RawMessage, kid string) (ed25519.PublicKey, json.RawMessage, error) {
+	pub, jwkKID, err := grant.ParsePublicJWK(raw)
+	switch {
+	case errors.Is(err, grant.ErrPrivateKeyMaterial):
+		return nil, nil, refuse(ErrPrivateKeyMaterial, "%w", err)
+	case errors.Is(err, grant.ErrWeakKey):
+		return nil, nil, refuse(ErrWeakKey, "%w", err)
+	case err != nil:
+		return nil, nil, refuse(ErrInvalidKey, "%w", err)
+	}
+	if jwkKID != "" && jwkKID != kid {
+		return nil, nil, refuse(ErrKIDMismatch, "the JWK's kid %q is not %q", jwkKID, kid)
+	}
+	// ParsePublicJWK refused repeated (and case-folded) member names and
+	// checked alg and use when present, so the exact members are safe to
+	// copy. Everything else is dropped.
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &members); err != nil {
+		return nil, nil, refuse(ErrInvalidKey, "%v", err)
+	}
+	out := publicJWK{Kty: "OKP", Crv: "Ed25519", X: base64.RawURLEncoding.EncodeToString(pub), KID: jwkKID}
+	for name, dst := range map[string]*string{"alg": &out.Alg, "use": &out.Use} {
+		if v, ok := members[name]; ok {
+			if err := json.Unmarshal(v, dst); err != nil {
+				return nil, nil, refuse(ErrInvalidKey, "JWK member %q: %v", name, err)
+			}
+		}
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, nil, fmt.Errorf("registry: encode JWK: %w", err)
+	}
+	return pub, b, nil
+}

@@ -1,0 +1,59 @@
+// Package registry keeps an org's registered public keys: agent keys (which
+// sign execution intents) and provider keys (which sign effect receipts).
+//
+// Only public Ed25519 keys are accepted (grant.ParsePublicJWK refuses private
+// material, wrong lengths and low-order points). Revocation keeps the
+// metadata; registering a revoked kid again replaces the key and clears the
+// revocation.
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Kind separates the registries.
+type Kind string
+
+// Registries.
+const (
+	KindAgent    Kind = "agent"
+	KindProvider Kind = "provider"
+)
+
+// Status of a registered key.
+type Status string
+
+// Statuses.
+const (
+	StatusActive  Status = "ACTIVE"
+	StatusRevoked Status = "REVOKED"
+)
+
+// Key is a registered public key.
+type Key struct {
+	OrgID     string          `json:"org_id"`
+	Kind      Kind            `json:"kind"`
+	KID       string          `json:"kid"`
+	Issuer    string          `json:"iss,omitempty"`
+	PublicJWK json.RawMessage `json:"public_jwk"` // public members only, as registered
+	PublicKey []byte          `json:"public_key"` // the 32-byte Ed25519 key
+	Status    Status          `json:"status"`
+	CreatedAt time.Time       `json:"created_at"`
+	UpdatedAt time.Time       `json:"updated_at"`
+	RevokedAt *time.Time      `json:"revoked_at"`
+}
+
+// Tx is what registration needs from a backend transaction scoped to one org.
+type Tx interface {
+	RegisteredKey(ctx context.Context, kind Kind, kid string) (Key, error)
+	PutRegisteredKey(ctx context.Context, k Key) error
+}
+
+// Reader reads an org's registered keys.
+type Reader interface {
+	RegisteredKeyOf(ctx context.Context, orgID string, kind Kind, kid string) (Key, error)
+	// RegisteredKeys lists the org's keys of kind, by kid.
+	RegisteredKeys(ctx context.Context, orgID string, kind Kind) ([]Key, error)
+}
