@@ -6,9 +6,7 @@ import (
 	"errors"
 	"unicode/utf8"
 
-	"github.com/clearancehq/clearance/dossier"
 	"github.com/clearancehq/clearance/internal/canon"
-	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/policy"
 	"github.com/clearancehq/clearance/store"
 )
@@ -184,25 +182,8 @@ func (e *Engine) Evaluate(ctx context.Context, req EvaluateRequest) (Decision, e
 				return err
 			}
 		}
-		head, err := tx.LedgerHead(ctx)
+		digest, err := e.recordDossier(ctx, tx, &d, now, in)
 		if err != nil {
-			return err
-		}
-		d.LedgerSeq = head.Seq + 1
-		body, err := canon.Marshal(d)
-		if err != nil {
-			return err
-		}
-		digest := canon.Digest(body)
-		if err := tx.PutDossier(ctx, dossier.Record{
-			OrgID: req.OrgID, DossierID: d.DossierID, DecisionID: d.DecisionID, EvaluationID: d.EvaluationID,
-			CreatedAt: now, Outcome: string(d.Outcome), Mode: string(mode), WorkflowKey: in.WorkflowKey,
-			DecisionType: in.DecisionType, Body: body,
-		}); err != nil {
-			return err
-		}
-		if _, err := ledger.Append(ctx, tx, req.OrgID, ledger.Record{
-			Kind: ledger.KindDecision, SubjectID: d.DossierID, PayloadDigest: digest}, now); err != nil {
 			return err
 		}
 		out = decisionOf(d, digest)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/clearancehq/clearance/grant"
 	"github.com/clearancehq/clearance/internal/canon"
 
 	"github.com/clearancehq/clearance/store"
@@ -30,6 +31,16 @@ type Options struct {
 	Rand io.Reader
 	// Logger receives operational events; nil discards them.
 	Logger *slog.Logger
+	// GrantKeys signs grants, claim attestations and verification
+	// envelopes; nil means signing is not configured (execution routes
+	// answer 503 and the JWKS 404).
+	GrantKeys *grant.KeyRing
+	// Issuer is the iss of every token; "" means "clearance".
+	Issuer string
+	// GrantTTL is a grant's lifetime; 0 means 120 s.
+	GrantTTL time.Duration
+	// ClaimLease is a claim's lease; 0 means 30 s.
+	ClaimLease time.Duration
 }
 
 func (o *Options) ensureDefaults() {
@@ -41,6 +52,15 @@ func (o *Options) ensureDefaults() {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Issuer == "" {
+		o.Issuer = DefaultIssuer
+	}
+	if o.GrantTTL <= 0 {
+		o.GrantTTL = DefaultGrantTTL
+	}
+	if o.ClaimLease <= 0 {
+		o.ClaimLease = DefaultClaimLease
 	}
 }
 

@@ -1,6 +1,9 @@
 package server
 
-import "github.com/clearancehq/clearance/tenant"
+import (
+	"github.com/clearancehq/clearance/registry"
+	"github.com/clearancehq/clearance/tenant"
+)
 
 var (
 	scopeDecisionWrite = []tenant.Scope{tenant.ScopeDecisionWrite}
@@ -8,6 +11,12 @@ var (
 	scopePolicyWrite   = []tenant.Scope{tenant.ScopePolicyWrite}
 	scopePolicyRead    = []tenant.Scope{tenant.ScopePolicyRead, tenant.ScopePolicyWrite}
 	scopeAuditRead     = []tenant.Scope{tenant.ScopeAuditRead}
+	scopeExecRead      = []tenant.Scope{tenant.ScopeDecisionWrite, tenant.ScopeDecisionRead}
+	scopeReconcileRead = []tenant.Scope{tenant.ScopeAuditRead, tenant.ScopeDecisionRead}
+	scopeReconcile     = []tenant.Scope{tenant.ScopeAuditWrite, tenant.ScopeDecisionWrite}
+
+	agentKeys    = keyRoutes{kind: registry.KindAgent}
+	providerKeys = keyRoutes{kind: registry.KindProvider}
 )
 
 // routes is the ONE route table. Aliases are separate lines on the same handler.
@@ -37,6 +46,22 @@ func (s *Server) routes() []route {
 		{pattern: "POST /v1/cloud/agent/extensions/verify", auth: authKey, scopes: scopeDecisionWrite, handle: (*Server).cloudAgentVerify},
 		{pattern: "GET /v1/protocol/reason-codes", auth: authKey, handle: (*Server).reasonCodes},
 		{pattern: "GET /v1/protocol/shadow-reports", auth: authKey, scopes: scopeDecisionRead, handle: (*Server).shadowReport},
+
+		// Agent-safe execution: grant → claim → finalize.
+		{pattern: "POST /v1/authority/enforce-and-bind", auth: authKey, scopes: scopeDecisionWrite, handle: (*Server).enforceAndBind},
+		{pattern: "POST /v1/execution/verify-token", auth: authKey, scopes: scopeExecRead, handle: (*Server).verifyToken},
+		{pattern: "POST /v1/execution/claim-token", auth: authKey, scopes: scopeDecisionWrite, handle: (*Server).claimToken},
+		{pattern: "POST /v1/execution/consume-token", auth: authKey, scopes: scopeDecisionWrite, handle: (*Server).claimToken},
+		{pattern: "POST /v1/execution/finalize-token", auth: authKey, scopes: scopeDecisionWrite, handle: (*Server).finalizeToken},
+		{pattern: "GET /.well-known/clearance-execution-grant-jwks.json", auth: authPublic, handle: (*Server).jwks},
+		{pattern: "POST /v1/execution/agent-keys", auth: authKey, scopes: scopePolicyWrite, handle: agentKeys.register},
+		{pattern: "GET /v1/execution/agent-keys", auth: authKey, scopes: scopePolicyRead, handle: agentKeys.list},
+		{pattern: "DELETE /v1/execution/agent-keys/{kid}", auth: authKey, scopes: scopePolicyWrite, handle: agentKeys.revoke},
+		{pattern: "POST /v1/execution/provider-keys", auth: authKey, scopes: scopePolicyWrite, handle: providerKeys.register},
+		{pattern: "GET /v1/execution/provider-keys", auth: authKey, scopes: scopePolicyRead, handle: providerKeys.list},
+		{pattern: "DELETE /v1/execution/provider-keys/{kid}", auth: authKey, scopes: scopePolicyWrite, handle: providerKeys.revoke},
+		{pattern: "GET /v1/execution/reconciliations", auth: authKey, scopes: scopeReconcileRead, handle: (*Server).listIndeterminate},
+		{pattern: "POST /v1/execution/reconciliations/{grantId}", auth: authKey, scopes: scopeReconcile, handle: (*Server).reconcile},
 
 		// Evidence.
 		{pattern: "GET /v1/dossiers/{decision_id}", auth: authKey, scopes: scopeDecisionRead, handle: (*Server).dossierByDecision},

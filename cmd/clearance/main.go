@@ -2,6 +2,7 @@
 //
 //	clearance serve                      # embedded store under ./clearance-data, 127.0.0.1:8080
 //	clearance admin org create --name N  # create an org with the platform key
+//	clearance keys rotate                # new grant signing key; the old one drains
 //	clearance version
 package main
 
@@ -19,6 +20,7 @@ func main() {
 const usage = `usage:
   clearance serve [flags]                 run the server (see clearance serve -h)
   clearance admin org create --name NAME  create an organization and print its API key
+  clearance keys rotate [--data DIR]      rotate the grant signing key (restart to use it)
   clearance version                       print the version
 `
 
@@ -32,6 +34,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return serve(ctx, args[1:], stdout, stderr)
 	case "admin":
 		return admin(ctx, args[1:], stdout, stderr)
+	case "keys":
+		return keys(args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, versionString())
 		return 0

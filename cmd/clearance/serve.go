@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/clearancehq/clearance"
+	"github.com/clearancehq/clearance/grant"
 	"github.com/clearancehq/clearance/internal/keyfile"
 	"github.com/clearancehq/clearance/server"
 	"github.com/clearancehq/clearance/store/pebblestore"
@@ -48,6 +49,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	rateBurst := fs.Int("rate-burst", server.DefaultRateBurst, "rate-limit burst per credential")
 	maxBody := fs.Int64("max-body", server.DefaultMaxBodyBytes, "maximum request body in bytes")
 	logLevel := fs.String("log-level", env("CLEARANCE_LOG_LEVEL", "info"), "log level: debug, info, warn, error")
+	grantKeyFile := fs.String("grant-key-file", env("CLEARANCE_GRANT_KEY_FILE", ""), "grant signing key file (JSON ring or PEM PKCS#8 Ed25519); empty means the key ring in the data directory (env CLEARANCE_GRANT_KEY_FILE)")
+	grantTTL := fs.Duration("grant-ttl", clearance.DefaultGrantTTL, "execution grant lifetime")
+	claimLease := fs.Duration("claim-lease", clearance.DefaultClaimLease, "claim lease")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -58,7 +62,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	log := slog.New(slog.NewJSONHandler(stdout, &slog.HandlerOptions{Level: level}))
 	if err := runServer(ctx, log, serveConfig{data: *data, addr: *addr, store: *storeURL, rateLimit: *rateLimit,
-		rateBurst: *rateBurst, maxBody: *maxBody}); err != nil {
+		rateBurst: *rateBurst, maxBody: *maxBody, grantKeyFile: *grantKeyFile, grantTTL: *grantTTL, claimLease: *claimLease}); err != nil {
 		log.Error("server stopped", "error", err.Error())
 		return 1
 	}
@@ -66,10 +70,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 type serveConfig struct {
-	data, addr, store string
-	rateLimit         float64
-	rateBurst         int
-	maxBody           int64
+	data, addr, store    string
+	rateLimit            float64
+	rateBurst            int
+	maxBody              int64
+	grantKeyFile         string
+	grantTTL, claimLease time.Duration
 }
 
 func runServer(ctx context.Context, log *slog.Logger, cfg serveConfig) error {
@@ -89,12 +95,21 @@ func runServer(ctx context.Context, log *slog.Logger, cfg serveConfig) error {
 			log.Error("close store", "error", err.Error())
 		}
 	}()
-	engine, err := clearance.Open(backend, clearance.Options{Logger: log})
+	kids, err := ensureSigningKeys(log, dataDir)
 	if err != nil {
 		return err
 	}
-	kids, err := ensureKeys(ctx, log, engine, dataDir)
+	ring, err := grantRing(dataDir, cfg.grantKeyFile)
 	if err != nil {
+		return err
+	}
+	kids["grant"] = ring.Active().KID()
+	engine, err := clearance.Open(backend, clearance.Options{Logger: log, GrantKeys: ring,
+		GrantTTL: cfg.grantTTL, ClaimLease: cfg.claimLease})
+	if err != nil {
+		return err
+	}
+	if err := ensurePlatformKey(ctx, log, engine, dataDir); err != nil {
 		return err
 	}
 
@@ -131,9 +146,9 @@ func runServer(ctx context.Context, log *slog.Logger, cfg serveConfig) error {
 	return nil
 }
 
-// ensureKeys creates, on first start, the grant signing key, the ledger key
-// and the platform API key in the data dir (0600), and says where.
-func ensureKeys(ctx context.Context, log *slog.Logger, engine *clearance.Engine, dataDir string) (map[string]string, error) {
+// ensureSigningKeys creates, on first start, the grant signing key and the
+// ledger key in the data dir (0600), and says where.
+func ensureSigningKeys(log *slog.Logger, dataDir string) (map[string]string, error) {
 	kids := map[string]string{}
 	for _, name := range []string{"grant", "ledger"} {
 		k, created, err := keyfile.LoadOrCreate(dataDir, name)
@@ -145,25 +160,48 @@ func ensureKeys(ctx context.Context, log *slog.Logger, engine *clearance.Engine,
 			log.Info("created signing key", "key", name, "kid", k.KID(), "dir", filepath.Join(dataDir, "keys"))
 		}
 	}
+	return kids, nil
+}
+
+// grantRing is the grant signing key ring: an operator's key file, or the
+// ring in the data dir (with previous keys kept until their grants drain).
+func grantRing(dataDir, keyFile string) (*grant.KeyRing, error) {
+	if keyFile != "" {
+		k, err := keyfile.LoadFile(keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("grant key file: %w", err)
+		}
+		return grant.NewKeyRing(k), nil
+	}
+	ring, err := keyfile.LoadRing(dataDir, "grant", time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("grant key ring: %w", err)
+	}
+	return ring, nil
+}
+
+// ensurePlatformKey creates the platform API key on first start (0600) and
+// registers it with the store.
+func ensurePlatformKey(ctx context.Context, log *slog.Logger, engine *clearance.Engine, dataDir string) error {
 	path := filepath.Join(dataDir, platformKeyFile)
 	secret, err := keyfile.ReadSecret(path)
 	created := false
 	if errors.Is(err, os.ErrNotExist) {
 		if secret, err = engine.NewPlatformSecret(); err != nil {
-			return nil, err
+			return err
 		}
 		if err := keyfile.WriteSecret(path, secret); err != nil {
-			return nil, fmt.Errorf("write platform key: %w", err)
+			return fmt.Errorf("write platform key: %w", err)
 		}
 		created = true
 	} else if err != nil {
-		return nil, fmt.Errorf("read platform key: %w", err)
+		return fmt.Errorf("read platform key: %w", err)
 	}
 	if err := engine.EnsurePlatformKey(ctx, secret); err != nil {
-		return nil, err
+		return err
 	}
 	if created {
 		log.Info("created platform API key", "file", path, "hint", "clearance admin org create --name NAME")
 	}
-	return kids, nil
+	return nil
 }

@@ -626,6 +626,11 @@ var codeSources = []string{
 	"../../server/*.go",
 	"../../internal/strictjson/strictjson.go",
 	"../../policy/*.go",
+	"../../execution.go",
+	"../../keys.go",
+	"../../claim/*.go",
+	"../../registry/*.go",
+	"../../grant/errors.go",
 }
 
 // stableCodes collects the problem codes the code base defines.

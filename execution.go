@@ -1,0 +1,884 @@
+package clearance
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/clearancehq/clearance/claim"
+	"github.com/clearancehq/clearance/dossier"
+	"github.com/clearancehq/clearance/grant"
+	"github.com/clearancehq/clearance/internal/canon"
+	"github.com/clearancehq/clearance/internal/strictjson"
+	"github.com/clearancehq/clearance/ledger"
+	"github.com/clearancehq/clearance/policy"
+	"github.com/clearancehq/clearance/registry"
+	"github.com/clearancehq/clearance/store"
+	"github.com/clearancehq/clearance/tenant"
+)
+
+// Defaults of the execution lifecycle.
+const (
+	DefaultGrantTTL   = 120 * time.Second
+	DefaultClaimLease = 30 * time.Second
+	DefaultIssuer     = "clearance"
+)
+
+// Codes of the execution routes.
+const (
+	CodeIntentMalformed     = "INTENT_MALFORMED"
+	CodeIntentSignature     = "INTENT_SIGNATURE_INVALID"
+	CodeIntentNotCanonical  = "INTENT_NOT_CANONICAL"
+	CodeIntentIDMismatch    = "IDEMPOTENCY_KEY_NOT_INTENT_ID"
+	CodeIntentAlreadyBound  = "INTENT_ID_ALREADY_BOUND"
+	CodeApprovalUnverified  = "APPROVAL_EVIDENCE_UNVERIFIED"
+	CodeGrantInvalid        = "GRANT_INVALID"
+	CodeGrantExpired        = "GRANT_EXPIRED"
+	CodeGrantNotBound       = "GRANT_NOT_BOUND"
+	CodeStaleAuthorization  = "STALE_AUTHORIZATION"
+	CodeDossierMismatch     = "DOSSIER_SIGNATURE_MISMATCH"
+	CodeInvalidFinalization = "INVALID_FINALIZATION"
+	CodeInvalidEvidence     = "INVALID_EFFECT_EVIDENCE"
+	CodeUnsupportedReceipt  = "UNSUPPORTED_RECEIPT_PROFILE"
+)
+
+// ExecutionIntent is the payload of a signed execution intent (DESIGN §8).
+type ExecutionIntent struct {
+	IntentID             string         `json:"intent_id"`
+	OrgID                string         `json:"org_id"`
+	Actor                policy.Actor   `json:"actor"`
+	Action               policy.Action  `json:"action"`
+	WorkflowKey          string         `json:"workflow_key,omitempty"`
+	DecisionType         string         `json:"decision_type,omitempty"`
+	Surface              string         `json:"surface,omitempty"`
+	Context              map[string]any `json:"context,omitempty"`
+	Nonce                string         `json:"nonce"`
+	ConcurrencyScope     string         `json:"concurrency_scope"`
+	ExpectedEffectDigest string         `json:"expected_effect_digest,omitempty"`
+	Escalation           Escalation     `json:"escalation"`
+	IssuedAt             string         `json:"issued_at"`
+}
+
+// Escalation says how an ESCALATE answer is handled.
+type Escalation struct {
+	Mode string `json:"mode"` // NONE or MANAGED
+}
+
+// Escalation modes.
+const (
+	EscalationNone    = "NONE"
+	EscalationManaged = "MANAGED"
+)
+
+// AuthorityRequest is an enforce-and-bind call.
+type AuthorityRequest struct {
+	OrgID            string
+	SignedIntent     string
+	Mode             policy.Mode
+	ApprovalEvidence json.RawMessage
+	IdempotencyKey   string
+	CorrelationID    string
+	RequestID        string
+	Principal        Principal
+}
+
+// AuthorityDecision is the enforce-and-bind answer. ExecutionToken is set
+// only for ALLOW evaluated in ENFORCEMENT mode.
+type AuthorityDecision struct {
+	Decision
+	IntentID       string `json:"intent_id"`
+	IntentHash     string `json:"intent_hash"`
+	ExecutionToken string `json:"execution_token,omitempty"`
+	GrantID        string `json:"grant_id,omitempty"`
+	ExpiresAt      string `json:"expires_at,omitempty"`
+	EscalationMode string `json:"escalation_mode"`
+	// VerificationEnvelope is a signed summary of the decision; the server
+	// returns it only to agent-safe-pipeline/0.2.0 or later.
+	VerificationEnvelope string `json:"verification_envelope,omitempty"`
+}
+
+func (e *Engine) ring() (*grant.KeyRing, error) {
+	if e.opts.GrantKeys == nil {
+		return nil, newError(ErrUnavailable, CodeSigningNotConfigured, "grant signing is not configured")
+	}
+	return e.opts.GrantKeys, nil
+}
+
+// EnforceAndBind verifies a signed execution intent, evaluates it and, for
+// ALLOW in ENFORCEMENT mode, binds a single-use grant to it. The dossier,
+// ledger entries, grant record and intent binding commit atomically. The
+// intent_id is the issuance boundary: the same intent again returns the
+// same answer; another intent under a bound intent_id is ErrConflict.
+func (e *Engine) EnforceAndBind(ctx context.Context, req AuthorityRequest) (AuthorityDecision, error) {
+	ring, err := e.ring()
+	if err != nil {
+		return AuthorityDecision{}, err
+	}
+	payload, intent, err := e.verifyIntent(ctx, req)
+	if err != nil {
+		return AuthorityDecision{}, err
+	}
+	if len(req.ApprovalEvidence) > 0 && !bytes.Equal(bytes.TrimSpace(req.ApprovalEvidence), []byte("null")) {
+		// Approval evidence is verified with the approval service in the
+		// managed ceremony; until that exists nothing can verify it.
+		return AuthorityDecision{}, newError(ErrConflict, CodeApprovalUnverified, "approval evidence could not be verified")
+	}
+	intentHash := canon.Digest(payload)
+	now := e.now()
+	in, err := intentInput(intent, req.Mode, now)
+	if err != nil {
+		return AuthorityDecision{}, err
+	}
+	pin, err := policy.Intent{Context: intent.Context}.PolicyPin()
+	if err != nil {
+		return AuthorityDecision{}, inputError(err)
+	}
+	c, err := e.resolvePolicy(ctx, req.OrgID, pin)
+	if err != nil {
+		return AuthorityDecision{}, err
+	}
+	pd := c.Evaluate(&in)
+	mode := policy.EffectiveMode(c.Mode(), in.RequestedMode)
+	payloadDigest, err := canon.DigestValue(intent.Action)
+	if err != nil {
+		return AuthorityDecision{}, invalid(CodeIntentMalformed, "action", "action cannot be canonicalized")
+	}
+
+	var ids [4]string // dossier, decision, evaluation, grant
+	for i := range ids {
+		if ids[i], err = e.newID(); err != nil {
+			return AuthorityDecision{}, unavailable("id generation", err)
+		}
+	}
+	d := Dossier{
+		DossierID: ids[0], DecisionID: ids[1], EvaluationID: ids[2], OrgID: req.OrgID, Route: RouteEnforceAndBind,
+		Intent: payload, IntentAsReceived: req.SignedIntent, IntentDigest: intentHash, IntentProfile: canon.Profile,
+		Outcome: pd.Outcome, ReasonCodes: pd.ReasonCodes, MatchedRules: nonNil(pd.MatchedRules),
+		PolicySnapshot: c.Snapshot(), Mode: mode, RequestedMode: in.RequestedMode, BundleMode: c.Mode(),
+		Actor:          DossierActor{CredentialID: req.Principal.KeyID, CredentialKind: string(req.Principal.Kind), ID: intent.Actor.ID, Type: intent.Actor.Type},
+		IdempotencyKey: intent.IntentID, CorrelationID: req.CorrelationID, RequestID: req.RequestID,
+		CreatedAt: now.Format(timeFormat),
+	}
+	if pd.Err != nil {
+		d.EvaluationError = pd.Err.Error()
+	}
+	authorize := pd.Outcome == policy.OutcomeAllow && mode == policy.ModeEnforcement && pd.Err == nil
+
+	// Sign before taking the org's lock: the tokens depend only on values
+	// fixed above, and signatures are the slowest part of the request.
+	var (
+		g     claim.Grant
+		token string
+	)
+	if authorize {
+		g = claim.Grant{
+			OrgID: req.OrgID, GrantID: ids[3], DecisionID: d.DecisionID, DossierID: d.DossierID,
+			IntentID: intent.IntentID, IntentHash: intentHash, PayloadDigest: payloadDigest,
+			ExpectedEffectDigest: intent.ExpectedEffectDigest, Nonce: intent.Nonce, Scope: intent.ConcurrencyScope,
+			Correlation: req.CorrelationID, ActorID: intent.Actor.ID, ActionType: intent.Action.Type,
+			PolicyVersion: c.Snapshot().PolicyVersion, BundleDigest: c.Digest(), Intent: payload,
+			IssuedAt: now, ExpiresAt: now.Add(e.opts.GrantTTL),
+		}
+		if token, err = grant.Mint(ring.Active(), grantClaims(e.opts.Issuer, g, intent, mode)); err != nil {
+			return AuthorityDecision{}, unavailable("sign grant", err)
+		}
+	}
+	env, err := grant.MintEnvelope(ring.Active(), grant.Envelope{
+		Issuer: e.opts.Issuer, Audience: grant.AudDecision, OrgID: req.OrgID, ID: d.EvaluationID,
+		IssuedAt: now.Unix(), Expiry: now.Add(e.opts.GrantTTL).Unix(), DecisionID: d.DecisionID, DossierID: d.DossierID,
+		IntentHash: intentHash, Outcome: string(d.Outcome), ReasonCodes: d.ReasonCodes, Mode: string(mode),
+		PolicyVersion: d.PolicySnapshot.PolicyVersion, BundleDigest: d.PolicySnapshot.BundleDigest, GrantID: g.GrantID,
+	})
+	if err != nil {
+		return AuthorityDecision{}, unavailable("sign envelope", err)
+	}
+
+	var out AuthorityDecision
+	err = e.store.Update(ctx, req.OrgID, func(tx store.Tx) error {
+		prev, err := tx.Idempotency(ctx, string(RouteEnforceAndBind), intent.IntentID)
+		if err == nil {
+			if prev.RequestDigest != intentHash {
+				return newError(ErrConflict, CodeIntentAlreadyBound, "intent_id %q is already bound to another intent", intent.IntentID)
+			}
+			if err := json.Unmarshal(prev.Response, &out); err != nil {
+				return err
+			}
+			out.Replayed = true
+			return nil
+		} else if !isNotFound(err) {
+			return err
+		}
+		digest, err := e.recordDossier(ctx, tx, &d, now, in)
+		if err != nil {
+			return err
+		}
+		out = AuthorityDecision{Decision: decisionOf(d, digest), IntentID: intent.IntentID, IntentHash: intentHash,
+			EscalationMode: intent.Escalation.Mode, VerificationEnvelope: env}
+		if authorize {
+			g.DossierDigest = digest
+			if err := claim.Issue(ctx, tx, g); err != nil {
+				return err
+			}
+			if err := e.appendRecord(ctx, tx, ledger.KindGrantIssued, g.GrantID, grantRecordOf(g)); err != nil {
+				return err
+			}
+			out.ExecutionToken, out.GrantID, out.ExpiresAt = token, g.GrantID, g.ExpiresAt.Format(timeFormat)
+		}
+		resp, err := json.Marshal(out)
+		if err != nil {
+			return err
+		}
+		return tx.PutIdempotency(ctx, store.IdempotencyRecord{OrgID: req.OrgID, Scope: string(RouteEnforceAndBind),
+			Key: intent.IntentID, RequestDigest: intentHash, Response: resp, CreatedAt: now})
+	})
+	if err != nil {
+		return AuthorityDecision{}, asEngineError("enforce and bind", err)
+	}
+	return out, nil
+}
+
+// RouteEnforceAndBind is the entry point of signed execution intents.
+const RouteEnforceAndBind Route = "enforce-and-bind"
+
+// recordDossier stores d (with its ledger seq) and its ledger entry; it
+// returns the dossier digest.
+func (e *Engine) recordDossier(ctx context.Context, tx store.Tx, d *Dossier, now time.Time, in policy.Input) (string, error) {
+	head, err := tx.LedgerHead(ctx)
+	if err != nil {
+		return "", err
+	}
+	d.LedgerSeq = head.Seq + 1
+	body, err := canon.Marshal(d)
+	if err != nil {
+		return "", err
+	}
+	digest := canon.Digest(body)
+	if err := tx.PutDossier(ctx, dossier.Record{
+		OrgID: d.OrgID, DossierID: d.DossierID, DecisionID: d.DecisionID, EvaluationID: d.EvaluationID,
+		CreatedAt: now, Outcome: string(d.Outcome), Mode: string(d.Mode), WorkflowKey: in.WorkflowKey,
+		DecisionType: in.DecisionType, Body: body,
+	}); err != nil {
+		return "", err
+	}
+	if _, err := ledger.Append(ctx, tx, d.OrgID, ledger.Record{
+		Kind: ledger.KindDecision, SubjectID: d.DossierID, PayloadDigest: digest}, now); err != nil {
+		return "", err
+	}
+	return digest, nil
+}
+
+// verifyIntent checks the JWS against the org's agent keys, requires a
+// canonical payload, decodes it strictly and checks its org and id.
+func (e *Engine) verifyIntent(ctx context.Context, req AuthorityRequest) ([]byte, ExecutionIntent, error) {
+	var intent ExecutionIntent
+	if req.SignedIntent == "" {
+		return nil, intent, invalid(CodeIntentMalformed, "signed_intent", "signed_intent is required")
+	}
+	payload, _, err := grant.VerifyIntent(req.SignedIntent, func(kid string) (ed25519.PublicKey, error) {
+		return registry.Lookup(ctx, e.store, req.OrgID, registry.KindAgent, kid)
+	})
+	if err != nil {
+		var te *grant.TokenError
+		if errors.As(err, &te) && (errors.Is(err, grant.ErrTokenMalformed) || errors.Is(err, grant.ErrTokenClaims)) {
+			return nil, intent, &Error{Kind: ErrInvalidRequest, Code: CodeIntentMalformed, Detail: "signed_intent is not a compact JWS intent", Err: err}
+		}
+		if errors.As(err, &te) || errors.Is(err, registry.ErrKeyNotFound) {
+			return nil, intent, &Error{Kind: ErrForbidden, Code: CodeIntentSignature, Detail: "the intent is not signed by an active agent key of this organization", Err: err}
+		}
+		return nil, intent, unavailable("verify intent", err)
+	}
+	if c, err := canon.Transform(payload); err != nil || !bytes.Equal(c, payload) {
+		return nil, intent, invalid(CodeIntentNotCanonical, "signed_intent", "the intent payload must be RFC 8785 canonical JSON")
+	}
+	if err := strictjson.Decode(payload, &intent, strictjson.Options{RejectUnknown: true}); err != nil {
+		var se *strictjson.Error
+		if errors.As(err, &se) {
+			return nil, intent, &Error{Kind: ErrInvalidRequest, Code: se.Code, Detail: "intent: " + se.Detail, Err: err}
+		}
+		return nil, intent, invalid(CodeIntentMalformed, "signed_intent", "intent: %v", err)
+	}
+	if err := validateIntent(intent); err != nil {
+		return nil, intent, err
+	}
+	if intent.OrgID != req.OrgID {
+		return nil, intent, newError(ErrForbidden, CodeOrgMismatch, "the intent's org_id is not the credential's organization")
+	}
+	if req.IdempotencyKey != "" && req.IdempotencyKey != intent.IntentID {
+		return nil, intent, invalid(CodeIntentIDMismatch, "Idempotency-Key", "Idempotency-Key must equal the signed intent_id")
+	}
+	return payload, intent, nil
+}
+
+func validateIntent(in ExecutionIntent) error {
+	req := []struct{ field, v string }{
+		{"intent_id", in.IntentID}, {"org_id", in.OrgID}, {"actor.id", in.Actor.ID}, {"action.type", in.Action.Type},
+		{"nonce", in.Nonce}, {"concurrency_scope", in.ConcurrencyScope}, {"issued_at", in.IssuedAt},
+	}
+	for _, r := range req {
+		if r.v == "" {
+			return invalid(CodeIntentMalformed, r.field, "intent.%s is required", r.field)
+		}
+	}
+	for _, r := range []struct{ field, v string }{{"intent_id", in.IntentID}, {"nonce", in.Nonce}, {"concurrency_scope", in.ConcurrencyScope}} {
+		if !ValidToken(r.v) {
+			return invalid(CodeIntentMalformed, r.field, "intent.%s must be 1 to %d visible ASCII characters", r.field, MaxKeyLength)
+		}
+	}
+	if _, err := time.Parse(time.RFC3339, in.IssuedAt); err != nil {
+		return invalid(CodeIntentMalformed, "issued_at", "intent.issued_at must be an RFC 3339 timestamp")
+	}
+	if in.ExpectedEffectDigest != "" {
+		if _, err := canon.ParseDigest(in.ExpectedEffectDigest); err != nil {
+			return invalid(CodeIntentMalformed, "expected_effect_digest", "expected_effect_digest must be sha256:<64 lowercase hex>")
+		}
+	}
+	switch in.Escalation.Mode {
+	case EscalationNone, EscalationManaged:
+	default:
+		return invalid(CodeIntentMalformed, "escalation.mode", "escalation.mode must be NONE or MANAGED")
+	}
+	return nil
+}
+
+// intentInput maps an execution intent to the one policy input shape.
+func intentInput(in ExecutionIntent, mode policy.Mode, now time.Time) (policy.Input, error) {
+	action := in.Action
+	actor := in.Actor
+	pi := policy.Intent{
+		DecisionType: in.DecisionType, WorkflowKey: in.WorkflowKey, Surface: in.Surface, Context: in.Context,
+		Mode: mode, Actor: &actor, Action: &action,
+	}
+	out, err := pi.Input(now)
+	if err != nil {
+		return out, inputError(err)
+	}
+	return out, nil
+}
+
+func grantClaims(issuer string, g claim.Grant, in ExecutionIntent, mode policy.Mode) grant.Claims {
+	act := grant.Action{Type: in.Action.Type, Currency: in.Action.Currency, Target: in.Action.Target}
+	if in.Action.Amount.Set {
+		v := in.Action.Amount.Value
+		act.Amount = &v
+	}
+	return grant.Claims{
+		Issuer: issuer, Audience: grant.AudGrant, Subject: g.ActorID, OrgID: g.OrgID, ID: g.GrantID,
+		IssuedAt: g.IssuedAt.Unix(), NotBefore: g.IssuedAt.Unix(), Expiry: g.ExpiresAt.Unix(), Action: act,
+		IntentHash: g.IntentHash, PayloadDigest: g.PayloadDigest, PayloadProfile: grant.PayloadProfile,
+		ExpectedEffectDigest: g.ExpectedEffectDigest, Nonce: g.Nonce, Scope: g.Scope, Correlation: g.Correlation,
+		DecisionID: g.DecisionID, DossierID: g.DossierID, Mode: string(mode),
+	}
+}
+
+// grantRecord is what the ledger records of an issued grant.
+type grantRecord struct {
+	GrantID       string `json:"grant_id"`
+	DecisionID    string `json:"decision_id"`
+	DossierID     string `json:"dossier_id"`
+	IntentHash    string `json:"intent_hash"`
+	PayloadDigest string `json:"payload_digest"`
+	Nonce         string `json:"nonce"`
+	Scope         string `json:"scope"`
+	ExpiresAt     string `json:"expires_at"`
+}
+
+func grantRecordOf(g claim.Grant) grantRecord {
+	return grantRecord{g.GrantID, g.DecisionID, g.DossierID, g.IntentHash, g.PayloadDigest, g.Nonce, g.Scope, g.ExpiresAt.Format(timeFormat)}
+}
+
+// verifyToken checks a grant token's signature, type, issuer and lifetime
+// (unless ignoreExpiry), its tenant and its binding to intentHash.
+func (e *Engine) verifyToken(orgID, token, intentHash string, ignoreExpiry bool) (grant.Claims, error) {
+	ring, err := e.ring()
+	if err != nil {
+		return grant.Claims{}, err
+	}
+	if token == "" {
+		return grant.Claims{}, invalid(CodeInvalidRequest, "execution_token", "execution_token is required")
+	}
+	c, err := grant.Verify(token, ring, grant.VerifyOptions{Now: e.now(), Issuer: e.opts.Issuer, IgnoreExpiry: ignoreExpiry})
+	if errors.Is(err, grant.ErrTokenExpired) {
+		return grant.Claims{}, &Error{Kind: ErrConflict, Code: CodeGrantExpired, Detail: "the execution grant has expired", Err: err}
+	}
+	if err != nil {
+		return grant.Claims{}, &Error{Kind: ErrConflict, Code: CodeGrantInvalid, Detail: "the execution grant is not valid: " + err.Error(), Err: err}
+	}
+	if c.OrgID != orgID {
+		return grant.Claims{}, newError(ErrConflict, CodeGrantInvalid, "the execution grant belongs to another organization")
+	}
+	if intentHash == "" || c.IntentHash != intentHash {
+		return grant.Claims{}, newError(ErrConflict, CodeGrantNotBound, "the execution grant is not bound to this intent_hash")
+	}
+	return c, nil
+}
+
+// GrantStatus is the verify-token answer.
+type GrantStatus struct {
+	Valid      bool         `json:"valid"`
+	GrantID    string       `json:"grant_id"`
+	DecisionID string       `json:"decision_id"`
+	DossierID  string       `json:"dossier_id"`
+	IntentHash string       `json:"intent_hash"`
+	ExpiresAt  string       `json:"expires_at"`
+	State      claim.State  `json:"state"`
+	Action     grant.Action `json:"act"`
+	ActorID    string       `json:"sub"`
+}
+
+// VerifyGrant checks a grant without consuming it. It never authorizes
+// execution by itself.
+func (e *Engine) VerifyGrant(ctx context.Context, orgID, token, intentHash string) (GrantStatus, error) {
+	c, err := e.verifyToken(orgID, token, intentHash, false)
+	if err != nil {
+		return GrantStatus{}, err
+	}
+	g, err := e.store.GrantOf(ctx, orgID, c.ID)
+	if isNotFound(err) {
+		return GrantStatus{}, newError(ErrConflict, CodeGrantInvalid, "the execution grant is not known")
+	}
+	if err != nil {
+		return GrantStatus{}, unavailable("read grant", err)
+	}
+	return GrantStatus{Valid: g.State == claim.StateIssued, GrantID: g.GrantID, DecisionID: g.DecisionID, DossierID: g.DossierID,
+		IntentHash: g.IntentHash, ExpiresAt: g.ExpiresAt.Format(timeFormat), State: g.State, Action: c.Action, ActorID: c.Subject}, nil
+}
+
+// ClaimRequest is a claim-token call.
+type ClaimRequest struct {
+	OrgID          string
+	ExecutionToken string
+	IntentHash     string
+	CorrelationID  string
+}
+
+// ClaimResult is a claim-token answer. ShouldExecute is true only for a
+// live claim; every failure is an error and never a ClaimResult.
+type ClaimResult struct {
+	ShouldExecute       bool   `json:"should_execute"`
+	ClaimToken          string `json:"claim_token"`
+	ClaimLeaseExpiresAt string `json:"claim_lease_expires_at"`
+	Valid               bool   `json:"valid"`
+	ClaimAttestation    string `json:"claim_attestation"`
+	GrantID             string `json:"grant_id"`
+	DecisionID          string `json:"decision_id"`
+}
+
+// Claim atomically claims a grant immediately before the downstream commit:
+// it verifies the grant and its complete binding, checks that the dossier
+// is intact, re-evaluates the intent under the org's current policy, then
+// claims the grant's nonce and concurrency scope under a lease judged by the
+// store's clock. Any failure is an error: nothing authorizes but a result.
+func (e *Engine) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, error) {
+	c, err := e.verifyToken(req.OrgID, req.ExecutionToken, req.IntentHash, false)
+	if err != nil {
+		return ClaimResult{}, err
+	}
+	if req.CorrelationID != "" && !ValidToken(req.CorrelationID) {
+		return ClaimResult{}, invalid(CodeInvalidRequest, "correlation_id", "correlation_id must be 1 to %d visible ASCII characters", MaxKeyLength)
+	}
+	g, err := e.store.GrantOf(ctx, req.OrgID, c.ID)
+	if isNotFound(err) {
+		return ClaimResult{}, newError(ErrConflict, CodeGrantInvalid, "the execution grant is not known")
+	}
+	if err != nil {
+		return ClaimResult{}, unavailable("read grant", err)
+	}
+	if err := e.checkBinding(ctx, g, c); err != nil {
+		return ClaimResult{}, err
+	}
+	if err := e.checkCurrentPolicy(ctx, g); err != nil {
+		return ClaimResult{}, err
+	}
+	ring, err := e.ring()
+	if err != nil {
+		return ClaimResult{}, err
+	}
+	secret, digest, err := newClaimToken(e.opts.Rand)
+	if err != nil {
+		return ClaimResult{}, unavailable("claim token", err)
+	}
+	attID, err := e.newID()
+	if err != nil {
+		return ClaimResult{}, unavailable("id generation", err)
+	}
+	var claimed claim.Grant
+	err = e.store.Update(ctx, req.OrgID, func(tx store.Tx) error {
+		claimed, err = claim.Claim(ctx, tx, claim.ClaimRequest{GrantID: g.GrantID, IntentHash: req.IntentHash,
+			ClaimTokenDigest: digest, Correlation: req.CorrelationID, Lease: e.opts.ClaimLease})
+		if err != nil {
+			return err
+		}
+		return e.appendRecord(ctx, tx, ledger.KindClaimed, claimed.GrantID, claimEvent{claimed.GrantID, digest,
+			claimed.ClaimedAt.Format(timeFormat), claimed.LeaseExpiresAt.Format(timeFormat), req.CorrelationID})
+	})
+	if err != nil {
+		return ClaimResult{}, lifecycleError("claim", err)
+	}
+	// Signed after the commit, outside the org's lock: the lease times come
+	// from the store's clock inside the transaction. Should signing fail, the
+	// claim stays recorded without a token, so nothing executes.
+	att, err := grant.MintAttestation(ring.Active(), grant.Attestation{
+		Issuer: e.opts.Issuer, Audience: grant.AudAttestation, Subject: claimed.ActorID, OrgID: claimed.OrgID, ID: attID,
+		IssuedAt: claimed.ClaimedAt.Unix(), Expiry: claimed.LeaseExpiresAt.Unix(), GrantID: claimed.GrantID,
+		DecisionID: claimed.DecisionID, DossierID: claimed.DossierID, ClaimTokenDigest: digest, Action: c.Action,
+		Binding: grant.Binding{IntentHash: claimed.IntentHash, PayloadDigest: claimed.PayloadDigest, PayloadProfile: grant.PayloadProfile,
+			ExpectedEffectDigest: claimed.ExpectedEffectDigest, Nonce: claimed.Nonce, Scope: claimed.Scope, Correlation: claimed.Correlation},
+	})
+	if err != nil {
+		return ClaimResult{}, unavailable("sign claim attestation", err)
+	}
+	return ClaimResult{ShouldExecute: true, ClaimToken: secret, ClaimLeaseExpiresAt: claimed.LeaseExpiresAt.Format(timeFormat),
+		Valid: true, ClaimAttestation: att, GrantID: claimed.GrantID, DecisionID: claimed.DecisionID}, nil
+}
+
+type claimEvent struct {
+	GrantID          string `json:"grant_id"`
+	ClaimTokenDigest string `json:"claim_token_digest"`
+	ClaimedAt        string `json:"claimed_at"`
+	LeaseExpiresAt   string `json:"lease_expires_at"`
+	Correlation      string `json:"correlation_id,omitempty"`
+}
+
+// checkBinding compares the token with the stored grant and checks that the
+// dossier still has the digest the grant was bound to.
+func (e *Engine) checkBinding(ctx context.Context, g claim.Grant, c grant.Claims) error {
+	if g.IntentHash != c.IntentHash || g.DecisionID != c.DecisionID || g.DossierID != c.DossierID ||
+		g.Nonce != c.Nonce || g.Scope != c.Scope || g.PayloadDigest != c.PayloadDigest ||
+		g.ExpectedEffectDigest != c.ExpectedEffectDigest || g.ActorID != c.Subject {
+		return newError(ErrConflict, "BINDING_MISMATCH", "the execution grant does not match its recorded binding")
+	}
+	r, err := e.store.Dossier(ctx, g.OrgID, g.DossierID)
+	if err != nil && !isNotFound(err) {
+		return unavailable("read dossier", err)
+	}
+	if err != nil || digestOf(r.Body) != g.DossierDigest {
+		return newError(ErrConflict, CodeDossierMismatch, "the grant's dossier is missing or no longer matches its digest")
+	}
+	return nil
+}
+
+// checkCurrentPolicy re-evaluates the bound intent under the org's current
+// policy; any answer but ALLOW in ENFORCEMENT is a stale authorization.
+func (e *Engine) checkCurrentPolicy(ctx context.Context, g claim.Grant) error {
+	var intent ExecutionIntent
+	if err := strictjson.Decode(g.Intent, &intent, strictjson.Options{}); err != nil {
+		return newError(ErrConflict, CodeStaleAuthorization, "the bound intent cannot be re-evaluated")
+	}
+	in, err := intentInput(intent, "", e.now())
+	if err != nil {
+		return newError(ErrConflict, CodeStaleAuthorization, "the bound intent cannot be re-evaluated")
+	}
+	pin, _ := policy.Intent{Context: intent.Context}.PolicyPin()
+	c, err := e.resolvePolicy(ctx, g.OrgID, pin)
+	if err != nil {
+		var ee *Error
+		if errors.As(err, &ee) && errors.Is(err, ErrUnavailable) {
+			return err
+		}
+		return &Error{Kind: ErrConflict, Code: CodeStaleAuthorization, Detail: "the current policy cannot be resolved", Err: err}
+	}
+	pd := c.Evaluate(&in)
+	if pd.Err != nil || pd.Outcome != policy.OutcomeAllow || policy.EffectiveMode(c.Mode(), "") != policy.ModeEnforcement {
+		return newError(ErrConflict, CodeStaleAuthorization,
+			"under the current policy (%s) the action is %s in %s mode", c.Snapshot().PolicyVersion, pd.Outcome, policy.EffectiveMode(c.Mode(), ""))
+	}
+	return nil
+}
+
+// claimTokenPrefix marks claim tokens, like API keys are marked.
+const claimTokenPrefix = "clr_claim_"
+
+func newClaimToken(rand io.Reader) (secret, digest string, err error) {
+	s, _, err := tenant.NewSecret(rand, claimTokenPrefix)
+	if err != nil {
+		return "", "", err
+	}
+	return s, canon.Digest([]byte(s)), nil
+}
+
+// lifecycleError maps claim-package errors to engine errors: a lifecycle
+// refusal is a 409, a store failure a 503.
+func lifecycleError(op string, err error) error {
+	var ee *Error
+	if errors.As(err, &ee) {
+		return ee
+	}
+	var ce *claim.Error
+	if errors.As(err, &ce) {
+		kind := ErrConflict
+		if errors.Is(err, claim.ErrInvalidFinalization) {
+			kind = ErrInvalidRequest
+		}
+		return &Error{Kind: kind, Code: ce.Code(), Detail: ce.Error(), Err: err}
+	}
+	if isNotFound(err) {
+		return newError(ErrConflict, CodeGrantInvalid, "the execution grant is not known")
+	}
+	return unavailable(op, err)
+}
+
+// FinalizeRequest is a finalize-token call.
+type FinalizeRequest struct {
+	OrgID          string
+	ExecutionToken string
+	ClaimToken     string
+	Outcome        claim.Outcome
+	Evidence       *EffectEvidence
+	Receipt        *EffectReceipt
+}
+
+// EffectEvidence is digest-bound evidence of the effect.
+type EffectEvidence struct {
+	Kind         string `json:"kind"`
+	Status       string `json:"status"`
+	EffectDigest string `json:"effect_digest"`
+}
+
+// EffectReceipt is a provider's signed receipt (profile VP-3).
+type EffectReceipt struct {
+	Profile string `json:"profile"`
+	Receipt string `json:"receipt"`
+}
+
+// FinalizeResult is the finalize-token answer.
+type FinalizeResult struct {
+	Outcome             claim.State     `json:"outcome"`
+	FinalizedAt         string          `json:"finalized_at"`
+	EffectConfirmed     bool            `json:"effect_confirmed"`
+	Evidence            *claim.Evidence `json:"evidence"`
+	ReceiptVerification *claim.Receipt  `json:"receipt_verification,omitempty"`
+	GrantID             string          `json:"grant_id"`
+	Code                string          `json:"code,omitempty"`
+}
+
+// FinalizeRefused is the error of a finalization that was recorded as
+// INDETERMINATE (lease expired, scope invariant): Result is the 409 body.
+type FinalizeRefused struct {
+	Err    *Error
+	Result FinalizeResult
+}
+
+func (r *FinalizeRefused) Error() string { return r.Err.Error() }
+
+// Unwrap exposes the *Error, so the status table and codes apply.
+func (r *FinalizeRefused) Unwrap() error { return r.Err }
+
+// Finalize records the outcome of a claimed grant's downstream attempt. A
+// grant that expired after its claim still finalizes while the lease holds.
+func (e *Engine) Finalize(ctx context.Context, req FinalizeRequest) (FinalizeResult, error) {
+	switch req.Outcome {
+	case claim.OutcomeCommitted, claim.OutcomeFailed, claim.OutcomeIndeterminate:
+	default:
+		return FinalizeResult{}, invalid(CodeInvalidFinalization, "outcome", "outcome must be COMMITTED, FAILED or INDETERMINATE")
+	}
+	if req.ClaimToken == "" {
+		return FinalizeResult{}, invalid(CodeInvalidFinalization, "claim_token", "claim_token is required")
+	}
+	explicit, err := evidenceOf(req.Evidence)
+	if err != nil {
+		return FinalizeResult{}, err
+	}
+	if req.Receipt != nil && req.Receipt.Profile != grant.ProfileVP3 {
+		return FinalizeResult{}, invalid(CodeUnsupportedReceipt, "effect_receipt.profile", "effect_receipt.profile must be VP-3")
+	}
+	ring, err := e.ring()
+	if err != nil {
+		return FinalizeResult{}, err
+	}
+	if req.ExecutionToken == "" {
+		return FinalizeResult{}, invalid(CodeInvalidRequest, "execution_token", "execution_token is required")
+	}
+	c, err := grant.Verify(req.ExecutionToken, ring, grant.VerifyOptions{Now: e.now(), Issuer: e.opts.Issuer, IgnoreExpiry: true})
+	if err != nil || c.OrgID != req.OrgID {
+		return FinalizeResult{}, &Error{Kind: ErrConflict, Code: CodeGrantInvalid, Detail: "the execution grant is not valid", Err: err}
+	}
+	g, err := e.store.GrantOf(ctx, req.OrgID, c.ID)
+	if isNotFound(err) {
+		return FinalizeResult{}, newError(ErrConflict, CodeGrantInvalid, "the execution grant is not known")
+	}
+	if err != nil {
+		return FinalizeResult{}, unavailable("read grant", err)
+	}
+	receipt := e.checkReceipt(ctx, g, req.Receipt)
+	evidence, confirmed := claim.Settle(g, req.Outcome, explicit, receipt)
+	var fin claim.Finalization
+	err = e.store.Update(ctx, req.OrgID, func(tx store.Tx) error {
+		fin, err = claim.Finalize(ctx, tx, claim.FinalizeRequest{GrantID: g.GrantID, ClaimTokenDigest: canon.Digest([]byte(req.ClaimToken)),
+			Outcome: req.Outcome, Evidence: evidence, Receipt: receipt, EffectConfirmed: confirmed})
+		if err != nil {
+			return err
+		}
+		f := fin.Grant
+		return e.appendRecord(ctx, tx, ledger.KindFinalized, f.GrantID, finalEvent{f.GrantID, f.State, f.FinalCode,
+			f.FinalizedAt.Format(timeFormat), f.EffectConfirmed, f.Evidence, f.Receipt})
+	})
+	if err != nil {
+		return FinalizeResult{}, lifecycleError("finalize", err)
+	}
+	f := fin.Grant
+	res := FinalizeResult{Outcome: f.State, FinalizedAt: f.FinalizedAt.Format(timeFormat), EffectConfirmed: f.EffectConfirmed,
+		Evidence: f.Evidence, ReceiptVerification: f.Receipt, GrantID: f.GrantID, Code: f.FinalCode}
+	if fin.Refusal != nil {
+		var ce *claim.Error
+		code := f.FinalCode
+		if errors.As(fin.Refusal, &ce) {
+			code = ce.Code()
+		}
+		return FinalizeResult{}, &FinalizeRefused{Err: &Error{Kind: ErrConflict, Code: code,
+			Detail: "finalization recorded as INDETERMINATE: " + fin.Refusal.Error(), Err: fin.Refusal}, Result: res}
+	}
+	return res, nil
+}
+
+type finalEvent struct {
+	GrantID         string          `json:"grant_id"`
+	State           claim.State     `json:"state"`
+	Code            string          `json:"code,omitempty"`
+	FinalizedAt     string          `json:"finalized_at"`
+	EffectConfirmed bool            `json:"effect_confirmed"`
+	Evidence        *claim.Evidence `json:"evidence,omitempty"`
+	Receipt         *claim.Receipt  `json:"receipt,omitempty"`
+}
+
+func evidenceOf(in *EffectEvidence) (*claim.Evidence, error) {
+	if in == nil {
+		return nil, nil
+	}
+	if in.Kind == "" || len(in.Kind) > 64 || in.Status == "" || len(in.Status) > 64 {
+		return nil, invalid(CodeInvalidEvidence, "effect_evidence", "effect_evidence needs kind and status (1 to 64 characters)")
+	}
+	if _, err := canon.ParseDigest(in.EffectDigest); err != nil {
+		return nil, invalid(CodeInvalidEvidence, "effect_evidence.effect_digest", "effect_digest must be sha256:<64 lowercase hex>")
+	}
+	return &claim.Evidence{Kind: in.Kind, Status: in.Status, EffectDigest: in.EffectDigest, Source: "effect_evidence"}, nil
+}
+
+// checkReceipt verifies a provider receipt against the org's provider keys
+// and records it as presented; it never refuses finalization.
+func (e *Engine) checkReceipt(ctx context.Context, g claim.Grant, in *EffectReceipt) *claim.Receipt {
+	if in == nil {
+		return nil
+	}
+	r := &claim.Receipt{Profile: in.Profile, Token: in.Receipt}
+	rc, kid, err := grant.VerifyReceipt(in.Receipt, func(kid string) (ed25519.PublicKey, error) {
+		return registry.Lookup(ctx, e.store, g.OrgID, registry.KindProvider, kid)
+	})
+	r.KID = kid
+	switch {
+	case err != nil:
+		r.Reason = err.Error()
+	case rc.GrantID != g.GrantID:
+		r.Reason = fmt.Sprintf("the receipt names grant %q, not %q", rc.GrantID, g.GrantID)
+	case rc.IntentHash != "" && rc.IntentHash != g.IntentHash:
+		r.Reason = "the receipt names another intent_hash"
+	default:
+		r.Verified, r.Issuer, r.EffectDigest = true, rc.Issuer, rc.EffectDigest
+	}
+	return r
+}
+
+// ReconcileRequest settles an INDETERMINATE finalization with late evidence.
+type ReconcileRequest struct {
+	OrgID      string
+	GrantID    string
+	Resolution claim.Outcome
+	Evidence   *EffectEvidence
+	Receipt    *EffectReceipt
+	Note       string
+}
+
+// Reconcile records how an INDETERMINATE execution turned out. It never
+// re-authorizes execution.
+func (e *Engine) Reconcile(ctx context.Context, req ReconcileRequest) (claim.Grant, error) {
+	if req.Resolution != claim.OutcomeCommitted && req.Resolution != claim.OutcomeFailed {
+		return claim.Grant{}, invalid(CodeInvalidFinalization, "resolution", "resolution must be COMMITTED or FAILED")
+	}
+	if len(req.Note) > 2000 {
+		return claim.Grant{}, invalid(CodeInvalidRequest, "note", "note is at most 2000 characters")
+	}
+	explicit, err := evidenceOf(req.Evidence)
+	if err != nil {
+		return claim.Grant{}, err
+	}
+	if req.Receipt != nil && req.Receipt.Profile != grant.ProfileVP3 {
+		return claim.Grant{}, invalid(CodeUnsupportedReceipt, "effect_receipt.profile", "effect_receipt.profile must be VP-3")
+	}
+	g, err := e.store.GrantOf(ctx, req.OrgID, req.GrantID)
+	if isNotFound(err) || (err == nil && g.OrgID != req.OrgID) {
+		return claim.Grant{}, newError(ErrNotFound, "GRANT_NOT_FOUND", "grant not found")
+	}
+	if err != nil {
+		return claim.Grant{}, unavailable("read grant", err)
+	}
+	receipt := e.checkReceipt(ctx, g, req.Receipt)
+	evidence, confirmed := claim.Settle(g, req.Resolution, explicit, receipt)
+	var out claim.Grant
+	err = e.store.Update(ctx, req.OrgID, func(tx store.Tx) error {
+		out, err = claim.Reconcile(ctx, tx, claim.ReconcileRequest{GrantID: g.GrantID, Resolution: req.Resolution,
+			Evidence: evidence, Receipt: receipt, EffectConfirmed: confirmed, Note: req.Note})
+		if err != nil {
+			return err
+		}
+		return e.appendRecord(ctx, tx, ledger.KindReconciled, out.GrantID, out.Reconciliation)
+	})
+	if err != nil {
+		return claim.Grant{}, lifecycleError("reconcile", err)
+	}
+	return out, nil
+}
+
+// Indeterminate lists the org's INDETERMINATE executions, oldest first.
+// Claims whose lease passed without a finalization are first recorded as
+// INDETERMINATE (CLAIM_LEASE_EXPIRED), so that they can be reconciled.
+func (e *Engine) Indeterminate(ctx context.Context, orgID string, limit int) ([]claim.Grant, error) {
+	if limit <= 0 || limit > MaxLedgerPage {
+		limit = DefaultLedgerPage
+	}
+	if err := e.expireLapsed(ctx, orgID); err != nil {
+		return nil, err
+	}
+	out := []claim.Grant{}
+	err := e.store.GrantsInState(ctx, orgID, claim.StateIndeterminate, func(g claim.Grant) bool {
+		out = append(out, g)
+		return len(out) < limit
+	})
+	if err != nil {
+		return nil, unavailable("list executions", err)
+	}
+	return out, nil
+}
+
+// expireLapsed records the org's lapsed claims as INDETERMINATE; the
+// lifecycle re-checks each lease against the store's clock.
+func (e *Engine) expireLapsed(ctx context.Context, orgID string) error {
+	now := e.now()
+	var lapsed []string
+	err := e.store.GrantsInState(ctx, orgID, claim.StateClaimed, func(g claim.Grant) bool {
+		if !now.Before(g.LeaseExpiresAt) {
+			lapsed = append(lapsed, g.GrantID)
+		}
+		return true
+	})
+	if err != nil {
+		return unavailable("list executions", err)
+	}
+	for _, id := range lapsed {
+		err := e.store.Update(ctx, orgID, func(tx store.Tx) error {
+			g, changed, err := claim.Expire(ctx, tx, id)
+			if err != nil || !changed {
+				return err
+			}
+			return e.appendRecord(ctx, tx, ledger.KindFinalized, g.GrantID, finalEvent{GrantID: g.GrantID, State: g.State,
+				Code: g.FinalCode, FinalizedAt: g.FinalizedAt.Format(timeFormat)})
+		})
+		if err != nil {
+			return lifecycleError("expire claim", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,129 @@
+package clearance
+
+import (
+	"context"
+	"errors"
+
+	"github.com/go-jose/go-jose/v4"
+
+	"github.com/clearancehq/clearance/internal/canon"
+	"github.com/clearancehq/clearance/ledger"
+	"github.com/clearancehq/clearance/registry"
+	"github.com/clearancehq/clearance/store"
+)
+
+// Codes of key registration.
+const (
+	CodeSigningNotConfigured = "SIGNING_NOT_CONFIGURED"
+	CodeInvalidKID           = "INVALID_KID"
+)
+
+// RegisterKey registers an org's public agent or provider key (ledgered).
+// Created is false when the same key was already active under that kid.
+func (e *Engine) RegisterKey(ctx context.Context, orgID string, kind registry.Kind, r registry.Registration) (registry.Key, bool, error) {
+	var (
+		out     registry.Key
+		created bool
+	)
+	err := e.store.Update(ctx, orgID, func(tx store.Tx) error {
+		k, c, err := registry.Register(ctx, tx, orgID, kind, r, e.now())
+		if err != nil {
+			return err
+		}
+		out, created = k, c
+		if !c {
+			return nil
+		}
+		return e.appendKeyEvent(ctx, tx, ledger.KindKeyRegistered, k)
+	})
+	if err != nil {
+		return registry.Key{}, false, registryError("register key", err)
+	}
+	return out, created, nil
+}
+
+// RevokeKey revokes a registered key; its metadata stays listed.
+func (e *Engine) RevokeKey(ctx context.Context, orgID string, kind registry.Kind, kid string) (registry.Key, error) {
+	if kid == "" || len(kid) > 200 {
+		return registry.Key{}, invalid(CodeInvalidKID, "kid", "kid must be 1 to 200 characters")
+	}
+	var out registry.Key
+	err := e.store.Update(ctx, orgID, func(tx store.Tx) error {
+		before, err := tx.RegisteredKey(ctx, kind, kid)
+		if err != nil {
+			return err
+		}
+		k, err := registry.Revoke(ctx, tx, kind, kid, e.now())
+		if err != nil {
+			return err
+		}
+		out = k
+		if before.Status == registry.StatusRevoked {
+			return nil
+		}
+		return e.appendKeyEvent(ctx, tx, ledger.KindKeyRevoked, k)
+	})
+	if err != nil {
+		return registry.Key{}, registryError("revoke key", err)
+	}
+	return out, nil
+}
+
+// Keys lists the org's keys of a kind, revoked ones included.
+func (e *Engine) Keys(ctx context.Context, orgID string, kind registry.Kind) ([]registry.Key, error) {
+	ks, err := e.store.RegisteredKeys(ctx, orgID, kind)
+	if err != nil {
+		return nil, unavailable("list keys", err)
+	}
+	if ks == nil {
+		ks = []registry.Key{}
+	}
+	return ks, nil
+}
+
+// keyEvent is what the ledger records of a key change.
+type keyEvent struct {
+	Kind      registry.Kind   `json:"kind"`
+	KID       string          `json:"kid"`
+	Issuer    string          `json:"iss,omitempty"`
+	Status    registry.Status `json:"status"`
+	PublicJWK []byte          `json:"public_jwk"`
+}
+
+func (e *Engine) appendKeyEvent(ctx context.Context, tx store.Tx, kind string, k registry.Key) error {
+	d, err := canon.DigestValue(keyEvent{k.Kind, k.KID, k.Issuer, k.Status, k.PublicJWK})
+	if err != nil {
+		return err
+	}
+	_, err = ledger.Append(ctx, tx, tx.OrgID(), ledger.Record{Kind: kind, SubjectID: string(k.Kind) + ":" + k.KID, PayloadDigest: d}, e.now())
+	return err
+}
+
+func registryError(op string, err error) error {
+	var ee *Error
+	if errors.As(err, &ee) {
+		return ee
+	}
+	if isNotFound(err) || errors.Is(err, registry.ErrKeyNotFound) {
+		return newError(ErrNotFound, "KEY_NOT_FOUND", "key not found")
+	}
+	var re *registry.Error
+	if errors.As(err, &re) {
+		kind := ErrInvalidRequest
+		if errors.Is(err, registry.ErrKIDInUse) {
+			kind = ErrConflict
+		}
+		return &Error{Kind: kind, Code: re.Code(), Detail: re.Error(), Err: err}
+	}
+	return unavailable(op, err)
+}
+
+// JWKS returns the public grant-signing keys (the active key and every
+// previous key until its grants drain); ok is false when signing is not
+// configured.
+func (e *Engine) JWKS() (jose.JSONWebKeySet, bool) {
+	if e.opts.GrantKeys == nil {
+		return jose.JSONWebKeySet{}, false
+	}
+	return e.opts.GrantKeys.JWKS(e.now()), true
+}
