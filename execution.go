@@ -752,6 +752,9 @@ func evidenceOf(in *EffectEvidence) (*claim.Evidence, error) {
 	if in.Kind == "" || len(in.Kind) > 64 || in.Status == "" || len(in.Status) > 64 {
 		return nil, invalid(CodeInvalidEvidence, "effect_evidence", "effect_evidence needs kind and status (1 to 64 characters)")
 	}
+	if in.Kind == claim.EvidenceSignedReceipt {
+		return nil, invalid(CodeInvalidEvidence, "effect_evidence.kind", "SIGNED_RECEIPT evidence comes only from a verified effect_receipt")
+	}
 	if _, err := canon.ParseDigest(in.EffectDigest); err != nil {
 		return nil, invalid(CodeInvalidEvidence, "effect_evidence.effect_digest", "effect_digest must be sha256:<64 lowercase hex>")
 	}
@@ -777,7 +780,7 @@ func (e *Engine) checkReceipt(ctx context.Context, g claim.Grant, in *EffectRece
 	case rc.IntentHash != "" && rc.IntentHash != g.IntentHash:
 		r.Reason = "the receipt names another intent_hash"
 	default:
-		r.Verified, r.Issuer, r.EffectDigest = true, rc.Issuer, rc.EffectDigest
+		r.Verified, r.Issuer, r.EffectDigest, r.Outcome = true, rc.Issuer, rc.EffectDigest, rc.Outcome
 	}
 	return r
 }

@@ -15,7 +15,6 @@ import (
 // Codes of key registration.
 const (
 	CodeSigningNotConfigured = "SIGNING_NOT_CONFIGURED"
-	CodeInvalidKID           = "INVALID_KID"
 )
 
 // RegisterKey registers an org's public agent or provider key (ledgered).
@@ -44,9 +43,6 @@ func (e *Engine) RegisterKey(ctx context.Context, orgID string, kind registry.Ki
 
 // RevokeKey revokes a registered key; its metadata stays listed.
 func (e *Engine) RevokeKey(ctx context.Context, orgID string, kind registry.Kind, kid string) (registry.Key, error) {
-	if kid == "" || len(kid) > 200 {
-		return registry.Key{}, invalid(CodeInvalidKID, "kid", "kid must be 1 to 200 characters")
-	}
 	var out registry.Key
 	err := e.store.Update(ctx, orgID, func(tx store.Tx) error {
 		before, err := tx.RegisteredKey(ctx, kind, kid)

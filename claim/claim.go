@@ -107,6 +107,7 @@ type Receipt struct {
 	KID          string `json:"kid,omitempty"`
 	Issuer       string `json:"iss,omitempty"`
 	EffectDigest string `json:"effect_digest,omitempty"`
+	Outcome      string `json:"outcome,omitempty"` // what the provider says happened, if it says
 	Verified     bool   `json:"verified"`
 	Reason       string `json:"reason,omitempty"` // why it did not verify
 }

@@ -381,7 +381,8 @@ func Settle(g Grant, outcome Outcome, explicit *Evidence, receipt *Receipt) (*Ev
 	switch {
 	case receipt.EffectDigest != g.ExpectedEffectDigest:
 		e.Status = EvidenceDigestMismatch
-	case outcome != OutcomeCommitted:
+	case outcome != OutcomeCommitted, receipt.Outcome != "" && receipt.Outcome != string(OutcomeCommitted):
+		// Both the executor and the provider must say the effect happened.
 		e.Status = EvidenceUnconfirmed
 	default:
 		e.Status = EvidenceConfirmed

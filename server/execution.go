@@ -178,7 +178,7 @@ func (s *Server) jwks(c *call) error {
 		return &clearance.Error{Kind: clearance.ErrNotFound, Code: clearance.CodeSigningNotConfigured, Detail: "grant signing is not configured"}
 	}
 	c.w.Header().Set("Content-Type", "application/jwk-set+json")
-	c.w.Header().Set("Cache-Control", "public, max-age=300")
+	c.w.Header().Set("Cache-Control", "public, max-age=60") // short: a rotated-in key must reach caches quickly
 	c.w.WriteHeader(http.StatusOK)
 	c.status = http.StatusOK
 	return json.NewEncoder(c.w).Encode(set)
