@@ -85,6 +85,9 @@ type AuthorityRequest struct {
 	CorrelationID    string
 	RequestID        string
 	Principal        Principal
+	// WantEnvelope asks for a signed verification envelope of the decision
+	// (the server sets it for agent-safe-pipeline/0.2.0 and later).
+	WantEnvelope bool
 }
 
 // AuthorityDecision is the enforce-and-bind answer. ExecutionToken is set
@@ -188,16 +191,6 @@ func (e *Engine) EnforceAndBind(ctx context.Context, req AuthorityRequest) (Auth
 			return AuthorityDecision{}, unavailable("sign grant", err)
 		}
 	}
-	env, err := grant.MintEnvelope(ring.Active(), grant.Envelope{
-		Issuer: e.opts.Issuer, Audience: grant.AudDecision, OrgID: req.OrgID, ID: d.EvaluationID,
-		IssuedAt: now.Unix(), Expiry: now.Add(e.opts.GrantTTL).Unix(), DecisionID: d.DecisionID, DossierID: d.DossierID,
-		IntentHash: intentHash, Outcome: string(d.Outcome), ReasonCodes: d.ReasonCodes, Mode: string(mode),
-		PolicyVersion: d.PolicySnapshot.PolicyVersion, BundleDigest: d.PolicySnapshot.BundleDigest, GrantID: g.GrantID,
-	})
-	if err != nil {
-		return AuthorityDecision{}, unavailable("sign envelope", err)
-	}
-
 	var out AuthorityDecision
 	err = e.store.Update(ctx, req.OrgID, func(tx store.Tx) error {
 		prev, err := tx.Idempotency(ctx, string(RouteEnforceAndBind), intent.IntentID)
@@ -218,7 +211,7 @@ func (e *Engine) EnforceAndBind(ctx context.Context, req AuthorityRequest) (Auth
 			return err
 		}
 		out = AuthorityDecision{Decision: decisionOf(d, digest), IntentID: intent.IntentID, IntentHash: intentHash,
-			EscalationMode: intent.Escalation.Mode, VerificationEnvelope: env}
+			EscalationMode: intent.Escalation.Mode}
 		if authorize {
 			g.DossierDigest = digest
 			if err := claim.Issue(ctx, tx, g); err != nil {
@@ -239,7 +232,28 @@ func (e *Engine) EnforceAndBind(ctx context.Context, req AuthorityRequest) (Auth
 	if err != nil {
 		return AuthorityDecision{}, asEngineError("enforce and bind", err)
 	}
+	if req.WantEnvelope {
+		if out.VerificationEnvelope, err = e.envelope(ring, out); err != nil {
+			return AuthorityDecision{}, unavailable("sign envelope", err)
+		}
+	}
 	return out, nil
+}
+
+// envelope signs a verification envelope of d. It is made from the stored
+// decision alone, so a replay gets the same envelope (Ed25519 is
+// deterministic) while the signing key is unchanged.
+func (e *Engine) envelope(ring *grant.KeyRing, d AuthorityDecision) (string, error) {
+	at, err := time.Parse(timeFormat, d.CreatedAt)
+	if err != nil {
+		return "", err
+	}
+	return grant.MintEnvelope(ring.Active(), grant.Envelope{
+		Issuer: e.opts.Issuer, Audience: grant.AudDecision, OrgID: d.OrgID, ID: d.EvaluationID,
+		IssuedAt: at.Unix(), Expiry: at.Add(e.opts.GrantTTL).Unix(), DecisionID: d.DecisionID, DossierID: d.DossierID,
+		IntentHash: d.IntentHash, Outcome: string(d.Outcome), ReasonCodes: d.ReasonCodes, Mode: string(d.Mode),
+		PolicyVersion: d.PolicySnapshot.PolicyVersion, BundleDigest: d.PolicySnapshot.BundleDigest, GrantID: d.GrantID,
+	})
 }
 
 // RouteEnforceAndBind is the entry point of signed execution intents.

@@ -336,7 +336,7 @@ func BenchmarkCycle(b *testing.B) {
 	ctx := context.Background()
 	x := newExecEnv(b, enforceAll)
 	b.ReportAllocs()
-	b.SetParallelism(8)
+	b.SetParallelism(32)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {

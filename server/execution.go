@@ -38,6 +38,7 @@ func (s *Server) enforceAndBind(c *call) error {
 	d, err := s.engine.EnforceAndBind(c.r.Context(), clearance.AuthorityRequest{
 		OrgID: org, SignedIntent: req.SignedIntent, Mode: req.Mode, ApprovalEvidence: req.ApprovalEvidence,
 		IdempotencyKey: c.r.Header.Get(HeaderIdempotencyKey), CorrelationID: corr, RequestID: c.requestID, Principal: c.principal,
+		WantEnvelope: wantsEnvelope(c.r.Header.Get("User-Agent")),
 	})
 	if err != nil {
 		return err
@@ -49,9 +50,6 @@ func (s *Server) enforceAndBind(c *call) error {
 		c.w.Header().Set(HeaderReplayed, "true")
 	} else {
 		s.metrics.decisions.WithLabelValues(string(d.Outcome), string(d.Mode), string(clearance.RouteEnforceAndBind)).Inc()
-	}
-	if !wantsEnvelope(c.r.Header.Get("User-Agent")) {
-		d.VerificationEnvelope = ""
 	}
 	return c.writeJSON(http.StatusOK, d)
 }
