@@ -402,3 +402,62 @@ func TestLapsedClaimBecomesReconcilable(t *testing.T) {
 		t.Fatalf("ledger %+v %v", rep, err)
 	}
 }
+
+// boundGrants binds n grants (outside the timer of the caller).
+func boundGrants(b *testing.B, x *execEnv, n int) []clearance.AuthorityDecision {
+	out := make([]clearance.AuthorityDecision, n)
+	for i := range out {
+		jws, _ := x.intent(b, 10, "", "")
+		out[i] = x.bind(b, jws)
+	}
+	return out
+}
+
+// BenchmarkClaim measures claim-token alone: verify, binding and dossier
+// checks, current-policy re-evaluation, the durable claim and the signed
+// attestation.
+func BenchmarkClaim(b *testing.B) {
+	ctx := context.Background()
+	x := newExecEnv(b, enforceAll)
+	grants := boundGrants(b, x, b.N)
+	var next atomic.Int64
+	b.ReportAllocs()
+	b.SetParallelism(8)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			d := grants[next.Add(1)-1]
+			if _, err := x.e.Claim(ctx, clearance.ClaimRequest{OrgID: x.org.Org.ID, ExecutionToken: d.ExecutionToken, IntentHash: d.IntentHash}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkFinalize measures finalize-token alone on claimed grants.
+func BenchmarkFinalize(b *testing.B) {
+	ctx := context.Background()
+	x := newExecEnv(b, enforceAll)
+	grants := boundGrants(b, x, b.N)
+	claims := make([]string, b.N)
+	for i, d := range grants {
+		c, err := x.e.Claim(ctx, clearance.ClaimRequest{OrgID: x.org.Org.ID, ExecutionToken: d.ExecutionToken, IntentHash: d.IntentHash})
+		if err != nil {
+			b.Fatal(err)
+		}
+		claims[i] = c.ClaimToken
+	}
+	var next atomic.Int64
+	b.ReportAllocs()
+	b.SetParallelism(8)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := next.Add(1) - 1
+			if _, err := x.e.Finalize(ctx, clearance.FinalizeRequest{OrgID: x.org.Org.ID, ExecutionToken: grants[i].ExecutionToken,
+				ClaimToken: claims[i], Outcome: claim.OutcomeCommitted}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
