@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/clearancehq/clearance"
+	"github.com/clearancehq/clearance/internal/keyfile"
 )
 
 // The real binary, built once (without -race, to keep it fast).
@@ -404,5 +405,37 @@ func TestGracefulShutdownOnSIGTERM(t *testing.T) {
 	}
 	if code := s2.signal(os.Interrupt); code != 0 {
 		t.Fatalf("SIGINT: exit %d", code)
+	}
+}
+
+func TestKeysRotateKeepsThePreviousKey(t *testing.T) {
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"keys", "rotate", "--data", dir}, &out, &errb); code == 0 {
+		t.Fatalf("rotating without a key ring must fail: %s", out.String())
+	}
+	first, _, err := keyfile.LoadOrCreate(dir, "grant")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if code := run(context.Background(), []string{"keys", "rotate", "--data", dir, "--drain", "10m"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var got struct {
+		Active   string `json:"active_kid"`
+		Previous []struct {
+			KID string `json:"kid"`
+		} `json:"previous"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	if got.Active == first.KID() || len(got.Previous) != 1 || got.Previous[0].KID != first.KID() {
+		t.Fatalf("rotation output %+v, first kid %s", got, first.KID())
+	}
+	ring, err := keyfile.LoadRing(dir, "grant", time.Now())
+	if err != nil || ring.Active().KID() != got.Active {
+		t.Fatalf("ring on disk: %v %v", ring, err)
 	}
 }
