@@ -2,7 +2,7 @@ package claim
 
 import (
 	"errors"
-	"fmt"
+	"github.com/clearancehq/clearance/internal/coded"
 )
 
 // Sentinel errors of the lifecycle. Every refusal the lifecycle returns is a
@@ -86,29 +86,14 @@ var codes = map[error]string{
 // refusal, and has no code.
 var ErrNotFound = errors.New("claim: record not found")
 
-// Error is a lifecycle refusal: Err wraps one sentinel with detail.
-type Error struct {
-	code string
-	Err  error
-}
+// Error is a refusal: Err wraps one sentinel with detail; Code() is its
+// stable machine code.
+type Error = coded.Error
 
-// Code returns the stable machine code of the sentinel, e.g.
-// CLAIM_LEASE_EXPIRED.
-func (e *Error) Code() string { return e.code }
-
-func (e *Error) Error() string {
-	if e.Err == nil {
-		return "claim: " + e.code
-	}
-	return e.Err.Error()
-}
-
-// Unwrap returns Err, so errors.Is finds the sentinel.
-func (e *Error) Unwrap() error { return e.Err }
-
-// refuse wraps sentinel with detail formatted from format and args.
+// refuse wraps sentinel with detail formatted from format and args (which may
+// contain more %w verbs for causes).
 func refuse(sentinel error, format string, args ...any) *Error {
-	return &Error{code: codes[sentinel], Err: fmt.Errorf("%w: "+format, append([]any{sentinel}, args...)...)}
+	return coded.New(codes[sentinel], sentinel, format, args...)
 }
 
 // isNotFound reports whether a Tx lookup found nothing.

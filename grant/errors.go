@@ -2,7 +2,7 @@ package grant
 
 import (
 	"errors"
-	"fmt"
+	"github.com/clearancehq/clearance/internal/coded"
 )
 
 // Sentinel errors. Functions wrap them with detail; compare with errors.Is.
@@ -93,29 +93,12 @@ var tokenCodes = map[error]string{
 	ErrTokenClaims:      CodeTokenClaimsInvalid,
 }
 
-// TokenError is why a token was refused (or, from a Mint function, why it
-// was not signed). Err wraps one token sentinel with detail and, for a failed
-// key lookup, the lookup's own error too.
-type TokenError struct {
-	code string
-	Err  error
-}
+// TokenError is a refusal: Err wraps one sentinel with detail; Code() is its
+// stable machine code.
+type TokenError = coded.Error
 
-// Code returns the stable machine code of the sentinel, e.g. TOKEN_EXPIRED.
-func (e *TokenError) Code() string { return e.code }
-
-func (e *TokenError) Error() string {
-	if e.Err == nil {
-		return "grant: " + e.code
-	}
-	return e.Err.Error()
-}
-
-// Unwrap returns Err, so errors.Is finds the sentinel (and any cause).
-func (e *TokenError) Unwrap() error { return e.Err }
-
-// tokenError wraps sentinel with detail formatted from format and args
-// (which may contain one more %w for a cause).
+// tokenError wraps sentinel with detail formatted from format and args (which may
+// contain more %w verbs for causes).
 func tokenError(sentinel error, format string, args ...any) *TokenError {
-	return &TokenError{code: tokenCodes[sentinel], Err: fmt.Errorf("%w: "+format, append([]any{sentinel}, args...)...)}
+	return coded.New(tokenCodes[sentinel], sentinel, format, args...)
 }

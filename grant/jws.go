@@ -170,7 +170,7 @@ func lookupPublic(j compactJWS, lookup func(kid string) (ed25519.PublicKey, erro
 	}
 	pub, err := lookup(j.kid)
 	if errors.Is(err, ErrUnknownKey) {
-		return nil, &TokenError{code: CodeUnknownKey, Err: fmt.Errorf("kid %q: %w", j.kid, err)}
+		return nil, tokenError(ErrUnknownKey, "kid %q: %w", j.kid, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("grant: looking up key %q: %w", j.kid, err)

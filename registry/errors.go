@@ -2,7 +2,7 @@ package registry
 
 import (
 	"errors"
-	"fmt"
+	"github.com/clearancehq/clearance/internal/coded"
 )
 
 // Sentinel errors. Every refusal of this package is a *Error wrapping one of
@@ -48,27 +48,12 @@ var codes = map[error]string{
 	ErrInvalidKID:         CodeInvalidKID,
 }
 
-// Error is a registry refusal: Err wraps one sentinel with detail.
-type Error struct {
-	code string
-	Err  error
-}
+// Error is a refusal: Err wraps one sentinel with detail; Code() is its
+// stable machine code.
+type Error = coded.Error
 
-// Code returns the stable machine code of the sentinel, e.g. KID_IN_USE.
-func (e *Error) Code() string { return e.code }
-
-func (e *Error) Error() string {
-	if e.Err == nil {
-		return "registry: " + e.code
-	}
-	return e.Err.Error()
-}
-
-// Unwrap returns Err, so errors.Is finds the sentinel (and any cause).
-func (e *Error) Unwrap() error { return e.Err }
-
-// refuse wraps sentinel with detail formatted from format and args (which
-// may contain more %w verbs for causes).
+// refuse wraps sentinel with detail formatted from format and args (which may
+// contain more %w verbs for causes).
 func refuse(sentinel error, format string, args ...any) *Error {
-	return &Error{code: codes[sentinel], Err: fmt.Errorf("%w: "+format, append([]any{sentinel}, args...)...)}
+	return coded.New(codes[sentinel], sentinel, format, args...)
 }
