@@ -1,0 +1,357 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/clearancehq/clearance/dossier"
+	"github.com/clearancehq/clearance/ledger"
+	"github.com/clearancehq/clearance/store"
+	"github.com/clearancehq/clearance/tenant"
+)
+
+// querier is what reads need: the pool for Reader methods (each statement
+// its own snapshot of committed data), the transaction's connection for Tx
+// getters (committed data plus the transaction's own writes).
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// pageSize is how many rows a listing reads per statement. Listings that
+// call back into the caller (DossierSummaries, GrantsInState) read a page,
+// release the connection, then call fn for its rows, so fn may use the
+// store without holding a connection that the pool may need.
+const pageSize = 256
+
+// notFound wraps store.ErrNotFound with what was looked up.
+func notFound(format string, args ...any) error {
+	return fmt.Errorf("pgstore: %s: %w", fmt.Sprintf(format, args...), store.ErrNotFound)
+}
+
+// scanOne runs a single-row query; no row is notFound(what...).
+func scanOne(row pgx.Row, dest []any, format string, args ...any) error {
+	err := row.Scan(dest...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return notFound(format, args...)
+	}
+	if err != nil {
+		return fmt.Errorf("pgstore: read %s: %w", fmt.Sprintf(format, args...), err)
+	}
+	return nil
+}
+
+func encodeJSON(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: encode %T: %w", v, err)
+	}
+	return b, nil
+}
+
+// decodeJSON reads what encodeJSON wrote, with JSON v2 (faster), as
+// store/pebblestore does.
+func decodeJSON(b []byte, v any) error {
+	if err := jsonv2.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("pgstore: decode %T: %w", v, err)
+	}
+	return nil
+}
+
+func readOrg(ctx context.Context, q querier, orgID string) (tenant.Org, error) {
+	o := tenant.Org{ID: orgID}
+	err := scanOne(q.QueryRow(ctx, `SELECT name, created_at FROM orgs WHERE org_id = $1`, orgID),
+		[]any{&o.Name, &o.CreatedAt}, "org %q", orgID)
+	o.CreatedAt = o.CreatedAt.UTC()
+	return o, err
+}
+
+func readAPIKey(ctx context.Context, q querier, hash string) (tenant.APIKey, error) {
+	k := tenant.APIKey{Hash: hash}
+	var kind string
+	var scopes []string
+	err := scanOne(q.QueryRow(ctx, `SELECT org_id, key_id, kind, scopes, created_at FROM api_keys WHERE hash = $1`, hash),
+		[]any{&k.OrgID, &k.ID, &kind, &scopes, &k.CreatedAt}, "api key")
+	if err != nil {
+		return tenant.APIKey{}, err
+	}
+	k.Kind = tenant.KeyKind(kind)
+	if len(scopes) > 0 {
+		k.Scopes = make([]tenant.Scope, len(scopes))
+		for i, s := range scopes {
+			k.Scopes[i] = tenant.Scope(s)
+		}
+	}
+	k.CreatedAt = k.CreatedAt.UTC()
+	return k, nil
+}
+
+// readHead returns the org's head, the zero Head when its ledger is empty.
+func readHead(ctx context.Context, q querier, orgID string) (ledger.Head, error) {
+	var h ledger.Head
+	var seq int64
+	err := q.QueryRow(ctx, `SELECT seq, entry_hash FROM ledger_heads WHERE org_id = $1`, orgID).Scan(&seq, &h.EntryHash)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ledger.Head{}, nil
+	}
+	if err != nil {
+		return ledger.Head{}, fmt.Errorf("pgstore: read ledger head of %q: %w", orgID, err)
+	}
+	h.Seq = uint64(seq)
+	return h, nil
+}
+
+func readEntries(ctx context.Context, q querier, orgID string, afterSeq uint64, limit int) ([]ledger.Entry, error) {
+	if limit <= 0 || afterSeq >= math.MaxInt64 {
+		return nil, nil
+	}
+	rows, err := q.Query(ctx, `
+		SELECT seq, kind, subject_id, payload_digest, recorded_at, prev_entry_hash, entry_hash
+		FROM ledger_entries WHERE org_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
+		orgID, int64(afterSeq), int64(limit))
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: read ledger of %q: %w", orgID, err)
+	}
+	var out []ledger.Entry
+	for rows.Next() {
+		e := ledger.Entry{OrgID: orgID}
+		var seq int64
+		if err := rows.Scan(&seq, &e.Kind, &e.SubjectID, &e.PayloadDigest, &e.RecordedAt, &e.PrevEntryHash, &e.EntryHash); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("pgstore: read ledger of %q: %w", orgID, err)
+		}
+		e.Seq = uint64(seq)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("pgstore: read ledger of %q: %w", orgID, err)
+	}
+	return out, nil
+}
+
+const bundleColumns = `bundle_id, version, seq, digest, mode, rule_count, published_at, body`
+
+func scanBundle(row pgx.Row, orgID string, format string, args ...any) (store.BundleRecord, error) {
+	b := store.BundleRecord{OrgID: orgID}
+	var seq, rules int64
+	if err := scanOne(row, []any{&b.BundleID, &b.Version, &seq, &b.Digest, &b.Mode, &rules, &b.PublishedAt, &b.Body}, format, args...); err != nil {
+		return store.BundleRecord{}, err
+	}
+	b.Seq, b.RuleCount, b.PublishedAt = uint64(seq), int(rules), b.PublishedAt.UTC()
+	if len(b.Body) == 0 {
+		b.Body = nil
+	}
+	return b, nil
+}
+
+func readBundle(ctx context.Context, q querier, orgID, version string) (store.BundleRecord, error) {
+	return scanBundle(q.QueryRow(ctx, `SELECT `+bundleColumns+` FROM bundles WHERE org_id = $1 AND version = $2`, orgID, version),
+		orgID, "bundle %q of org %q", version, orgID)
+}
+
+func readLatestBundle(ctx context.Context, q querier, orgID string) (store.BundleRecord, error) {
+	return scanBundle(q.QueryRow(ctx, `SELECT `+bundleColumns+` FROM bundles WHERE org_id = $1 ORDER BY seq DESC LIMIT 1`, orgID),
+		orgID, "no bundle in org %q", orgID)
+}
+
+func readBundles(ctx context.Context, q querier, orgID string) ([]store.BundleRecord, error) {
+	rows, err := q.Query(ctx, `SELECT `+bundleColumns+` FROM bundles WHERE org_id = $1 ORDER BY seq`, orgID)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: list bundles of %q: %w", orgID, err)
+	}
+	defer rows.Close()
+	var out []store.BundleRecord
+	for rows.Next() {
+		b, err := scanBundle(rows, orgID, "bundle of org %q", orgID)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("pgstore: list bundles of %q: %w", orgID, err)
+	}
+	return out, nil
+}
+
+const dossierColumns = `dossier_id, decision_id, evaluation_id, created_at, outcome, mode, workflow_key, decision_type, body`
+
+func scanDossier(row pgx.Row, orgID string, format string, args ...any) (dossier.Record, error) {
+	r := dossier.Record{OrgID: orgID}
+	err := scanOne(row, []any{&r.DossierID, &r.DecisionID, &r.EvaluationID, &r.CreatedAt, &r.Outcome, &r.Mode,
+		&r.WorkflowKey, &r.DecisionType, &r.Body}, format, args...)
+	if err != nil {
+		return dossier.Record{}, err
+	}
+	r.CreatedAt = r.CreatedAt.UTC()
+	if len(r.Body) == 0 {
+		r.Body = nil
+	}
+	return r, nil
+}
+
+func readDossier(ctx context.Context, q querier, orgID, dossierID string) (dossier.Record, error) {
+	return scanDossier(q.QueryRow(ctx, `SELECT `+dossierColumns+` FROM dossiers WHERE org_id = $1 AND dossier_id = $2`, orgID, dossierID),
+		orgID, "dossier %q of org %q", dossierID, orgID)
+}
+
+func readDossierByDecision(ctx context.Context, q querier, orgID, decisionID string) (dossier.Record, error) {
+	return scanDossier(q.QueryRow(ctx, `SELECT `+dossierColumns+` FROM dossiers WHERE org_id = $1 AND decision_id = $2`, orgID, decisionID),
+		orgID, "dossier of decision %q in org %q", decisionID, orgID)
+}
+
+func readIdempotency(ctx context.Context, q querier, orgID, scope, key string) (store.IdempotencyRecord, error) {
+	r := store.IdempotencyRecord{OrgID: orgID, Scope: scope, Key: key}
+	err := scanOne(q.QueryRow(ctx, `SELECT request_digest, response, created_at FROM idempotency
+		WHERE org_id = $1 AND scope = $2 AND idem_key = $3`, orgID, scope, key),
+		[]any{&r.RequestDigest, &r.Response, &r.CreatedAt}, "idempotency key in scope %q of org %q", scope, orgID)
+	if err != nil {
+		return store.IdempotencyRecord{}, err
+	}
+	r.CreatedAt = r.CreatedAt.UTC()
+	if len(r.Response) == 0 {
+		r.Response = nil
+	}
+	return r, nil
+}
+
+// Reader methods: each statement reads committed data on a pooled
+// connection.
+
+// Org implements tenant.Reader.
+func (s *Store) Org(ctx context.Context, orgID string) (tenant.Org, error) {
+	if err := s.enter(ctx); err != nil {
+		return tenant.Org{}, err
+	}
+	return readOrg(ctx, s.pool, orgID)
+}
+
+// APIKeyByHash implements tenant.Reader.
+func (s *Store) APIKeyByHash(ctx context.Context, hash string) (tenant.APIKey, error) {
+	if err := s.enter(ctx); err != nil {
+		return tenant.APIKey{}, err
+	}
+	return readAPIKey(ctx, s.pool, hash)
+}
+
+// LedgerEntries implements ledger.Reader. A limit <= 0 returns no entries.
+func (s *Store) LedgerEntries(ctx context.Context, orgID string, afterSeq uint64, limit int) ([]ledger.Entry, error) {
+	if err := s.enter(ctx); err != nil {
+		return nil, err
+	}
+	return readEntries(ctx, s.pool, orgID, afterSeq, limit)
+}
+
+// LedgerHeadOf implements ledger.Reader.
+func (s *Store) LedgerHeadOf(ctx context.Context, orgID string) (ledger.Head, error) {
+	if err := s.enter(ctx); err != nil {
+		return ledger.Head{}, err
+	}
+	return readHead(ctx, s.pool, orgID)
+}
+
+// Dossier implements dossier.Reader.
+func (s *Store) Dossier(ctx context.Context, orgID, dossierID string) (dossier.Record, error) {
+	if err := s.enter(ctx); err != nil {
+		return dossier.Record{}, err
+	}
+	return readDossier(ctx, s.pool, orgID, dossierID)
+}
+
+// DossierByDecision implements dossier.Reader.
+func (s *Store) DossierByDecision(ctx context.Context, orgID, decisionID string) (dossier.Record, error) {
+	if err := s.enter(ctx); err != nil {
+		return dossier.Record{}, err
+	}
+	return readDossierByDecision(ctx, s.pool, orgID, decisionID)
+}
+
+// DossierSummaries implements dossier.Reader: the index on (org_id,
+// created_at, dossier_id), read in pages; dossiers created at the same
+// instant come in dossier id order (bytewise).
+func (s *Store) DossierSummaries(ctx context.Context, orgID string, from, to time.Time, fn func(dossier.Summary) bool) error {
+	if err := s.enter(ctx); err != nil {
+		return err
+	}
+	if !from.Before(to) {
+		return nil
+	}
+	var (
+		afterAt time.Time
+		afterID string
+		first   = true
+	)
+	for {
+		var rows pgx.Rows
+		var err error
+		if first {
+			rows, err = s.pool.Query(ctx, `
+				SELECT dossier_id, decision_id, created_at, outcome, mode, workflow_key, decision_type FROM dossiers
+				WHERE org_id = $1 AND created_at >= $2 AND created_at < $3
+				ORDER BY created_at, dossier_id LIMIT $4`, orgID, from, to, pageSize)
+		} else {
+			rows, err = s.pool.Query(ctx, `
+				SELECT dossier_id, decision_id, created_at, outcome, mode, workflow_key, decision_type FROM dossiers
+				WHERE org_id = $1 AND (created_at, dossier_id) > ($2, $3) AND created_at < $4
+				ORDER BY created_at, dossier_id LIMIT $5`, orgID, afterAt, afterID, to, pageSize)
+		}
+		if err != nil {
+			return fmt.Errorf("pgstore: list dossiers of %q: %w", orgID, err)
+		}
+		page, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (dossier.Summary, error) {
+			var s dossier.Summary
+			err := r.Scan(&s.DossierID, &s.DecisionID, &s.CreatedAt, &s.Outcome, &s.Mode, &s.WorkflowKey, &s.DecisionType)
+			s.CreatedAt = s.CreatedAt.UTC()
+			return s, err
+		})
+		if err != nil {
+			return fmt.Errorf("pgstore: list dossiers of %q: %w", orgID, err)
+		}
+		for _, sum := range page {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if !fn(sum) {
+				return nil
+			}
+		}
+		if len(page) < pageSize {
+			return nil
+		}
+		last := page[len(page)-1]
+		afterAt, afterID, first = last.CreatedAt, last.DossierID, false
+	}
+}
+
+// Bundle implements store.Reader.
+func (s *Store) Bundle(ctx context.Context, orgID, version string) (store.BundleRecord, error) {
+	if err := s.enter(ctx); err != nil {
+		return store.BundleRecord{}, err
+	}
+	return readBundle(ctx, s.pool, orgID, version)
+}
+
+// LatestBundle implements store.Reader.
+func (s *Store) LatestBundle(ctx context.Context, orgID string) (store.BundleRecord, error) {
+	if err := s.enter(ctx); err != nil {
+		return store.BundleRecord{}, err
+	}
+	return readLatestBundle(ctx, s.pool, orgID)
+}
+
+// Bundles implements store.Reader.
+func (s *Store) Bundles(ctx context.Context, orgID string) ([]store.BundleRecord, error) {
+	if err := s.enter(ctx); err != nil {
+		return nil, err
+	}
+	return readBundles(ctx, s.pool, orgID)
+}
