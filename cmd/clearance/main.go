@@ -21,6 +21,8 @@ const usage = `usage:
   clearance serve [flags]                 run the server (see clearance serve -h)
   clearance admin org create --name NAME  create an organization and print its API key
   clearance keys rotate [--data DIR]      rotate the grant signing key (restart to use it)
+  clearance loadtest [flags]              drive a server with evaluate, cycle or mixed load
+  clearance migrate --store postgres://…  apply the PostgreSQL schema migrations
   clearance version                       print the version
 `
 
@@ -36,6 +38,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return admin(ctx, args[1:], stdout, stderr)
 	case "keys":
 		return keys(args[1:], stdout, stderr)
+	case "loadtest":
+		return loadtest(ctx, args[1:], stdout, stderr)
+	case "migrate":
+		return migrate(ctx, args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, versionString())
 		return 0

@@ -319,9 +319,14 @@ func TestServeRefusesBadConfiguration(t *testing.T) {
 	if code, _, _ := runCLI(t, nil, "serve", "--no-such-flag"); code != 2 {
 		t.Fatalf("unknown flag: exit %d, want 2", code)
 	}
-	code, out, _ := runCLI(t, nil, "serve", "--data", dir, "--addr", "127.0.0.1:0", "--store", "postgres://localhost/x")
-	if code != 1 || !strings.Contains(out, "not supported") {
+	code, out, _ := runCLI(t, nil, "serve", "--data", dir, "--addr", "127.0.0.1:0", "--store", "mysql://admin:hunter2@db/x")
+	if code != 1 || !strings.Contains(out, "use a postgres:// URL") || strings.Contains(out, "hunter2") {
 		t.Fatalf("unsupported --store: exit %d, stdout %q", code, out)
+	}
+	// A PostgreSQL server that cannot be reached fails the start (exit 1), never serves.
+	code, out, _ = runCLI(t, nil, "serve", "--data", dir, "--addr", "127.0.0.1:0", "--store", "postgres://nobody@127.0.0.1:1/x?connect_timeout=2")
+	if code != 1 || !strings.Contains(out, "open store") {
+		t.Fatalf("unreachable postgres: exit %d, stdout %q", code, out)
 	}
 }
 

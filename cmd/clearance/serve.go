@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -23,7 +24,9 @@ import (
 	"github.com/clearancehq/clearance/grant"
 	"github.com/clearancehq/clearance/internal/keyfile"
 	"github.com/clearancehq/clearance/server"
+	"github.com/clearancehq/clearance/store"
 	"github.com/clearancehq/clearance/store/pebblestore"
+	"github.com/clearancehq/clearance/store/pgstore"
 )
 
 func versionString() string { return "clearance " + clearance.Version }
@@ -79,16 +82,16 @@ type serveConfig struct {
 }
 
 func runServer(ctx context.Context, log *slog.Logger, cfg serveConfig) error {
-	if cfg.store != "" && !strings.HasPrefix(cfg.store, "pebble:") {
-		return fmt.Errorf("store %q is not supported by this build; leave --store empty for the embedded store", cfg.store)
-	}
 	if err := os.MkdirAll(cfg.data, 0o700); err != nil {
 		return fmt.Errorf("create data dir: %w", err)
 	}
 	dataDir, _ := filepath.Abs(cfg.data)
-	backend, err := pebblestore.Open(filepath.Join(dataDir, "db"), pebblestore.Options{Logger: pebbleLogger{log}})
+	backend, err := openStore(ctx, log, cfg.store, dataDir)
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
+	}
+	if isPostgres(cfg.store) && cfg.grantKeyFile == "" {
+		log.Warn("several servers on one database must share the grant signing key: pass the same --grant-key-file to each, or grants minted by one are refused by the others")
 	}
 	defer func() {
 		if err := backend.Close(); err != nil {
@@ -204,4 +207,31 @@ func ensurePlatformKey(ctx context.Context, log *slog.Logger, engine *clearance.
 		log.Info("created platform API key", "file", path, "hint", "clearance admin org create --name NAME")
 	}
 	return nil
+}
+
+// isPostgres reports whether a --store value names PostgreSQL.
+func isPostgres(url string) bool {
+	return strings.HasPrefix(url, "postgres://") || strings.HasPrefix(url, "postgresql://")
+}
+
+// openStore opens the backend a --store value names: empty for embedded
+// Pebble in the data dir, a postgres:// URL for PostgreSQL (migrations are
+// applied on open).
+func openStore(ctx context.Context, log *slog.Logger, url, dataDir string) (store.Backend, error) {
+	switch {
+	case url == "":
+		return pebblestore.Open(filepath.Join(dataDir, "db"), pebblestore.Options{Logger: pebbleLogger{log}})
+	case isPostgres(url):
+		return pgstore.Open(ctx, url, pgstore.Options{})
+	}
+	return nil, fmt.Errorf("--store %q: use a postgres:// URL, or leave it empty for the embedded store", redactURL(url))
+}
+
+// redactURL hides a password in a store URL before it is shown.
+func redactURL(s string) string {
+	u, err := neturl.Parse(s)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
 }

@@ -1,0 +1,85 @@
+// Package load is the engine of `clearance loadtest`: it drives a running
+// Clearance server over HTTP and measures throughput, latency and errors.
+//
+// # Scenarios
+//
+//   - evaluate: POST /v1/protocol/evaluate-decision with varied amounts
+//     (about 70 % below 1,000, 20 % from 1,000 to 9,999.99, 10 % from 10,000),
+//     decision_type PAYMENT, workflow_key "loadtest". One request is one
+//     operation. No policy is published: the org's active policy answers (the
+//     starter policy, SHADOW, for a fresh org).
+//   - cycle: a freshly signed intent (new intent_id, nonce and
+//     concurrency_scope each time, amount below 1,000) through
+//     POST /v1/authority/enforce-and-bind, then /v1/execution/claim-token,
+//     then /v1/execution/finalize-token with outcome COMMITTED. The three
+//     requests are one operation; each step's latency is also recorded. The
+//     intent is built and signed before the clock of the operation starts.
+//   - mixed: operation n (1-based, in the measured phase) is a cycle when
+//     floor(n·share) > floor((n−1)·share), an evaluation otherwise, so
+//     Count N runs exactly floor(N·share) cycles.
+//
+// # Setup
+//
+// The run starts with GET /v1/health. With Config.APIKey the org of that key is used; otherwise Config.PlatformKey
+// creates a fresh org named "loadtest-<run id>" (POST /v1/platform/orgs). For
+// cycle and mixed the tool generates an Ed25519 agent key, registers it
+// (POST /v1/execution/agent-keys) and publishes an ENFORCEMENT bundle
+// "clearance-loadtest", version "loadtest-<run id>" (amount ≥ 10,000 BLOCK,
+// ≥ 1,000 ESCALATE, otherwise ALLOW), which becomes the org's active policy:
+// do not point the tool at an org whose policy matters. Targets other than
+// localhost, 127.0.0.0/8 and [::1] are refused unless Config.AllowRemote.
+//
+// # Measurement
+//
+// Workers (Config.Concurrency) share one http.Client whose idle pool holds a
+// connection per worker. Operations started during Config.Warmup are
+// discarded. The run stops at Config.Duration after the warmup, after
+// Config.Count measured operations (whichever comes first), or when the
+// context is cancelled (operations cut short by the cancellation are
+// discarded). Each request is bounded by Config.Timeout.
+//
+// Latencies are of successful operations and successful requests only, in
+// an HDR histogram of 1 µs to 60 s with 3 significant digits (longer values
+// are recorded as 60 s). Errors are counted per failed request: any non-2xx
+// status, a transport failure, or a 2xx answer that does not carry what the
+// next step needs (an enforce-and-bind answer without execution_token, a
+// claim without should_execute true).
+//
+// A run passes when at least one operation was measured, no request got a
+// 5xx or failed in transport, and every cycle got should_execute true; 4xx
+// answers (429 for instance) are reported but do not fail the run.
+//
+// # JSON document (Result, format 1)
+//
+// Field names are stable; latencies are integer microseconds.
+//
+//	format              1
+//	scenario            "evaluate" | "cycle" | "mixed"
+//	target              base URL loaded
+//	self_hosted         true when the tool started the server itself
+//	concurrency         workers
+//	cycle_share         share of cycles (mixed), 0 for evaluate, 1 for cycle
+//	warmup_seconds      warmup length
+//	elapsed_seconds     measured window: end of warmup to the last operation
+//	operations          measured operations, succeeded + failed
+//	succeeded, failed   operations without / with an error
+//	ops_per_second      succeeded / elapsed_seconds
+//	requests            HTTP requests of measured operations
+//	requests_per_second requests / elapsed_seconds
+//	latency             per operation, all kinds: {count, mean_us, p50_us,
+//	                    p90_us, p99_us, p999_us, max_us}
+//	operations_by_kind  {"evaluate": latency, "cycle": latency}, the kinds the
+//	                    scenario runs
+//	steps               per request kind: "evaluate", "enforce_and_bind",
+//	                    "claim", "finalize" (the ones the scenario runs)
+//	errors              {total, by_status: {"409": n, "transport": n},
+//	                    by_code: {"STALE_AUTHORIZATION": n}} — by_code keys
+//	                    are the problem body's code, NO_EXECUTION_TOKEN,
+//	                    NOT_EXECUTED, UNDECODABLE_RESPONSE, TIMEOUT,
+//	                    TRANSPORT_ERROR or NO_CODE
+//	should_execute      cycles only: {"true": n, "false": n} per cycle (a
+//	                    cycle that got no grant counts as false)
+//	pass                the verdict above; failures lists why not
+//	machine             {goos, goarch, cpus, gomaxprocs, go} of the tool
+//	started_at          RFC 3339 start of the run
+package load

@@ -1,0 +1,421 @@
+package load
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	mrand "math/rand/v2"
+	"net"
+	"net/http"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/clearancehq/clearance/grant"
+	"github.com/clearancehq/clearance/internal/canon"
+)
+
+// Routes the tool calls.
+const (
+	pathHealth    = "/v1/health"
+	pathOrgs      = "/v1/platform/orgs"
+	pathAgentKeys = "/v1/execution/agent-keys"
+	pathBundles   = "/v1/protocol/policies/bundles"
+	pathEvaluate  = "/v1/protocol/evaluate-decision"
+	pathBind      = "/v1/authority/enforce-and-bind"
+	pathClaim     = "/v1/execution/claim-token"
+	pathFinalize  = "/v1/execution/finalize-token"
+)
+
+// maxBody bounds the answers the tool reads.
+const maxBody = 1 << 20
+
+// bundleTemplate is the ENFORCEMENT bundle published for cycles: the
+// starter policy's amount bands, enforced, with ALLOW as the default.
+const bundleTemplate = `{"bundle_id":"clearance-loadtest","version":%q,"mode":"ENFORCEMENT","rules":[
+ {"id":"loadtest-escalate","match":[{"field":"amount","op":"ge","value":1000}],"outcome":"ESCALATE","reason_codes":["AMOUNT_IN_ESCALATION_BAND"]},
+ {"id":"loadtest-block","match":[{"field":"amount","op":"ge","value":10000}],"outcome":"BLOCK","reason_codes":["AMOUNT_AT_OR_ABOVE_BLOCK_THRESHOLD"]}],
+ "default":{"outcome":"ALLOW","reason_codes":["LOADTEST_ALLOW"]}}`
+
+// runner is one run in flight.
+type runner struct {
+	cfg    Config
+	client *http.Client
+	base   string
+	key    string
+	orgID  string
+	agent  grant.Key
+	runID  string
+	share  float64
+
+	measureStart time.Time
+	deadline     time.Time // zero: none
+	slots        atomic.Int64
+	warm         atomic.Int64
+	intents      atomic.Int64
+	liveOps      atomic.Int64
+	liveErrs     atomic.Int64
+	stats        *stats
+}
+
+// Run validates cfg, prepares the org (see doc.go), runs the load and
+// returns its result. An error means the run could not start; a run whose
+// requests failed returns a Result with Pass false.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	r := &runner{cfg: cfg, client: cfg.Client, base: strings.TrimRight(cfg.Target, "/"), share: cfg.share()}
+	if r.client == nil {
+		r.client = newClient(cfg)
+		defer r.client.CloseIdleConnections()
+	}
+	var idb [4]byte
+	if _, err := rand.Read(idb[:]); err != nil {
+		return nil, err
+	}
+	r.runID = time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(idb[:])
+	if err := r.setup(ctx); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	r.measureStart = start.Add(cfg.Warmup)
+	if cfg.Duration > 0 {
+		r.deadline = r.measureStart.Add(cfg.Duration)
+	}
+	r.stats = newStats(cfg.Scenario)
+
+	done := make(chan struct{})
+	var progress sync.WaitGroup
+	if cfg.Progress != nil {
+		progress.Go(func() { r.progress(ctx, done) })
+	}
+	var workers sync.WaitGroup
+	for id := range cfg.Concurrency {
+		workers.Go(func() { r.worker(ctx, id) })
+	}
+	workers.Wait()
+	close(done)
+	progress.Wait()
+	m := Machine{GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, CPUs: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), Go: runtime.Version()}
+	return r.stats.result(cfg, start, r.measureStart, m), nil
+}
+
+// setup finds or creates the org and, for cycles, registers the agent key
+// and publishes the enforcing bundle.
+func (r *runner) setup(ctx context.Context) error {
+	if err := r.setupCall(ctx, http.MethodGet, pathHealth, "", nil, nil, "reach the target"); err != nil {
+		return err
+	}
+	r.key = r.cfg.APIKey
+	if r.key == "" {
+		var org struct {
+			OrgID  string `json:"org_id"`
+			APIKey string `json:"api_key"`
+		}
+		body, _ := json.Marshal(map[string]string{"name": "loadtest-" + r.runID})
+		if err := r.setupCall(ctx, http.MethodPost, pathOrgs, r.cfg.PlatformKey, body, &org, "create org"); err != nil {
+			return err
+		}
+		if org.APIKey == "" || org.OrgID == "" {
+			return errors.New("create org: the answer has no api_key or org_id")
+		}
+		r.key, r.orgID = org.APIKey, org.OrgID
+	}
+	if r.share == 0 {
+		return nil
+	}
+	if r.orgID == "" {
+		var list struct {
+			OrgID string `json:"org_id"`
+		}
+		if err := r.setupCall(ctx, http.MethodGet, pathAgentKeys, r.key, nil, &list, "find the key's org"); err != nil {
+			return err
+		}
+		if list.OrgID == "" {
+			return errors.New("find the key's org: the answer has no org_id")
+		}
+		r.orgID = list.OrgID
+	}
+	agent, err := grant.NewKey(rand.Reader)
+	if err != nil {
+		return fmt.Errorf("agent key: %w", err)
+	}
+	r.agent = agent
+	reg, err := json.Marshal(map[string]any{"kid": agent.KID(), "public_jwk": agent.PublicJWK()})
+	if err != nil {
+		return fmt.Errorf("agent key: %w", err)
+	}
+	if err := r.setupCall(ctx, http.MethodPost, pathAgentKeys, r.key, reg, nil, "register the agent key"); err != nil {
+		return err
+	}
+	bundle := fmt.Appendf(nil, bundleTemplate, "loadtest-"+r.runID)
+	return r.setupCall(ctx, http.MethodPost, pathBundles, r.key, bundle, nil, "publish the loadtest bundle")
+}
+
+func (r *runner) setupCall(ctx context.Context, method, path, key string, body []byte, out any, what string) error {
+	status, raw, err := r.do(ctx, method, path, key, body)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if status < 200 || status > 299 {
+		return fmt.Errorf("%s: %s %s answered %d: %s", what, method, path, status, snippet(raw))
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			return fmt.Errorf("%s: undecodable answer: %v", what, err)
+		}
+	}
+	return nil
+}
+
+func snippet(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}
+
+// do sends one request and reads its answer (at most maxBody bytes).
+func (r *runner) do(ctx context.Context, method, path, key string, body []byte) (int, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, r.base+path, rd)
+	if err != nil {
+		return 0, nil, err
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	req.Header.Set("User-Agent", "clearance-loadtest")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := r.client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(res.Body, maxBody))
+	if err != nil {
+		return 0, nil, err
+	}
+	return res.StatusCode, raw, nil
+}
+
+// answer holds the members any step reads.
+type answer struct {
+	Code           string `json:"code"`
+	ExecutionToken string `json:"execution_token"`
+	IntentHash     string `json:"intent_hash"`
+	ShouldExecute  bool   `json:"should_execute"`
+	ClaimToken     string `json:"claim_token"`
+}
+
+// step sends one request of an operation. canceled reports that ctx ended
+// the request: the operation is then discarded.
+func (r *runner) step(ctx context.Context, name, path string, body []byte, a *answer) (s stepResult, canceled bool) {
+	t0 := time.Now()
+	status, raw, err := r.do(ctx, http.MethodPost, path, r.key, body)
+	s = stepResult{step: name, status: status, latency: time.Since(t0)}
+	if err != nil {
+		if ctx.Err() != nil {
+			return s, true
+		}
+		s.status, s.code = 0, codeTransport
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			s.code = codeTimeout
+		}
+		return s, false
+	}
+	*a = answer{}
+	decodeErr := json.Unmarshal(raw, a)
+	switch {
+	case status < 200 || status > 299:
+		s.code = a.Code
+		if s.code == "" {
+			s.code = codeNone
+		}
+	case decodeErr != nil:
+		s.code = codeUndecodable
+	default:
+		s.ok = true
+	}
+	return s, false
+}
+
+// kindOf says whether operation n (1-based) is a cycle.
+func (r *runner) kindOf(n int64) string {
+	switch {
+	case r.share >= 1:
+		return kindCycle
+	case r.share <= 0:
+		return kindEvaluate
+	}
+	if math.Floor(float64(n)*r.share) > math.Floor(float64(n-1)*r.share) {
+		return kindCycle
+	}
+	return kindEvaluate
+}
+
+func (r *runner) worker(ctx context.Context, id int) {
+	rng := mrand.New(mrand.NewPCG(uint64(time.Now().UnixNano()), uint64(id)))
+	var buf []byte
+	for {
+		now := time.Now()
+		if ctx.Err() != nil || (!r.deadline.IsZero() && !now.Before(r.deadline)) {
+			return
+		}
+		measured := !now.Before(r.measureStart)
+		var n int64
+		if measured {
+			n = r.slots.Add(1)
+			if r.cfg.Count > 0 && n > r.cfg.Count {
+				return
+			}
+		} else {
+			n = r.warm.Add(1)
+		}
+		var op opResult
+		var canceled bool
+		if r.kindOf(n) == kindCycle {
+			op, canceled = r.cycle(ctx, rng)
+		} else {
+			buf, op, canceled = r.evaluate(ctx, rng, buf)
+		}
+		if canceled {
+			return
+		}
+		if measured {
+			r.stats.add(&op, time.Now())
+			r.liveOps.Add(1)
+			if !op.ok {
+				r.liveErrs.Add(1)
+			}
+		}
+	}
+}
+
+// amount is a decision amount in cents: about 70 % below 1,000, 20 % in
+// the escalation band, 10 % from 10,000.
+func amount(rng *mrand.Rand) int64 {
+	switch p := rng.IntN(10); {
+	case p < 7:
+		return 100 + rng.Int64N(99_900)
+	case p < 9:
+		return 100_000 + rng.Int64N(900_000)
+	default:
+		return 1_000_000 + rng.Int64N(4_000_000)
+	}
+}
+
+func (r *runner) evaluate(ctx context.Context, rng *mrand.Rand, buf []byte) ([]byte, opResult, bool) {
+	c := amount(rng)
+	buf = fmt.Appendf(buf[:0], `{"decision_type":"PAYMENT","workflow_key":"loadtest","amount":%d.%02d}`, c/100, c%100)
+	var a answer
+	s, canceled := r.step(ctx, stepEvaluate, pathEvaluate, buf, &a)
+	op := opResult{kind: kindEvaluate, n: 1, latency: s.latency, ok: s.ok}
+	op.steps[0] = s
+	return buf, op, canceled
+}
+
+// intent signs a fresh intent below the escalation band.
+func (r *runner) intent(rng *mrand.Rand) (string, error) {
+	n := r.intents.Add(1)
+	id := r.runID + "-" + strconv.FormatInt(n, 10)
+	c := 100 + rng.Int64N(99_900)
+	m := map[string]any{
+		"intent_id": "lt-" + id, "org_id": r.orgID,
+		"actor":        map[string]any{"id": "loadtest-agent", "type": "agent"},
+		"action":       map[string]any{"type": "payment", "amount": float64(c) / 100, "currency": "EUR", "target": "acct-" + strconv.FormatInt(n%1000, 10)},
+		"workflow_key": "loadtest", "decision_type": "PAYMENT", "nonce": "nonce-" + id, "concurrency_scope": "scope-" + id,
+		"escalation": map[string]any{"mode": "NONE"}, "issued_at": time.Now().UTC().Format(time.RFC3339),
+	}
+	payload, err := canon.Marshal(m)
+	if err != nil {
+		return "", err
+	}
+	return grant.SignIntent(r.agent, payload)
+}
+
+func (r *runner) cycle(ctx context.Context, rng *mrand.Rand) (opResult, bool) {
+	op := opResult{kind: kindCycle}
+	jws, err := r.intent(rng)
+	if err != nil { // cannot happen with a valid key; count it, do not spin
+		op.steps[0] = stepResult{step: stepBind, code: "INTENT_SIGNING_FAILED"}
+		op.n = 1
+		return op, false
+	}
+	t0 := time.Now()
+	var a answer
+	body, _ := json.Marshal(map[string]string{"signed_intent": jws})
+	s, canceled := r.step(ctx, stepBind, pathBind, body, &a)
+	if s.ok && a.ExecutionToken == "" {
+		s.ok, s.code = false, codeNoToken
+	}
+	op.steps[0], op.n = s, 1
+	if canceled || !s.ok {
+		op.latency = time.Since(t0)
+		return op, canceled
+	}
+	token, hash := a.ExecutionToken, a.IntentHash
+	body, _ = json.Marshal(map[string]string{"execution_token": token, "intent_hash": hash})
+	s, canceled = r.step(ctx, stepClaim, pathClaim, body, &a)
+	if s.ok && (!a.ShouldExecute || a.ClaimToken == "") {
+		s.ok, s.code = false, codeNotExecuted
+	}
+	op.steps[1], op.n = s, 2
+	if canceled || !s.ok {
+		op.latency = time.Since(t0)
+		return op, canceled
+	}
+	op.executed = true
+	body, _ = json.Marshal(map[string]string{"execution_token": token, "claim_token": a.ClaimToken, "outcome": "COMMITTED"})
+	s, canceled = r.step(ctx, stepFinalize, pathFinalize, body, &a)
+	op.steps[2], op.n = s, 3
+	op.latency = time.Since(t0)
+	op.ok = s.ok
+	return op, canceled
+}
+
+// progress prints a line per second while the run measures.
+func (r *runner) progress(ctx context.Context, done <-chan struct{}) {
+	w := r.cfg.Progress
+	if r.cfg.Warmup > 0 {
+		fmt.Fprintf(w, "loadtest: %s, %d workers, warming up for %v\n", r.cfg.Scenario, r.cfg.Concurrency, r.cfg.Warmup)
+	}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var lastOps int64
+	lastAt := r.measureStart
+	for {
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			if now.Sub(r.measureStart) < 500*time.Millisecond {
+				continue
+			}
+			ops := r.liveOps.Load()
+			rate := float64(ops-lastOps) / now.Sub(lastAt).Seconds()
+			fmt.Fprintf(w, "loadtest: %5.0fs  ops %9d  ops/s %9.1f  errors %d\n",
+				now.Sub(r.measureStart).Seconds(), ops, rate, r.liveErrs.Load())
+			lastOps, lastAt = ops, now
+		}
+	}
+}
