@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/clearancehq/clearance/internal/canon"
@@ -90,8 +91,8 @@ type CreatedOrg struct {
 // ledgered as the org's first two entries.
 func (e *Engine) CreateOrg(ctx context.Context, name string) (CreatedOrg, error) {
 	name = strings.TrimSpace(name)
-	if name == "" || utf8.RuneCountInString(name) > 200 {
-		return CreatedOrg{}, invalid(CodeInvalidRequest, "name", "name is required (1 to 200 characters)")
+	if name == "" || utf8.RuneCountInString(name) > 200 || strings.ContainsFunc(name, unicode.IsControl) {
+		return CreatedOrg{}, invalid(CodeInvalidRequest, "name", "name is required: 1 to 200 characters, no control characters")
 	}
 	orgID, err := e.newID()
 	if err != nil {

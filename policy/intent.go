@@ -3,6 +3,7 @@ package policy
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"strconv"
 	"time"
@@ -55,6 +56,9 @@ type Action struct {
 func (i Intent) Input(now time.Time) (Input, error) {
 	if i.Mode != "" && !i.Mode.Valid() {
 		return Input{}, &InputError{Code: CodeInvalidMode, Field: "mode", Message: "mode must be ENFORCEMENT or SHADOW"}
+	}
+	if err := i.checkIdentifiers(); err != nil {
+		return Input{}, err
 	}
 	in := Input{
 		DecisionType:     i.DecisionType,
@@ -380,4 +384,39 @@ func trimSpace(b []byte) []byte {
 		b = b[:len(b)-1]
 	}
 	return b
+}
+
+// CodeInvalidIdentifier is the InputError code of an identifier member that
+// is too long or holds control characters.
+const CodeInvalidIdentifier = "INVALID_IDENTIFIER"
+
+// MaxIdentifierLen bounds identifier members (decision_type, workflow_key, …).
+const MaxIdentifierLen = 200
+
+// checkIdentifiers refuses control characters (NUL included) and oversized
+// values in the members that name things: they are indexed and stored as
+// text by every backend, and no legitimate name needs them.
+func (i Intent) checkIdentifiers() error {
+	fields := []struct{ name, v string }{
+		{"decision_type", i.DecisionType}, {"workflow_key", i.WorkflowKey}, {"surface", i.Surface},
+		{"vertical_pack", i.VerticalPack}, {"objective_profile", i.ObjectiveProfile},
+	}
+	if i.Actor != nil {
+		fields = append(fields, struct{ name, v string }{"actor.id", i.Actor.ID}, struct{ name, v string }{"actor.type", i.Actor.Type})
+	}
+	if i.Action != nil {
+		fields = append(fields, struct{ name, v string }{"action.type", i.Action.Type},
+			struct{ name, v string }{"action.currency", i.Action.Currency}, struct{ name, v string }{"action.target", i.Action.Target})
+	}
+	for _, f := range fields {
+		if len(f.v) > MaxIdentifierLen {
+			return &InputError{Code: CodeInvalidIdentifier, Field: f.name, Message: fmt.Sprintf("%s is longer than %d bytes", f.name, MaxIdentifierLen)}
+		}
+		for _, r := range f.v {
+			if r < 0x20 || r == 0x7f {
+				return &InputError{Code: CodeInvalidIdentifier, Field: f.name, Message: f.name + " must not contain control characters"}
+			}
+		}
+	}
+	return nil
 }

@@ -12,7 +12,8 @@ import (
 
 // BenchmarkHTTPEvaluateDecision measures evaluate-decision end to end: about
 // 32 concurrent HTTP clients, one org, the starter policy, every decision
-// durably recorded (synced WAL, group commit) in a real Pebble store.
+// durably recorded in a real store (Pebble: synced WAL, group commit; or
+// PostgreSQL with CLEARANCE_E2E_STORE=postgres).
 func BenchmarkHTTPEvaluateDecision(b *testing.B) {
 	e := newEnv(b, server.Options{RateLimit: -1})
 	o := e.createOrg("Bench")

@@ -3,6 +3,7 @@ package server_test
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -12,24 +13,33 @@ import (
 	"mime"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/clearancehq/clearance"
+	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/server"
+	"github.com/clearancehq/clearance/store"
 	"github.com/clearancehq/clearance/store/pebblestore"
+	"github.com/clearancehq/clearance/store/pgstore"
 )
 
-// env is one Clearance HTTP server over a real Pebble store in a temp dir.
+// env is one Clearance HTTP server over a real store: Pebble in a temp dir,
+// or a fresh PostgreSQL schema (CLEARANCE_E2E_STORE, see openBackend).
 type env struct {
 	t        testing.TB
-	dbDir    string
+	dbDir    string // names the env's data on either backend (see openBackend)
 	opts     server.Options
-	store    *pebblestore.Store
+	store    store.Backend
 	engine   *clearance.Engine
 	srv      *httptest.Server
 	client   *http.Client
@@ -53,13 +63,10 @@ func newEnv(t testing.TB, opts server.Options) *env {
 	return e
 }
 
-// start opens the store in e.dbDir and serves it.
+// start opens the store of e.dbDir and serves it.
 func (e *env) start() {
 	e.t.Helper()
-	st, err := pebblestore.Open(e.dbDir, pebblestore.Options{Logger: quietLogger{}})
-	if err != nil {
-		e.t.Fatalf("open store: %v", err)
-	}
+	st := openBackend(e.t, e.dbDir, nil)
 	eng, err := clearance.Open(st, clearance.Options{})
 	if err != nil {
 		e.t.Fatalf("open engine: %v", err)
@@ -85,19 +92,13 @@ func (e *env) stop() {
 	}
 }
 
-// tamper stops the server, lets fn change the database directly through
-// Pebble, and starts the server again on the same data.
-func (e *env) tamper(fn func(db *pebble.DB)) {
+// tamper stops the server, lets fn change the database behind the store's
+// back (Pebble keys or PostgreSQL rows, see rawDB), and starts the server
+// again on the same data.
+func (e *env) tamper(fn func(db rawDB)) {
 	e.t.Helper()
 	e.stop()
-	db, err := pebble.Open(e.dbDir, &pebble.Options{Logger: quietLogger{}})
-	if err != nil {
-		e.t.Fatalf("open pebble: %v", err)
-	}
-	fn(db)
-	if err := db.Close(); err != nil {
-		e.t.Fatalf("close pebble: %v", err)
-	}
+	withRawDB(e.t, e.dbDir, fn)
 	e.start()
 }
 
@@ -355,6 +356,343 @@ func sha256Digest(b []byte) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
+// ---------------------------------------------------------------------------
+// Backends: CLEARANCE_E2E_STORE=pebble (default) or postgres
+
+// e2eStoreEnv picks the backend every env of the suite runs on.
+const e2eStoreEnv = "CLEARANCE_E2E_STORE"
+
+const (
+	backendPebble   = "pebble"
+	backendPostgres = "postgres"
+)
+
+// e2eBackend returns the backend the suite runs on; an unknown value fails.
+func e2eBackend(t testing.TB) string {
+	t.Helper()
+	switch v := os.Getenv(e2eStoreEnv); v {
+	case "", backendPebble:
+		return backendPebble
+	case backendPostgres:
+		return backendPostgres
+	default:
+		t.Fatalf("%s=%q: want %q or %q", e2eStoreEnv, v, backendPebble, backendPostgres)
+		return ""
+	}
+}
+
+// onPostgres reports whether the suite runs on PostgreSQL.
+func onPostgres(t testing.TB) bool {
+	t.Helper()
+	return e2eBackend(t) == backendPostgres
+}
+
+// byBackend returns onPebble or onPG, whichever matches the suite's
+// backend: for the few answers that depend on how a backend lays out its
+// records (see rawDB).
+func byBackend(t testing.TB, onPebble, onPG string) string {
+	t.Helper()
+	if onPostgres(t) {
+		return onPG
+	}
+	return onPebble
+}
+
+// openBackend opens the store of dir with clock (nil: the backend's own
+// clock — time.Now for Pebble, the database clock for PostgreSQL). dir names
+// an env's data on both backends: the Pebble directory, or the key under
+// which the env's PostgreSQL schema is remembered. The first open of a dir
+// on PostgreSQL creates a fresh schema with a random name, dropped when t
+// ends (after the env's cleanup has closed its store); every later open of
+// the same dir — a restart, a reopen, another env pointed at the same dir —
+// uses that schema and sees the same data. The caller closes the store.
+func openBackend(t testing.TB, dir string, clock func() time.Time) store.Backend {
+	t.Helper()
+	if !onPostgres(t) {
+		st, err := pebblestore.Open(dir, pebblestore.Options{Logger: quietLogger{}, Now: clock})
+		if err != nil {
+			t.Fatalf("open store: %v", err)
+		}
+		return st
+	}
+	schema := pgSchemaOf(t, dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := pgstore.Open(ctx, pgTestURL(), pgstore.Options{Schema: schema, Now: clock, MaxConns: pgMaxConns})
+	if err != nil {
+		t.Fatalf("open store (schema %s): %v", schema, err)
+	}
+	return st
+}
+
+const pgDefaultURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+
+// pgMaxConns caps each store's pool: tests run in parallel, each with its
+// own stores, under the server's max_connections.
+const pgMaxConns = 4
+
+// pgTestURL is CLEARANCE_TEST_POSTGRES or the default local database.
+func pgTestURL() string {
+	if u := os.Getenv("CLEARANCE_TEST_POSTGRES"); u != "" {
+		return u
+	}
+	return pgDefaultURL
+}
+
+var (
+	pgAdminOnce sync.Once
+	pgAdmin     *pgxpool.Pool // creates, edits and drops the tests' schemas
+	pgAdminErr  error
+
+	pgSchemas sync.Map // dir -> schema name
+)
+
+// pgAdminPool returns the admin pool, skipping t when PostgreSQL is
+// unreachable — or failing it when CLEARANCE_REQUIRE_POSTGRES=1.
+func pgAdminPool(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	pgAdminOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		cfg, err := pgxpool.ParseConfig(pgTestURL())
+		if err != nil {
+			pgAdminErr = err
+			return
+		}
+		cfg.MaxConns = 4
+		p, err := pgxpool.NewWithConfig(ctx, cfg)
+		if err == nil {
+			err = p.Ping(ctx)
+		}
+		if err != nil {
+			if p != nil {
+				p.Close()
+			}
+			pgAdminErr = err
+			return
+		}
+		pgAdmin = p
+	})
+	if pgAdminErr != nil {
+		if os.Getenv("CLEARANCE_REQUIRE_POSTGRES") == "1" {
+			t.Fatalf("PostgreSQL at %s is required (CLEARANCE_REQUIRE_POSTGRES=1): %v", pgTestURL(), pgAdminErr)
+		}
+		t.Skipf("PostgreSQL at %s unreachable (set CLEARANCE_TEST_POSTGRES): %v", pgTestURL(), pgAdminErr)
+	}
+	return pgAdmin
+}
+
+// pgSchemaOf returns the schema of dir, creating it on first use.
+func pgSchemaOf(t testing.TB, dir string) string {
+	t.Helper()
+	a := pgAdminPool(t)
+	if v, ok := pgSchemas.Load(dir); ok {
+		return v.(string)
+	}
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	name := "server_e2e_" + hex.EncodeToString(b[:])
+	if _, err := a.Exec(context.Background(), "CREATE SCHEMA "+pgx.Identifier{name}.Sanitize()); err != nil {
+		t.Fatalf("create schema: %v", err)
+	}
+	pgSchemas.Store(dir, name)
+	// Registered before the env's own cleanup, so it runs after the env
+	// has closed its store.
+	t.Cleanup(func() {
+		pgSchemas.Delete(dir)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := a.Exec(ctx, "DROP SCHEMA "+pgx.Identifier{name}.Sanitize()+" CASCADE"); err != nil {
+			t.Errorf("drop schema %s: %v", name, err)
+		}
+	})
+	return name
+}
+
+// rawDB edits a stopped env's database behind the store's back, the same
+// edit on either backend: Pebble keys (store/pebblestore's key layout) or
+// rows of the env's PostgreSQL schema (store/pgstore/migrations). Failures
+// fail the test.
+//
+// Where the backends store a record differently, so does an edit: Pebble
+// keeps a ledger entry's seq and org_id inside its JSON value, PostgreSQL
+// only in the row's key columns (org_id, seq), which is what it reads back.
+// An entry written at (org, seq) on PostgreSQL therefore always reads as
+// that org's entry at that seq, whatever en.OrgID and en.Seq say.
+type rawDB interface {
+	entry(orgID string, seq uint64) ledger.Entry
+	putEntry(orgID string, seq uint64, en ledger.Entry)
+	deleteEntry(orgID string, seq uint64)
+	putHead(orgID string, h ledger.Head)
+	// dossierBody is the stored canonical JSON of a dossier.
+	dossierBody(orgID, dossierID string) []byte
+	putDossierBody(orgID, dossierID string, body []byte)
+	deleteDossier(orgID, dossierID string)
+	deleteScopeClaim(orgID, scope string)
+}
+
+// withRawDB runs fn on the database of dir, whose store must be closed, and
+// commits fn's edits.
+func withRawDB(t testing.TB, dir string, fn func(db rawDB)) {
+	t.Helper()
+	if !onPostgres(t) {
+		db, err := pebble.Open(dir, &pebble.Options{Logger: quietLogger{}})
+		if err != nil {
+			t.Fatalf("open pebble: %v", err)
+		}
+		fn(pebbleRaw{t, db})
+		if err := db.Close(); err != nil {
+			t.Fatalf("close pebble: %v", err)
+		}
+		return
+	}
+	schema := pgSchemaOf(t, dir)
+	ctx := context.Background()
+	tx, err := pgAdminPool(t).Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }() // a no-op after Commit
+	if _, err := tx.Exec(ctx, "SET LOCAL search_path TO "+pgx.Identifier{schema}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	fn(pgRaw{t, tx})
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatalf("commit tampering: %v", err)
+	}
+}
+
+// pebbleRaw is rawDB on Pebble.
+type pebbleRaw struct {
+	t  testing.TB
+	db *pebble.DB
+}
+
+func (r pebbleRaw) entry(orgID string, seq uint64) ledger.Entry {
+	r.t.Helper()
+	var en ledger.Entry
+	if err := json.Unmarshal(pebbleGet(r.t, r.db, ledgerEntryKey(orgID, seq)), &en); err != nil {
+		r.t.Fatalf("decode entry %d: %v", seq, err)
+	}
+	return en
+}
+
+func (r pebbleRaw) putEntry(orgID string, seq uint64, en ledger.Entry) {
+	r.t.Helper()
+	pebbleSet(r.t, r.db, ledgerEntryKey(orgID, seq), []byte(mustJSON(r.t, en)))
+}
+
+func (r pebbleRaw) deleteEntry(orgID string, seq uint64) {
+	r.t.Helper()
+	pebbleDelete(r.t, r.db, ledgerEntryKey(orgID, seq))
+}
+
+func (r pebbleRaw) putHead(orgID string, h ledger.Head) {
+	r.t.Helper()
+	pebbleSet(r.t, r.db, ledgerHeadKey(orgID), []byte(mustJSON(r.t, h)))
+}
+
+func (r pebbleRaw) dossierBody(orgID, dossierID string) []byte {
+	r.t.Helper()
+	v := pebbleGet(r.t, r.db, dossierKey(orgID, dossierID))
+	return v[dossierBodyOffset(r.t, v):] // past the stored index metadata
+}
+
+func (r pebbleRaw) putDossierBody(orgID, dossierID string, body []byte) {
+	r.t.Helper()
+	k := dossierKey(orgID, dossierID)
+	v := pebbleGet(r.t, r.db, k)
+	v = append(v[:dossierBodyOffset(r.t, v)], body...)
+	pebbleSet(r.t, r.db, k, v)
+}
+
+func (r pebbleRaw) deleteDossier(orgID, dossierID string) {
+	r.t.Helper()
+	pebbleDelete(r.t, r.db, dossierKey(orgID, dossierID))
+}
+
+func (r pebbleRaw) deleteScopeClaim(orgID, scope string) {
+	r.t.Helper()
+	pebbleDelete(r.t, r.db, append(orgKeyPrefix(orgID, 'c'), scope...))
+}
+
+// pgRaw is rawDB on PostgreSQL: one transaction whose search_path is the
+// env's schema.
+type pgRaw struct {
+	t  testing.TB
+	tx pgx.Tx
+}
+
+// exec runs one statement that must change exactly one row.
+func (r pgRaw) exec(sql string, args ...any) {
+	r.t.Helper()
+	tag, err := r.tx.Exec(context.Background(), sql, args...)
+	if err != nil {
+		r.t.Fatalf("%s: %v", sql, err)
+	}
+	if tag.RowsAffected() != 1 {
+		r.t.Fatalf("%s %v: %d rows changed, want 1", sql, args, tag.RowsAffected())
+	}
+}
+
+func (r pgRaw) entry(orgID string, seq uint64) ledger.Entry {
+	r.t.Helper()
+	en := ledger.Entry{OrgID: orgID, Seq: seq}
+	err := r.tx.QueryRow(context.Background(), `
+		SELECT kind, subject_id, payload_digest, recorded_at, prev_entry_hash, entry_hash
+		FROM ledger_entries WHERE org_id = $1 AND seq = $2`, orgID, int64(seq)).
+		Scan(&en.Kind, &en.SubjectID, &en.PayloadDigest, &en.RecordedAt, &en.PrevEntryHash, &en.EntryHash)
+	if err != nil {
+		r.t.Fatalf("read entry %d of %s: %v", seq, orgID, err)
+	}
+	return en
+}
+
+func (r pgRaw) putEntry(orgID string, seq uint64, en ledger.Entry) {
+	r.t.Helper()
+	r.exec(`UPDATE ledger_entries SET kind = $3, subject_id = $4, payload_digest = $5, recorded_at = $6,
+		prev_entry_hash = $7, entry_hash = $8 WHERE org_id = $1 AND seq = $2`,
+		orgID, int64(seq), en.Kind, en.SubjectID, en.PayloadDigest, en.RecordedAt, en.PrevEntryHash, en.EntryHash)
+}
+
+func (r pgRaw) deleteEntry(orgID string, seq uint64) {
+	r.t.Helper()
+	r.exec(`DELETE FROM ledger_entries WHERE org_id = $1 AND seq = $2`, orgID, int64(seq))
+}
+
+func (r pgRaw) putHead(orgID string, h ledger.Head) {
+	r.t.Helper()
+	r.exec(`UPDATE ledger_heads SET seq = $2, entry_hash = $3 WHERE org_id = $1`, orgID, int64(h.Seq), h.EntryHash)
+}
+
+func (r pgRaw) dossierBody(orgID, dossierID string) []byte {
+	r.t.Helper()
+	var body []byte
+	err := r.tx.QueryRow(context.Background(), `SELECT body FROM dossiers WHERE org_id = $1 AND dossier_id = $2`, orgID, dossierID).
+		Scan(&body)
+	if err != nil {
+		r.t.Fatalf("read dossier %s of %s: %v", dossierID, orgID, err)
+	}
+	return body
+}
+
+func (r pgRaw) putDossierBody(orgID, dossierID string, body []byte) {
+	r.t.Helper()
+	r.exec(`UPDATE dossiers SET body = $3 WHERE org_id = $1 AND dossier_id = $2`, orgID, dossierID, body)
+}
+
+func (r pgRaw) deleteDossier(orgID, dossierID string) {
+	r.t.Helper()
+	r.exec(`DELETE FROM dossiers WHERE org_id = $1 AND dossier_id = $2`, orgID, dossierID)
+}
+
+func (r pgRaw) deleteScopeClaim(orgID, scope string) {
+	r.t.Helper()
+	r.exec(`DELETE FROM scope_claims WHERE org_id = $1 AND scope = $2`, orgID, scope)
+}
+
 // Key layout of store/pebblestore (see its keys.go): o <uvarint len org> <org> <sub> ...
 func orgKeyPrefix(orgID string, sub byte) []byte {
 	k := []byte{'o'}
@@ -399,23 +737,6 @@ func pebbleDelete(t testing.TB, db *pebble.DB, key []byte) {
 	if err := db.Delete(key, pebble.Sync); err != nil {
 		t.Fatalf("pebble delete: %v", err)
 	}
-}
-
-// editJSON decodes a JSON object value, lets fn change it and re-encodes it.
-func editJSON(t testing.TB, v []byte, fn func(m map[string]any)) []byte {
-	t.Helper()
-	var m map[string]any
-	dec := json.NewDecoder(bytes.NewReader(v))
-	dec.UseNumber()
-	if err := dec.Decode(&m); err != nil {
-		t.Fatalf("decode stored value: %v", err)
-	}
-	fn(m)
-	out, err := json.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // quietLogger drops Pebble's chatter; a fatal error panics.

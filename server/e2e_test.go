@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
-
 	"github.com/clearancehq/clearance"
 	"github.com/clearancehq/clearance/internal/canon"
 	"github.com/clearancehq/clearance/ledger"
@@ -1743,65 +1741,58 @@ func TestLedgerTamperingIsDetected(t *testing.T) {
 	t.Run("entry modified", func(t *testing.T) {
 		t.Parallel()
 		e, o, _ := tamperSetup(t)
-		e.tamper(func(db *pebble.DB) {
-			k := ledgerEntryKey(o.ID, 4)
-			pebbleSet(t, db, k, editJSON(t, pebbleGet(t, db, k), func(m map[string]any) {
-				m["payload_digest"] = "sha256:" + strings.Repeat("0", 64)
-			}))
+		e.tamper(func(db rawDB) {
+			en := db.entry(o.ID, 4)
+			en.PayloadDigest = "sha256:" + strings.Repeat("0", 64)
+			db.putEntry(o.ID, 4, en)
 		})
 		wantBroken(t, e, o.Key, 4, ledger.ReasonHashMismatch)
 	})
 	t.Run("entry rewritten with a fresh hash", func(t *testing.T) {
 		t.Parallel()
 		e, o, _ := tamperSetup(t)
-		e.tamper(func(db *pebble.DB) {
-			k := ledgerEntryKey(o.ID, 4)
-			var en ledger.Entry
-			if err := json.Unmarshal(pebbleGet(t, db, k), &en); err != nil {
-				t.Fatal(err)
-			}
+		e.tamper(func(db rawDB) {
+			en := db.entry(o.ID, 4)
 			en.RecordedAt = "2020-01-01T00:00:00Z"
 			h, err := en.ComputeHash()
 			if err != nil {
 				t.Fatal(err)
 			}
 			en.EntryHash = h
-			pebbleSet(t, db, k, []byte(mustJSON(t, en)))
+			db.putEntry(o.ID, 4, en)
 		})
 		wantBroken(t, e, o.Key, 5, ledger.ReasonPrevMismatch)
 	})
 	t.Run("entry deleted", func(t *testing.T) {
 		t.Parallel()
 		e, o, _ := tamperSetup(t)
-		e.tamper(func(db *pebble.DB) { pebbleDelete(t, db, ledgerEntryKey(o.ID, 4)) })
+		e.tamper(func(db rawDB) { db.deleteEntry(o.ID, 4) })
 		wantBroken(t, e, o.Key, 4, ledger.ReasonSeqGap)
 	})
 	t.Run("entries reordered", func(t *testing.T) {
 		t.Parallel()
 		e, o, _ := tamperSetup(t)
-		e.tamper(func(db *pebble.DB) {
-			k4, k5 := ledgerEntryKey(o.ID, 4), ledgerEntryKey(o.ID, 5)
-			v4, v5 := pebbleGet(t, db, k4), pebbleGet(t, db, k5)
-			pebbleSet(t, db, k4, v5)
-			pebbleSet(t, db, k5, v4)
+		e.tamper(func(db rawDB) {
+			en4, en5 := db.entry(o.ID, 4), db.entry(o.ID, 5)
+			db.putEntry(o.ID, 4, en5)
+			db.putEntry(o.ID, 5, en4)
 		})
-		wantBroken(t, e, o.Key, 4, ledger.ReasonSeqGap)
+		// PostgreSQL keeps seq only in the row key, so entry 4 reads back as
+		// seq 4 with entry 5's contents: its hash (over seq) breaks instead.
+		wantBroken(t, e, o.Key, 4, byBackend(t, ledger.ReasonSeqGap, ledger.ReasonHashMismatch))
 	})
 	t.Run("tail truncated", func(t *testing.T) {
 		t.Parallel()
 		e, o, _ := tamperSetup(t)
-		e.tamper(func(db *pebble.DB) { pebbleDelete(t, db, ledgerEntryKey(o.ID, 6)) })
+		e.tamper(func(db rawDB) { db.deleteEntry(o.ID, 6) })
 		wantBroken(t, e, o.Key, 6, ledger.ReasonHeadMismatch)
 	})
 	t.Run("head rolled back", func(t *testing.T) {
 		t.Parallel()
 		e, o, _ := tamperSetup(t)
-		e.tamper(func(db *pebble.DB) {
-			var en ledger.Entry
-			if err := json.Unmarshal(pebbleGet(t, db, ledgerEntryKey(o.ID, 5)), &en); err != nil {
-				t.Fatal(err)
-			}
-			pebbleSet(t, db, ledgerHeadKey(o.ID), []byte(mustJSON(t, ledger.Head{Seq: en.Seq, EntryHash: en.EntryHash})))
+		e.tamper(func(db rawDB) {
+			en := db.entry(o.ID, 5)
+			db.putHead(o.ID, ledger.Head{Seq: en.Seq, EntryHash: en.EntryHash})
 		})
 		wantBroken(t, e, o.Key, 6, ledger.ReasonHeadMismatch)
 	})
@@ -1811,10 +1802,10 @@ func TestLedgerTamperingIsDetected(t *testing.T) {
 		x := e.createOrg("Other")
 		e.decide(x.Key, `{"amount":1}`)
 		e.decide(x.Key, `{"amount":2}`)
-		e.tamper(func(db *pebble.DB) {
-			pebbleSet(t, db, ledgerEntryKey(o.ID, 4), pebbleGet(t, db, ledgerEntryKey(x.ID, 4)))
-		})
-		wantBroken(t, e, o.Key, 4, ledger.ReasonOrgMismatch)
+		e.tamper(func(db rawDB) { db.putEntry(o.ID, 4, db.entry(x.ID, 4)) })
+		// PostgreSQL keeps org_id only in the row key, so the copied entry
+		// reads back as o's: its hash (over org_id) breaks instead.
+		wantBroken(t, e, o.Key, 4, byBackend(t, ledger.ReasonOrgMismatch, ledger.ReasonHashMismatch))
 		if v := e.verify(x.Key); lookup(v.JSON, "valid") != true {
 			t.Fatalf("the other org's ledger is untouched: %s", v)
 		}
@@ -1823,17 +1814,15 @@ func TestLedgerTamperingIsDetected(t *testing.T) {
 		t.Parallel()
 		e, o, ds := tamperSetup(t)
 		target := ds[2] // seq 5
-		e.tamper(func(db *pebble.DB) {
-			k := dossierKey(o.ID, target.str("dossier_id"))
-			v := pebbleGet(t, db, k)
-			start := dossierBodyOffset(t, v) // past the stored index metadata
-			i := bytes.Index(v[start:], []byte(`"outcome":"ALLOW"`))
+		e.tamper(func(db rawDB) {
+			id := target.str("dossier_id")
+			v := db.dossierBody(o.ID, id)
+			i := bytes.Index(v, []byte(`"outcome":"ALLOW"`))
 			if i < 0 {
-				t.Fatalf("stored dossier body has no ALLOW outcome: %q", v[start:])
+				t.Fatalf("stored dossier body has no ALLOW outcome: %q", v)
 			}
-			i += start
 			v = append(v[:i:i], append([]byte(`"outcome":"BLOCK"`), v[i+len(`"outcome":"ALLOW"`):]...)...)
-			pebbleSet(t, db, k, v)
+			db.putDossierBody(o.ID, id, v)
 		})
 		v := wantBroken(t, e, o.Key, 5, clearance.ReasonRecordDigestMismatch)
 		if !strings.Contains(v.str("detail"), target.str("dossier_id")) {
@@ -1848,13 +1837,13 @@ func TestLedgerTamperingIsDetected(t *testing.T) {
 	t.Run("dossier deleted", func(t *testing.T) {
 		t.Parallel()
 		e, o, ds := tamperSetup(t)
-		e.tamper(func(db *pebble.DB) { pebbleDelete(t, db, dossierKey(o.ID, ds[1].str("dossier_id"))) })
+		e.tamper(func(db rawDB) { db.deleteDossier(o.ID, ds[1].str("dossier_id")) })
 		wantBroken(t, e, o.Key, 4, clearance.ReasonRecordDigestMismatch)
 	})
 	t.Run("untouched reopen stays valid", func(t *testing.T) {
 		t.Parallel()
 		e, o, ds := tamperSetup(t)
-		e.tamper(func(*pebble.DB) {})
+		e.tamper(func(rawDB) {})
 		if v := e.verify(o.Key); lookup(v.JSON, "valid") != true || v.num("head_seq") != 6 {
 			t.Fatalf("after a clean reopen: %s", v)
 		}

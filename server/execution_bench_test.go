@@ -8,7 +8,8 @@ import (
 )
 
 // BenchmarkHTTPCycle measures enforce-and-bind → claim-token →
-// finalize-token over HTTP, on Pebble with fsync, with about 16 concurrent
+// finalize-token over HTTP, on the suite's store (Pebble with fsync, or
+// PostgreSQL with CLEARANCE_E2E_STORE=postgres), with about 16 concurrent
 // clients on one org; every iteration has its own intent, nonce and scope.
 func BenchmarkHTTPCycle(b *testing.B) {
 	x := newExecEnv(b, bandsBundle)

@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
-
 	"github.com/clearancehq/clearance/grant"
 	"github.com/clearancehq/clearance/server"
 )
@@ -1137,19 +1135,12 @@ func TestExecBadJSONOnEveryPostRoute(t *testing.T) {
 // ---------------------------------------------------------------------------
 // Fail-closed paths that need the store changed underneath
 
-// tamperExec stops the server, lets fn edit the database through Pebble and
-// starts it again with the same key ring.
-func (x *execEnv) tamperExec(fn func(db *pebble.DB)) {
+// tamperExec stops the server, lets fn edit the database behind the store's
+// back (see rawDB) and starts it again with the same key ring.
+func (x *execEnv) tamperExec(fn func(db rawDB)) {
 	x.t.Helper()
 	x.stop()
-	db, err := pebble.Open(x.dbDir, &pebble.Options{Logger: quietLogger{}})
-	if err != nil {
-		x.t.Fatalf("open pebble: %v", err)
-	}
-	fn(db)
-	if err := db.Close(); err != nil {
-		x.t.Fatalf("close pebble: %v", err)
-	}
+	withRawDB(x.t, x.dbDir, fn)
 	x.open(x.ring)
 }
 
@@ -1161,14 +1152,16 @@ func TestExecTamperedStateFailsClosed(t *testing.T) {
 	// A claimed grant whose scope record disappears.
 	h := x.grantFor(t, intentSpec{scope: "vanishing"})
 	ch := x.claimed(t, h)
-	x.tamperExec(func(db *pebble.DB) {
-		k := dossierKey(x.o.ID, g.bind.str("dossier_id"))
-		v := pebbleGet(t, db, k)
-		off := dossierBodyOffset(t, v)
-		i := off + strings.Index(string(v[off:]), `"outcome":"ALLOW"`) + len(`"outcome":"`)
-		v[i] = 'a' // "aLLOW"
-		pebbleSet(t, db, k, v)
-		pebbleDelete(t, db, append(orgKeyPrefix(x.o.ID, 'c'), "vanishing"...))
+	x.tamperExec(func(db rawDB) {
+		id := g.bind.str("dossier_id")
+		v := db.dossierBody(x.o.ID, id)
+		i := strings.Index(string(v), `"outcome":"ALLOW"`)
+		if i < 0 {
+			t.Fatalf("stored dossier body has no ALLOW outcome: %q", v)
+		}
+		v[i+len(`"outcome":"`)] = 'a' // "aLLOW"
+		db.putDossierBody(x.o.ID, id, v)
+		db.deleteScopeClaim(x.o.ID, "vanishing")
 	})
 	wantFailedClaim(t, x.claim(t, pathClaim, g.token, g.hash), "DOSSIER_SIGNATURE_MISMATCH")
 	r := x.finalize(t, h.token, ch.str("claim_token"), "COMMITTED", nil)

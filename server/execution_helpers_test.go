@@ -22,7 +22,6 @@ import (
 	"github.com/clearancehq/clearance/grant"
 	"github.com/clearancehq/clearance/internal/canon"
 	"github.com/clearancehq/clearance/server"
-	"github.com/clearancehq/clearance/store/pebblestore"
 )
 
 // Execution routes under test.
@@ -57,10 +56,11 @@ const bandsBundle = `{"bundle_id":"exec","version":"v1","mode":"ENFORCEMENT","ru
 const stricterBundle = `{"bundle_id":"exec","version":"v2","mode":"ENFORCEMENT","rules":[],
  "default":{"outcome":"ESCALATE","reason_codes":["HOLD"]}}`
 
-// execEnv is a Clearance HTTP server with grant signing over a real Pebble
-// store, with one clock (which the test moves) for the engine, the store and
-// the server, an org with a registered agent and provider key, and the
-// org's policy bundle. It reuses env's request helpers; newEnv is untouched.
+// execEnv is a Clearance HTTP server with grant signing over a real store
+// (Pebble or PostgreSQL, see openBackend), with one clock (which the test
+// moves) for the engine, the store and the server, an org with a registered
+// agent and provider key, and the org's policy bundle. It reuses env's
+// request helpers; newEnv is untouched.
 type execEnv struct {
 	*env
 	now      *atomic.Int64 // unix nanos
@@ -129,14 +129,11 @@ func (x *execEnv) clock() time.Time { return time.Unix(0, x.now.Load()).UTC() }
 // advance moves the one clock of engine, store and server.
 func (x *execEnv) advance(d time.Duration) { x.now.Add(int64(d)) }
 
-// open opens the store in dbDir with ring and serves it.
+// open opens the store of dbDir with ring and serves it.
 func (x *execEnv) open(ring *grant.KeyRing) {
 	t := x.t
 	t.Helper()
-	st, err := pebblestore.Open(x.dbDir, pebblestore.Options{Logger: quietLogger{}, Now: x.clock})
-	if err != nil {
-		t.Fatalf("open store: %v", err)
-	}
+	st := openBackend(t, x.dbDir, x.clock)
 	eng, err := clearance.Open(st, clearance.Options{Now: x.clock, GrantKeys: ring})
 	if err != nil {
 		t.Fatalf("open engine: %v", err)
