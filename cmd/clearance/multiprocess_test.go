@@ -1,0 +1,390 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	neturl "net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/clearancehq/clearance/grant"
+	"github.com/clearancehq/clearance/internal/canon"
+	"github.com/clearancehq/clearance/internal/keyfile"
+)
+
+// mpDefaultURL is the database the multi-process test uses unless
+// CLEARANCE_TEST_POSTGRES names another (as in store/pgstore's tests).
+const mpDefaultURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+
+func mpTestURL() string {
+	if u := os.Getenv("CLEARANCE_TEST_POSTGRES"); u != "" {
+		return u
+	}
+	return mpDefaultURL
+}
+
+// mpNeedDB connects to the test database, skipping the test when it is
+// unreachable — or failing it when CLEARANCE_REQUIRE_POSTGRES=1. The pool is
+// closed when the test ends.
+func mpNeedDB(t *testing.T) *pgxpool.Pool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	cfg, err := pgxpool.ParseConfig(mpTestURL())
+	var p *pgxpool.Pool
+	if err == nil {
+		cfg.MaxConns = 4
+		p, err = pgxpool.NewWithConfig(ctx, cfg)
+		if err == nil {
+			err = p.Ping(ctx)
+		}
+	}
+	if err != nil {
+		if p != nil {
+			p.Close()
+		}
+		if os.Getenv("CLEARANCE_REQUIRE_POSTGRES") == "1" {
+			t.Fatalf("PostgreSQL at %s is required (CLEARANCE_REQUIRE_POSTGRES=1): %v", mpTestURL(), err)
+		}
+		t.Skipf("PostgreSQL at %s unreachable (set CLEARANCE_TEST_POSTGRES): %v", mpTestURL(), err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+// mpSchema creates a schema with a random name, dropped with everything in
+// it when the test ends (after the servers, registered later, have stopped).
+func mpSchema(t *testing.T, db *pgxpool.Pool) string {
+	t.Helper()
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	name := "clearance_mp_" + hex.EncodeToString(b[:])
+	if _, err := db.Exec(context.Background(), "CREATE SCHEMA "+pgx.Identifier{name}.Sanitize()); err != nil {
+		t.Fatalf("create schema: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := db.Exec(ctx, "DROP SCHEMA "+pgx.Identifier{name}.Sanitize()+" CASCADE"); err != nil {
+			t.Errorf("drop schema %s: %v", name, err)
+		}
+	})
+	return name
+}
+
+// mpStoreURL is the test URL with search_path selecting schema.
+func mpStoreURL(t *testing.T, schema string) string {
+	t.Helper()
+	u, err := neturl.Parse(mpTestURL())
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		t.Fatalf("CLEARANCE_TEST_POSTGRES must be a postgres:// URL for this test: %q", mpTestURL())
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// mpClient is one org's view of a server: its URL and the org's API key.
+type mpClient struct {
+	name, url, key string
+	httpc          *http.Client
+}
+
+func (c mpClient) do(t *testing.T, method, path string, body any) *reply {
+	t.Helper()
+	r, err := c.try(method, path, body)
+	if err != nil {
+		t.Fatalf("server %s: %s %s: %v", c.name, method, path, err)
+	}
+	return r
+}
+
+// try sends one request; safe on any goroutine.
+func (c mpClient) try(method, path string, body any) (*reply, error) {
+	var s string
+	switch b := body.(type) {
+	case nil:
+	case string:
+		s = b
+	default:
+		raw, err := json.Marshal(b)
+		if err != nil {
+			return nil, err
+		}
+		s = string(raw)
+	}
+	return call(c.httpc, method, c.url+path, c.key, s, nil)
+}
+
+func (c mpClient) want(t *testing.T, method, path string, body any, status int) *reply {
+	t.Helper()
+	r := c.do(t, method, path, body)
+	if r.status != status {
+		t.Fatalf("server %s: %s %s: status %d, want %d: %s", c.name, method, path, r.status, status, r.raw)
+	}
+	return r
+}
+
+const mpBundle = `{"bundle_id":"mp","version":"v1","mode":"ENFORCEMENT","rules":[
+ {"id":"big","match":[{"field":"amount","op":"ge","value":10000}],"outcome":"BLOCK","reason_codes":["TOO_BIG"]}],
+ "default":{"outcome":"ALLOW","reason_codes":["OK"]}}`
+
+// mpIntent signs an execution intent of orgID with agent.
+func mpIntent(t *testing.T, agent grant.Key, orgID string, n int) string {
+	t.Helper()
+	m := map[string]any{
+		"intent_id": fmt.Sprintf("mp-intent-%d", n), "org_id": orgID, "actor": map[string]any{"id": "agent-7", "type": "agent"},
+		"action":       map[string]any{"type": "refund", "amount": 100, "currency": "EUR", "target": "order-1"},
+		"workflow_key": "refunds", "decision_type": "REFUND", "nonce": fmt.Sprintf("mp-nonce-%d", n),
+		"concurrency_scope": fmt.Sprintf("mp-scope-%d", n), "escalation": map[string]any{"mode": "NONE"},
+		"issued_at": time.Now().UTC().Format(time.RFC3339),
+	}
+	payload, err := canon.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jws, err := grant.SignIntent(agent, payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return jws
+}
+
+// mpBind binds a signed intent through c and requires a grant.
+func mpBind(t *testing.T, c mpClient, jws string) (token, hash string) {
+	t.Helper()
+	r := c.want(t, "POST", "/v1/authority/enforce-and-bind", map[string]any{"signed_intent": jws}, http.StatusOK)
+	token, hash = str(r.json, "execution_token"), str(r.json, "intent_hash")
+	if str(r.json, "outcome") != "ALLOW" || str(r.json, "mode") != "ENFORCEMENT" || token == "" || hash == "" {
+		t.Fatalf("server %s: expected a grant: %s", c.name, r.raw)
+	}
+	return token, hash
+}
+
+// TestMultiProcessOnePostgres runs two `clearance serve` processes on one
+// PostgreSQL schema with one shared grant key: a grant bound through one is
+// claimed exactly once across both, decisions written through both keep one
+// valid ledger, and a claim lease is judged by the database's clock.
+func TestMultiProcessOnePostgres(t *testing.T) {
+	db := mpNeedDB(t)
+	schema := mpSchema(t, db)
+	storeURL := mpStoreURL(t, schema)
+
+	// One grant signing key for both servers.
+	keysDir := t.TempDir()
+	gk, _, err := keyfile.LoadOrCreate(keysDir, "grant")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(keysDir, "keys", "grant.json")
+	if k, err := keyfile.LoadFile(keyFile); err != nil || k.KID() != gk.KID() {
+		t.Fatalf("shared grant key file: %v", err)
+	}
+
+	common := []string{"--store", storeURL, "--grant-key-file", keyFile, "--rate-limit", "-1", "--claim-lease", "2s"}
+	dirA, dirB := t.TempDir(), t.TempDir()
+	pa := startServer(t, dirA, common...)
+	pb := startServer(t, dirB, common...)
+	httpc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	defer httpc.CloseIdleConnections()
+
+	// Org, agent key and ENFORCEMENT bundle, all through A.
+	plat := mpClient{name: "A", url: pa.url, key: platformKey(t, dirA), httpc: httpc}
+	org := plat.want(t, "POST", "/v1/platform/orgs", `{"name":"MultiProcess"}`, http.StatusCreated)
+	orgID, apiKey := str(org.json, "org_id"), str(org.json, "api_key")
+	A := mpClient{name: "A", url: pa.url, key: apiKey, httpc: httpc}
+	B := mpClient{name: "B", url: pb.url, key: apiKey, httpc: httpc}
+	servers := []mpClient{A, B}
+	agent, err := grant.NewKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	A.want(t, "POST", "/v1/execution/agent-keys", map[string]any{"kid": agent.KID(), "public_jwk": agent.PublicJWK()}, http.StatusCreated)
+	A.want(t, "POST", "/v1/protocol/policies/bundles", mpBundle, http.StatusCreated)
+	ledgerEntries := 4 // org.created, api_key.created, key.registered, policy.published
+
+	// Both servers publish the one shared key.
+	for _, s := range servers {
+		jwks := s.want(t, "GET", "/.well-known/clearance-execution-grant-jwks.json", nil, http.StatusOK)
+		if !json.Valid(jwks.raw) || !containsKID(jwks.raw, gk.KID()) {
+			t.Fatalf("server %s JWKS lacks the shared kid %s: %s", s.name, gk.KID(), jwks.raw)
+		}
+	}
+
+	// A grant bound through B; 64 concurrent claims across A and B.
+	token, hash := mpBind(t, B, mpIntent(t, agent, orgID, 1))
+	ledgerEntries += 2 // decision.recorded, grant.issued
+	const claimers = 64
+	type claimOutcome struct {
+		server int
+		r      *reply
+		err    error
+	}
+	results := make([]claimOutcome, claimers)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range claimers {
+		wg.Go(func() {
+			path := "/v1/execution/claim-token"
+			if (i/2)%2 == 1 {
+				path = "/v1/execution/consume-token"
+			}
+			<-start
+			r, err := servers[i%2].try("POST", path, map[string]any{"execution_token": token, "intent_hash": hash})
+			results[i] = claimOutcome{server: i % 2, r: r, err: err}
+		})
+	}
+	close(start)
+	wg.Wait()
+	winner, claimToken, losses := -1, "", 0
+	for i, o := range results {
+		switch {
+		case o.err != nil:
+			t.Fatalf("claim %d on %s: %v", i, servers[o.server].name, o.err)
+		case o.r.status == http.StatusOK && o.r.json["should_execute"] == true:
+			if winner >= 0 {
+				t.Fatalf("two claims won: %d on %s and %d on %s", winner, servers[results[winner].server].name, i, servers[o.server].name)
+			}
+			winner, claimToken = i, str(o.r.json, "claim_token")
+			if claimToken == "" || str(o.r.json, "claim_attestation") == "" {
+				t.Fatalf("winning claim without claim_token or attestation: %s", o.r.raw)
+			}
+		case o.r.status == http.StatusConflict && o.r.json != nil && o.r.json["should_execute"] == false:
+			losses++
+		default:
+			t.Fatalf("claim %d on %s: status %d: %s", i, servers[o.server].name, o.r.status, o.r.raw)
+		}
+	}
+	if winner < 0 || losses != claimers-1 {
+		t.Fatalf("claims: winner %d, %d refused, want exactly one winner and %d refused", winner, losses, claimers-1)
+	}
+	ledgerEntries++ // execution.claimed
+	other := servers[1-results[winner].server]
+	fin := other.want(t, "POST", "/v1/execution/finalize-token",
+		map[string]any{"execution_token": token, "claim_token": claimToken, "outcome": "COMMITTED"}, http.StatusOK)
+	if str(fin.json, "outcome") != "COMMITTED" {
+		t.Fatalf("finalize through %s: %s", other.name, fin.raw)
+	}
+	ledgerEntries++ // execution.finalized
+
+	// Decisions written through both servers at once.
+	const (
+		perServer = 50
+		workers   = 8
+	)
+	jobs := make(chan int)
+	var errMu sync.Mutex
+	var errs []string
+	for range workers {
+		wg.Go(func() {
+			for i := range jobs {
+				s := servers[i%2]
+				body := fmt.Sprintf(`{"decision_type":"PAYMENT","workflow_key":"mp","amount":%d,"context":{"i":%d}}`, 100+i, i)
+				r, err := s.try("POST", "/v1/protocol/evaluate-decision", body)
+				if err == nil && (r.status != http.StatusOK || str(r.json, "dossier_id") == "") {
+					err = fmt.Errorf("status %d: %s", r.status, r.raw)
+				}
+				if err != nil {
+					errMu.Lock()
+					errs = append(errs, fmt.Sprintf("decision %d on %s: %v", i, s.name, err))
+					errMu.Unlock()
+				}
+			}
+		})
+	}
+	for i := range 2 * perServer {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	if len(errs) > 0 {
+		t.Fatalf("%d decisions failed, first: %s", len(errs), errs[0])
+	}
+	ledgerEntries += 2 * perServer
+	var heads []string
+	for _, s := range servers {
+		v := s.want(t, "GET", "/v1/protocol/audit/ledger/verify", nil, http.StatusOK)
+		if v.json["valid"] != true || v.json["head_seq"] != float64(ledgerEntries) {
+			t.Fatalf("server %s: ledger verify: %s; want valid with head_seq %d", s.name, v.raw, ledgerEntries)
+		}
+		heads = append(heads, fmt.Sprintf("%v/%s", v.json["head_seq"], str(v.json, "head_hash")))
+	}
+	if heads[0] != heads[1] || str(map[string]any{"h": heads[0]}, "h") == "" {
+		t.Fatalf("servers disagree on the ledger head: A %s, B %s", heads[0], heads[1])
+	}
+
+	// A claim's lease ends by the database's clock.
+	token, hash = mpBind(t, A, mpIntent(t, agent, orgID, 2))
+	c := B.want(t, "POST", "/v1/execution/claim-token", map[string]any{"execution_token": token, "intent_hash": hash}, http.StatusOK)
+	if c.json["should_execute"] != true {
+		t.Fatalf("claim: %s", c.raw)
+	}
+	leaseEnd, err := time.Parse(time.RFC3339Nano, str(c.json, "claim_lease_expires_at"))
+	if err != nil {
+		t.Fatalf("claim_lease_expires_at: %v: %s", err, c.raw)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var dbNow time.Time
+		if err := db.QueryRow(context.Background(), "SELECT clock_timestamp()").Scan(&dbNow); err != nil {
+			t.Fatal(err)
+		}
+		if dbNow.After(leaseEnd) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the database clock (%s) did not pass the lease end %s", dbNow, leaseEnd)
+		}
+		<-time.After(20 * time.Millisecond) // poll interval
+	}
+	late := A.want(t, "POST", "/v1/execution/finalize-token",
+		map[string]any{"execution_token": token, "claim_token": str(c.json, "claim_token"), "outcome": "COMMITTED"}, http.StatusConflict)
+	if str(late.json, "outcome") != "INDETERMINATE" || str(late.json, "code") != "CLAIM_LEASE_EXPIRED" {
+		t.Fatalf("finalize after the lease: %s; want INDETERMINATE with CLAIM_LEASE_EXPIRED", late.raw)
+	}
+	for _, s := range servers {
+		if v := s.want(t, "GET", "/v1/protocol/audit/ledger/verify", nil, http.StatusOK); v.json["valid"] != true {
+			t.Fatalf("server %s: ledger does not verify after the lapsed lease: %s", s.name, v.raw)
+		}
+	}
+
+	// Both stop cleanly on SIGTERM.
+	httpc.CloseIdleConnections()
+	for _, p := range []*proc{pa, pb} {
+		if code := p.signal(syscall.SIGTERM); code != 0 {
+			t.Fatalf("SIGTERM: exit %d (%v), stderr %s", code, p.waitErr, p.stderr.String())
+		}
+	}
+}
+
+// containsKID reports whether a JWKS document lists kid.
+func containsKID(raw []byte, kid string) bool {
+	var set struct {
+		Keys []struct {
+			KID string `json:"kid"`
+		} `json:"keys"`
+	}
+	if json.Unmarshal(raw, &set) != nil {
+		return false
+	}
+	for _, k := range set.Keys {
+		if k.KID == kid {
+			return true
+		}
+	}
+	return false
+}
