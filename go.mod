@@ -15,7 +15,7 @@ require (
 	gopkg.in/yaml.v3 v3.0.1
 )
 
-require github.com/anishathalye/porcupine v1.3.1 // indirect
+require github.com/anishathalye/porcupine v1.3.1
 
 require (
 	cel.dev/expr v0.25.1 // indirect

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# scripts/fuzz.sh DURATION — run every Fuzz target of the module in turn for
+# DURATION each (a go test -fuzztime value: 20s, 5m, 1000x). Stops at the first
+# crasher and prints where its input was saved. No network (GOPROXY=off): the
+# module cache must already hold the dependencies.
+set -euo pipefail
+
+if [[ $# -ne 1 ]]; then
+	echo "usage: $0 DURATION   (e.g. 20s, 5m, 10000x)" >&2
+	exit 2
+fi
+duration=$1
+cd "$(dirname "$0")/.."
+export GOPROXY=off GOFLAGS="${GOFLAGS:-} -mod=readonly"
+
+# "pkg Name" pairs. go test -list prints a package's names, then
+# "ok  <pkg> <time>" (or "?  <pkg> [no test files]").
+listing=$(go test -list '^Fuzz' ./...)
+targets=()
+names=()
+while read -r first pkg _; do
+	case $first in
+	Fuzz*) names+=("$first") ;;
+	ok)
+		for n in ${names[@]+"${names[@]}"}; do targets+=("$pkg $n"); done
+		names=()
+		;;
+	*) names=() ;;
+	esac
+done <<<"$listing"
+
+if [[ ${#targets[@]} -eq 0 ]]; then
+	echo "no Fuzz targets found" >&2
+	exit 1
+fi
+echo "fuzz: ${#targets[@]} targets, $duration each"
+
+module=$(go list -m)
+summary=()
+for t in "${targets[@]}"; do
+	pkg=${t% *}
+	name=${t#* }
+	dir=./${pkg#"$module"}
+	dir=${dir/#.\/\//./}
+	[[ $dir == "./" ]] && dir=.
+	log=$(mktemp)
+	start=$SECONDS
+	ok=0
+	for attempt in 1 2; do
+		if go test -run '^$' -fuzz "^${name}\$" -fuzztime "$duration" "$dir" >"$log" 2>&1; then
+			ok=1
+			break
+		fi
+		# Go's fuzz coordinator sometimes ends a clean run with "context
+		# deadline exceeded" and no crasher (a coordinator flake):
+		# retry once; anything else is a real failure.
+		if grep -q 'testdata/fuzz/' "$log" || ! grep -q 'context deadline exceeded' "$log"; then
+			break
+		fi
+		echo "$dir $name: coordinator deadline flake without a crasher, retrying" >&2
+	done
+	if [[ $ok == 1 ]]; then
+		line=$(printf '%-45s %-22s ok    %4ds' "$dir" "$name" $((SECONDS - start)))
+		execs=$(grep -o 'execs: [0-9]*' "$log" | tail -1 || true)
+		summary+=("$line ${execs:-}")
+		echo "$line ${execs:-}"
+		rm -f "$log"
+	else
+		cat "$log"
+		printf '%-45s %-22s FAIL  %4ds\n' "$dir" "$name" $((SECONDS - start))
+		crasher=$(grep -o 'testdata/fuzz/[^ ]*' "$log" | head -1 || true)
+		if [[ -n $crasher ]]; then
+			echo "crasher: $dir/$crasher"
+			echo "reproduce: go test -run '^${name}\$/$(basename "$crasher")\$' $dir"
+		else
+			echo "no crasher file written (build or seed failure); log above"
+		fi
+		rm -f "$log"
+		exit 1
+	fi
+done
+
+echo
+echo "summary: ${#summary[@]} targets, $duration each, 0 crashers"
+printf '%s\n' "${summary[@]}"
