@@ -3,12 +3,12 @@ package server_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/clearancehq/clearance/store/pgstore/pgtest"
 	"io"
 	"mime"
 	"net/http"
@@ -23,7 +23,6 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/clearancehq/clearance"
 	"github.com/clearancehq/clearance/ledger"
@@ -418,96 +417,32 @@ func openBackend(t testing.TB, dir string, clock func() time.Time) store.Backend
 	schema := pgSchemaOf(t, dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := pgstore.Open(ctx, pgTestURL(), pgstore.Options{Schema: schema, Now: clock, MaxConns: pgMaxConns})
+	st, err := pgstore.Open(ctx, pgtest.URL(), pgstore.Options{Schema: schema, Now: clock, MaxConns: pgMaxConns})
 	if err != nil {
 		t.Fatalf("open store (schema %s): %v", schema, err)
 	}
 	return st
 }
 
-const pgDefaultURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-
 // pgMaxConns caps each store's pool: tests run in parallel, each with its
 // own stores, under the server's max_connections.
 const pgMaxConns = 4
 
-// pgTestURL is CLEARANCE_TEST_POSTGRES or the default local database.
-func pgTestURL() string {
-	if u := os.Getenv("CLEARANCE_TEST_POSTGRES"); u != "" {
-		return u
-	}
-	return pgDefaultURL
-}
+// pgSchemas maps an env's data dir to its PostgreSQL schema, so a
+// restarted store sees the same data.
+var pgSchemas sync.Map // dir -> schema name
 
-var (
-	pgAdminOnce sync.Once
-	pgAdmin     *pgxpool.Pool // creates, edits and drops the tests' schemas
-	pgAdminErr  error
-
-	pgSchemas sync.Map // dir -> schema name
-)
-
-// pgAdminPool returns the admin pool, skipping t when PostgreSQL is
-// unreachable — or failing it when CLEARANCE_REQUIRE_POSTGRES=1.
-func pgAdminPool(t testing.TB) *pgxpool.Pool {
-	t.Helper()
-	pgAdminOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		cfg, err := pgxpool.ParseConfig(pgTestURL())
-		if err != nil {
-			pgAdminErr = err
-			return
-		}
-		cfg.MaxConns = 4
-		p, err := pgxpool.NewWithConfig(ctx, cfg)
-		if err == nil {
-			err = p.Ping(ctx)
-		}
-		if err != nil {
-			if p != nil {
-				p.Close()
-			}
-			pgAdminErr = err
-			return
-		}
-		pgAdmin = p
-	})
-	if pgAdminErr != nil {
-		if os.Getenv("CLEARANCE_REQUIRE_POSTGRES") == "1" {
-			t.Fatalf("PostgreSQL at %s is required (CLEARANCE_REQUIRE_POSTGRES=1): %v", pgTestURL(), pgAdminErr)
-		}
-		t.Skipf("PostgreSQL at %s unreachable (set CLEARANCE_TEST_POSTGRES): %v", pgTestURL(), pgAdminErr)
-	}
-	return pgAdmin
-}
-
-// pgSchemaOf returns the schema of dir, creating it on first use.
+// pgSchemaOf returns the schema of dir, creating it on first use; it is
+// dropped when t ends (registered before the env's own cleanup, so it runs
+// after the env has closed its store).
 func pgSchemaOf(t testing.TB, dir string) string {
 	t.Helper()
-	a := pgAdminPool(t)
 	if v, ok := pgSchemas.Load(dir); ok {
 		return v.(string)
 	}
-	var b [6]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		t.Fatal(err)
-	}
-	name := "server_e2e_" + hex.EncodeToString(b[:])
-	if _, err := a.Exec(context.Background(), "CREATE SCHEMA "+pgx.Identifier{name}.Sanitize()); err != nil {
-		t.Fatalf("create schema: %v", err)
-	}
+	t.Cleanup(func() { pgSchemas.Delete(dir) })
+	name := pgtest.NewSchema(t, "server_e2e_")
 	pgSchemas.Store(dir, name)
-	// Registered before the env's own cleanup, so it runs after the env
-	// has closed its store.
-	t.Cleanup(func() {
-		pgSchemas.Delete(dir)
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if _, err := a.Exec(ctx, "DROP SCHEMA "+pgx.Identifier{name}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", name, err)
-		}
-	})
 	return name
 }
 
@@ -550,7 +485,7 @@ func withRawDB(t testing.TB, dir string, fn func(db rawDB)) {
 	}
 	schema := pgSchemaOf(t, dir)
 	ctx := context.Background()
-	tx, err := pgAdminPool(t).Begin(ctx)
+	tx, err := pgtest.Admin(t).Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

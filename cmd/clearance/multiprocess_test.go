@@ -3,100 +3,20 @@ package main
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/clearancehq/clearance/store/pgstore/pgtest"
 	"net/http"
-	neturl "net/url"
-	"os"
 	"path/filepath"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/clearancehq/clearance/grant"
 	"github.com/clearancehq/clearance/internal/canon"
 	"github.com/clearancehq/clearance/internal/keyfile"
 )
-
-// mpDefaultURL is the database the multi-process test uses unless
-// CLEARANCE_TEST_POSTGRES names another (as in store/pgstore's tests).
-const mpDefaultURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-
-func mpTestURL() string {
-	if u := os.Getenv("CLEARANCE_TEST_POSTGRES"); u != "" {
-		return u
-	}
-	return mpDefaultURL
-}
-
-// mpNeedDB connects to the test database, skipping the test when it is
-// unreachable — or failing it when CLEARANCE_REQUIRE_POSTGRES=1. The pool is
-// closed when the test ends.
-func mpNeedDB(t *testing.T) *pgxpool.Pool {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	cfg, err := pgxpool.ParseConfig(mpTestURL())
-	var p *pgxpool.Pool
-	if err == nil {
-		cfg.MaxConns = 4
-		p, err = pgxpool.NewWithConfig(ctx, cfg)
-		if err == nil {
-			err = p.Ping(ctx)
-		}
-	}
-	if err != nil {
-		if p != nil {
-			p.Close()
-		}
-		if os.Getenv("CLEARANCE_REQUIRE_POSTGRES") == "1" {
-			t.Fatalf("PostgreSQL at %s is required (CLEARANCE_REQUIRE_POSTGRES=1): %v", mpTestURL(), err)
-		}
-		t.Skipf("PostgreSQL at %s unreachable (set CLEARANCE_TEST_POSTGRES): %v", mpTestURL(), err)
-	}
-	t.Cleanup(p.Close)
-	return p
-}
-
-// mpSchema creates a schema with a random name, dropped with everything in
-// it when the test ends (after the servers, registered later, have stopped).
-func mpSchema(t *testing.T, db *pgxpool.Pool) string {
-	t.Helper()
-	var b [6]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		t.Fatal(err)
-	}
-	name := "clearance_mp_" + hex.EncodeToString(b[:])
-	if _, err := db.Exec(context.Background(), "CREATE SCHEMA "+pgx.Identifier{name}.Sanitize()); err != nil {
-		t.Fatalf("create schema: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if _, err := db.Exec(ctx, "DROP SCHEMA "+pgx.Identifier{name}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", name, err)
-		}
-	})
-	return name
-}
-
-// mpStoreURL is the test URL with search_path selecting schema.
-func mpStoreURL(t *testing.T, schema string) string {
-	t.Helper()
-	u, err := neturl.Parse(mpTestURL())
-	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-		t.Fatalf("CLEARANCE_TEST_POSTGRES must be a postgres:// URL for this test: %q", mpTestURL())
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
 
 // mpClient is one org's view of a server: its URL and the org's API key.
 type mpClient struct {
@@ -180,9 +100,9 @@ func mpBind(t *testing.T, c mpClient, jws string) (token, hash string) {
 // claimed exactly once across both, decisions written through both keep one
 // valid ledger, and a claim lease is judged by the database's clock.
 func TestMultiProcessOnePostgres(t *testing.T) {
-	db := mpNeedDB(t)
-	schema := mpSchema(t, db)
-	storeURL := mpStoreURL(t, schema)
+	db := pgtest.Admin(t)
+	schema := pgtest.NewSchema(t, "clearance_mp_") // dropped after the servers, registered later, stop
+	storeURL := pgtest.SchemaURL(t, schema)
 
 	// One grant signing key for both servers.
 	keysDir := t.TempDir()

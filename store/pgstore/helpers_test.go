@@ -2,10 +2,7 @@ package pgstore_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"os"
-	"sync"
+	"github.com/clearancehq/clearance/store/pgstore/pgtest"
 	"testing"
 	"time"
 
@@ -15,79 +12,15 @@ import (
 	"github.com/clearancehq/clearance/store/pgstore"
 )
 
-const defaultURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+// testURL is the database the tests use (pgtest.URL).
+func testURL() string { return pgtest.URL() }
 
-// testURL is CLEARANCE_TEST_POSTGRES or the default local database.
-func testURL() string {
-	if u := os.Getenv("CLEARANCE_TEST_POSTGRES"); u != "" {
-		return u
-	}
-	return defaultURL
-}
+// needDB returns the admin pool (pgtest.Admin): it skips the test when the
+// database is unreachable, or fails it when CLEARANCE_REQUIRE_POSTGRES=1.
+func needDB(t testing.TB) *pgxpool.Pool { return pgtest.Admin(t) }
 
-var (
-	adminOnce sync.Once
-	admin     *pgxpool.Pool // creates and drops the tests' schemas
-	adminErr  error
-)
-
-// needDB returns the admin pool, skipping the test when the database is
-// unreachable — or failing it when CLEARANCE_REQUIRE_POSTGRES=1.
-func needDB(t testing.TB) *pgxpool.Pool {
-	t.Helper()
-	adminOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		cfg, err := pgxpool.ParseConfig(testURL())
-		if err != nil {
-			adminErr = err
-			return
-		}
-		cfg.MaxConns = 4
-		p, err := pgxpool.NewWithConfig(ctx, cfg)
-		if err == nil {
-			err = p.Ping(ctx)
-		}
-		if err != nil {
-			if p != nil {
-				p.Close()
-			}
-			adminErr = err
-			return
-		}
-		admin = p
-	})
-	if adminErr != nil {
-		if os.Getenv("CLEARANCE_REQUIRE_POSTGRES") == "1" {
-			t.Fatalf("PostgreSQL at %s is required (CLEARANCE_REQUIRE_POSTGRES=1): %v", testURL(), adminErr)
-		}
-		t.Skipf("PostgreSQL at %s unreachable (set CLEARANCE_TEST_POSTGRES): %v", testURL(), adminErr)
-	}
-	return admin
-}
-
-// newSchema creates a fresh schema with a random name, dropped (with
-// everything in it) when the test ends.
-func newSchema(t testing.TB) string {
-	t.Helper()
-	a := needDB(t)
-	var b [6]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		t.Fatal(err)
-	}
-	name := "pgstore_test_" + hex.EncodeToString(b[:])
-	if _, err := a.Exec(context.Background(), "CREATE SCHEMA "+pgx.Identifier{name}.Sanitize()); err != nil {
-		t.Fatalf("create schema: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if _, err := a.Exec(ctx, "DROP SCHEMA "+pgx.Identifier{name}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", name, err)
-		}
-	})
-	return name
-}
+// newSchema creates a fresh schema, dropped when the test ends.
+func newSchema(t testing.TB) string { return pgtest.NewSchema(t, "pgstore_test_") }
 
 // openIn opens a store on schema, closed when the test ends (before the
 // schema is dropped).
