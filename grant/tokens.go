@@ -192,59 +192,52 @@ func mint(k Key, typ string, claims any) (string, error) {
 // o.Issuer when that is set; the claims Mint requires; and
 // nbf <= o.Now < exp with no leeway. Every refusal is a *TokenError.
 func Verify(token string, keys KeySet, o VerifyOptions) (Claims, error) {
-	var c Claims
-	if err := verifyInto(token, TypGrant, keys, o, &c); err != nil {
-		return Claims{}, err
-	}
-	if err := c.validate(); err != nil {
-		return Claims{}, err
-	}
-	if err := checkIssuer(c.Issuer, o); err != nil {
-		return Claims{}, err
-	}
-	if err := checkLifetime(o, c.NotBefore, c.Expiry); err != nil {
-		return Claims{}, err
-	}
-	return c, nil
+	return verifyKind[Claims](token, TypGrant, keys, o)
 }
 
 // VerifyAttestation checks a claim attestation as Verify checks a grant,
 // with typ TypAttestation and aud AudAttestation, and valid iff o.Now < exp
 // (the end of the claim lease).
 func VerifyAttestation(token string, keys KeySet, o VerifyOptions) (Attestation, error) {
-	var a Attestation
-	if err := verifyInto(token, TypAttestation, keys, o, &a); err != nil {
-		return Attestation{}, err
-	}
-	if err := a.validate(); err != nil {
-		return Attestation{}, err
-	}
-	if err := checkIssuer(a.Issuer, o); err != nil {
-		return Attestation{}, err
-	}
-	if err := checkLifetime(o, 0, a.Expiry); err != nil {
-		return Attestation{}, err
-	}
-	return a, nil
+	return verifyKind[Attestation](token, TypAttestation, keys, o)
 }
 
 // VerifyEnvelope checks a verification envelope as Verify checks a grant,
 // with typ TypDecision and aud AudDecision, and valid iff o.Now < exp.
 func VerifyEnvelope(token string, keys KeySet, o VerifyOptions) (Envelope, error) {
-	var e Envelope
-	if err := verifyInto(token, TypDecision, keys, o, &e); err != nil {
-		return Envelope{}, err
+	return verifyKind[Envelope](token, TypDecision, keys, o)
+}
+
+// tokenClaims is what every token kind's claims provide to verifyKind.
+type tokenClaims interface {
+	Claims | Attestation | Envelope
+	validate() error
+	// window returns iss, nbf (0: none) and exp.
+	window() (iss string, nbf, exp int64)
+}
+
+func (c Claims) window() (string, int64, int64)      { return c.Issuer, c.NotBefore, c.Expiry }
+func (a Attestation) window() (string, int64, int64) { return a.Issuer, 0, a.Expiry }
+func (e Envelope) window() (string, int64, int64)    { return e.Issuer, 0, e.Expiry }
+
+// verifyKind is the one verification path of the three kinds: signature and
+// typ, strict payload, required claims, issuer, then lifetime.
+func verifyKind[T tokenClaims](token, typ string, keys KeySet, o VerifyOptions) (T, error) {
+	var zero, c T
+	if err := verifyInto(token, typ, keys, o, &c); err != nil {
+		return zero, err
 	}
-	if err := e.validate(); err != nil {
-		return Envelope{}, err
+	if err := c.validate(); err != nil {
+		return zero, err
 	}
-	if err := checkIssuer(e.Issuer, o); err != nil {
-		return Envelope{}, err
+	iss, nbf, exp := c.window()
+	if err := checkIssuer(iss, o); err != nil {
+		return zero, err
 	}
-	if err := checkLifetime(o, 0, e.Expiry); err != nil {
-		return Envelope{}, err
+	if err := checkLifetime(o, nbf, exp); err != nil {
+		return zero, err
 	}
-	return e, nil
+	return c, nil
 }
 
 // verifyInto parses token as a compact JWS of kind typ, checks its signature
