@@ -3,7 +3,6 @@ package pebblestore
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -392,42 +391,6 @@ func TestReadOnlyUpdateWaitsForWhatItRead(t *testing.T) {
 	}
 	if err := <-reader; err != nil {
 		t.Fatal(err)
-	}
-}
-
-func TestClosed(t *testing.T) {
-	s, err := Open("db", Options{FS: vfs.NewMem(), Logger: quiet{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatalf("second Close: %v", err)
-	}
-	err = s.Update(t.Context(), "org_a", func(store.Tx) error { return nil })
-	if !errors.Is(err, store.ErrClosed) {
-		t.Fatalf("Update after Close = %v, want ErrClosed", err)
-	}
-	if _, err := s.Org(t.Context(), "org_a"); !errors.Is(err, store.ErrClosed) {
-		t.Fatalf("Org after Close = %v, want ErrClosed", err)
-	}
-	for name, err := range map[string]error{"Ping": s.Ping(t.Context()), "Sync": s.Sync(t.Context())} {
-		if !errors.Is(err, store.ErrClosed) {
-			t.Fatalf("%s after Close = %v, want ErrClosed", name, err)
-		}
-	}
-}
-
-func TestTxUnusableAfterUpdate(t *testing.T) {
-	s := openMem(t)
-	var kept store.Tx
-	if err := s.Update(t.Context(), "org_a", func(tx store.Tx) error { kept = tx; return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kept.LedgerHead(t.Context()); err == nil {
-		t.Fatal("a Tx worked after its Update returned")
 	}
 }
 

@@ -203,48 +203,6 @@ func TestCommitMarkersSwept(t *testing.T) {
 	}
 }
 
-func TestClosed(t *testing.T) {
-	t.Parallel()
-	schema := newSchema(t)
-	s, err := pgstore.Open(t.Context(), testURL(), pgstore.Options{Schema: schema})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatalf("second Close: %v", err)
-	}
-	err = s.Update(t.Context(), "org_a", func(store.Tx) error { return nil })
-	if !errors.Is(err, store.ErrClosed) {
-		t.Fatalf("Update after Close = %v, want ErrClosed", err)
-	}
-	if _, err := s.Org(t.Context(), "org_a"); !errors.Is(err, store.ErrClosed) {
-		t.Fatalf("Org after Close = %v, want ErrClosed", err)
-	}
-	for name, err := range map[string]error{"Ping": s.Ping(t.Context()), "Sync": s.Sync(t.Context())} {
-		if !errors.Is(err, store.ErrClosed) {
-			t.Fatalf("%s after Close = %v, want ErrClosed", name, err)
-		}
-	}
-}
-
-func TestTxUnusableAfterUpdate(t *testing.T) {
-	t.Parallel()
-	s, _ := open(t, pgstore.Options{})
-	var kept store.Tx
-	if err := s.Update(t.Context(), "org_a", func(tx store.Tx) error { kept = tx; return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kept.LedgerHead(t.Context()); err == nil {
-		t.Fatal("a Tx worked after its Update returned")
-	}
-	if err := kept.PutOrg(t.Context(), tenant.Org{ID: "org_a"}); err == nil {
-		t.Fatal("a Tx wrote after its Update returned")
-	}
-}
-
 func TestUnreachable(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)

@@ -28,7 +28,8 @@ var errBoom = errors.New("storetest: fn failed on purpose")
 
 var equalTimes = cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })
 
-// Run runs the suite; open returns a fresh, empty backend.
+// Run runs the suite; open returns a fresh, empty backend. Close must be
+// idempotent: one subtest closes the backend before open's own cleanup does.
 func Run(t *testing.T, open func(t *testing.T) store.Backend) {
 	tests := []struct {
 		name string
@@ -43,6 +44,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Backend) {
 		{"WritesStayInTheTxOrg", testTxOrg},
 		{"CancelledContext", testCancelled},
 		{"PingSync", testPingSync},
+		{"TxUnusableAfterUpdate", testTxAfterUpdate},
+		{"Closed", testClosed},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
@@ -388,5 +391,38 @@ func testPingSync(t *testing.T, b store.Backend) {
 	})
 	if err := b.Sync(t.Context()); err != nil {
 		t.Fatalf("Sync: %v", err)
+	}
+}
+
+// testTxAfterUpdate: a Tx kept past its Update must not work.
+func testTxAfterUpdate(t *testing.T, b store.Backend) {
+	var kept store.Tx
+	if err := b.Update(t.Context(), "org_a", func(tx store.Tx) error { kept = tx; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kept.LedgerHead(t.Context()); err == nil {
+		t.Fatal("a Tx worked after its Update returned")
+	}
+}
+
+// testClosed: after Close (twice is fine) every call is ErrClosed.
+func testClosed(t *testing.T, b store.Backend) {
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	err := b.Update(t.Context(), "org_a", func(store.Tx) error { return nil })
+	if !errors.Is(err, store.ErrClosed) {
+		t.Fatalf("Update after Close = %v, want ErrClosed", err)
+	}
+	if _, err := b.Org(t.Context(), "org_a"); !errors.Is(err, store.ErrClosed) {
+		t.Fatalf("Org after Close = %v, want ErrClosed", err)
+	}
+	for name, err := range map[string]error{"Ping": b.Ping(t.Context()), "Sync": b.Sync(t.Context())} {
+		if !errors.Is(err, store.ErrClosed) {
+			t.Fatalf("%s after Close = %v, want ErrClosed", name, err)
+		}
 	}
 }
