@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -190,6 +192,7 @@ func (e *Engine) EnforceAndBind(ctx context.Context, req AuthorityRequest) (Auth
 		if token, err = grant.Mint(ring.Active(), grantClaims(e.opts.Issuer, g, intent, mode)); err != nil {
 			return AuthorityDecision{}, unavailable("sign grant", err)
 		}
+		g.TokenDigest = canon.Digest([]byte(token))
 	}
 	var out AuthorityDecision
 	err = e.store.Update(ctx, req.OrgID, func(tx store.Tx) error {
@@ -405,30 +408,85 @@ func grantRecordOf(g claim.Grant) grantRecord {
 	return grantRecord{g.GrantID, g.DecisionID, g.DossierID, g.IntentHash, g.PayloadDigest, g.Nonce, g.Scope, g.ExpiresAt.Format(timeFormat)}
 }
 
-// verifyToken checks a grant token's signature, type, issuer and lifetime
-// (unless ignoreExpiry), its tenant and its binding to intentHash.
-func (e *Engine) verifyToken(orgID, token, intentHash string, ignoreExpiry bool) (grant.Claims, error) {
+// tokenGrant is a grant token checked against the key ring, with the stored
+// grant its jti names (or the error reading it).
+type tokenGrant struct {
+	claims    grant.Claims
+	stored    claim.Grant
+	lookupErr error
+}
+
+// checkToken verifies a grant token and reads the grant it names. A token
+// byte-identical to the one recorded at issue is recognized by its digest,
+// which spares the Ed25519 check (grant.VerifyOptions.Recognize); any other
+// token is verified in full. A verification failure is returned as the
+// grant package's error; a failed read of the stored grant is in lookupErr.
+func (e *Engine) checkToken(ctx context.Context, orgID, token string, ignoreExpiry bool) (tokenGrant, error) {
 	ring, err := e.ring()
 	if err != nil {
-		return grant.Claims{}, err
+		return tokenGrant{}, err
 	}
-	if token == "" {
-		return grant.Claims{}, invalid(CodeInvalidRequest, "execution_token", "execution_token is required")
+	var (
+		tg     tokenGrant
+		looked string
+	)
+	recognize := func(jti string, digest [sha256.Size]byte) bool {
+		looked = jti
+		tg.stored, tg.lookupErr = e.store.GrantOf(ctx, orgID, jti)
+		want := canon.FormatDigest(digest)
+		return tg.lookupErr == nil && subtle.ConstantTimeCompare([]byte(tg.stored.TokenDigest), []byte(want)) == 1
 	}
-	c, err := grant.Verify(token, ring, grant.VerifyOptions{Now: e.now(), Issuer: e.opts.Issuer, IgnoreExpiry: ignoreExpiry})
-	if errors.Is(err, grant.ErrTokenExpired) {
-		return grant.Claims{}, &Error{Kind: ErrConflict, Code: CodeGrantExpired, Detail: "the execution grant has expired", Err: err}
-	}
+	tg.claims, err = grant.Verify(token, ring, grant.VerifyOptions{Now: e.now(), Issuer: e.opts.Issuer,
+		IgnoreExpiry: ignoreExpiry, Recognize: recognize})
 	if err != nil {
-		return grant.Claims{}, &Error{Kind: ErrConflict, Code: CodeGrantInvalid, Detail: "the execution grant is not valid: " + err.Error(), Err: err}
+		return tokenGrant{}, err
 	}
+	if looked != tg.claims.ID {
+		tg.stored, tg.lookupErr = e.store.GrantOf(ctx, orgID, tg.claims.ID)
+	}
+	return tg, nil
+}
+
+// grantOf returns the stored grant of a verified token.
+func (tg tokenGrant) grantOf() (claim.Grant, error) {
+	if isNotFound(tg.lookupErr) {
+		return claim.Grant{}, newError(ErrConflict, CodeGrantInvalid, "the execution grant is not known")
+	}
+	if tg.lookupErr != nil {
+		return claim.Grant{}, unavailable("read grant", tg.lookupErr)
+	}
+	return tg.stored, nil
+}
+
+// verifyToken checks a grant token's signature, type, issuer and lifetime,
+// its tenant and its binding to intentHash, and returns it with its stored
+// grant.
+func (e *Engine) verifyToken(ctx context.Context, orgID, token, intentHash string) (grant.Claims, claim.Grant, error) {
+	if token == "" {
+		return grant.Claims{}, claim.Grant{}, invalid(CodeInvalidRequest, "execution_token", "execution_token is required")
+	}
+	tg, err := e.checkToken(ctx, orgID, token, false)
+	var te *grant.TokenError
+	switch {
+	case errors.Is(err, grant.ErrTokenExpired):
+		return grant.Claims{}, claim.Grant{}, &Error{Kind: ErrConflict, Code: CodeGrantExpired, Detail: "the execution grant has expired", Err: err}
+	case errors.As(err, &te):
+		return grant.Claims{}, claim.Grant{}, &Error{Kind: ErrConflict, Code: CodeGrantInvalid, Detail: "the execution grant is not valid: " + err.Error(), Err: err}
+	case err != nil:
+		return grant.Claims{}, claim.Grant{}, err
+	}
+	c := tg.claims
 	if c.OrgID != orgID {
-		return grant.Claims{}, newError(ErrConflict, CodeGrantInvalid, "the execution grant belongs to another organization")
+		return grant.Claims{}, claim.Grant{}, newError(ErrConflict, CodeGrantInvalid, "the execution grant belongs to another organization")
 	}
 	if intentHash == "" || c.IntentHash != intentHash {
-		return grant.Claims{}, newError(ErrConflict, CodeGrantNotBound, "the execution grant is not bound to this intent_hash")
+		return grant.Claims{}, claim.Grant{}, newError(ErrConflict, CodeGrantNotBound, "the execution grant is not bound to this intent_hash")
 	}
-	return c, nil
+	g, err := tg.grantOf()
+	if err != nil {
+		return grant.Claims{}, claim.Grant{}, err
+	}
+	return c, g, nil
 }
 
 // GrantStatus is the verify-token answer.
@@ -447,16 +505,9 @@ type GrantStatus struct {
 // VerifyGrant checks a grant without consuming it. It never authorizes
 // execution by itself.
 func (e *Engine) VerifyGrant(ctx context.Context, orgID, token, intentHash string) (GrantStatus, error) {
-	c, err := e.verifyToken(orgID, token, intentHash, false)
+	c, g, err := e.verifyToken(ctx, orgID, token, intentHash)
 	if err != nil {
 		return GrantStatus{}, err
-	}
-	g, err := e.store.GrantOf(ctx, orgID, c.ID)
-	if isNotFound(err) {
-		return GrantStatus{}, newError(ErrConflict, CodeGrantInvalid, "the execution grant is not known")
-	}
-	if err != nil {
-		return GrantStatus{}, unavailable("read grant", err)
 	}
 	return GrantStatus{Valid: g.State == claim.StateIssued, GrantID: g.GrantID, DecisionID: g.DecisionID, DossierID: g.DossierID,
 		IntentHash: g.IntentHash, ExpiresAt: g.ExpiresAt.Format(timeFormat), State: g.State, Action: c.Action, ActorID: c.Subject}, nil
@@ -488,19 +539,12 @@ type ClaimResult struct {
 // claims the grant's nonce and concurrency scope under a lease judged by the
 // store's clock. Any failure is an error: nothing authorizes but a result.
 func (e *Engine) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, error) {
-	c, err := e.verifyToken(req.OrgID, req.ExecutionToken, req.IntentHash, false)
+	c, g, err := e.verifyToken(ctx, req.OrgID, req.ExecutionToken, req.IntentHash)
 	if err != nil {
 		return ClaimResult{}, err
 	}
 	if req.CorrelationID != "" && !ValidToken(req.CorrelationID) {
 		return ClaimResult{}, invalid(CodeInvalidRequest, "correlation_id", "correlation_id must be 1 to %d visible ASCII characters", MaxKeyLength)
-	}
-	g, err := e.store.GrantOf(ctx, req.OrgID, c.ID)
-	if isNotFound(err) {
-		return ClaimResult{}, newError(ErrConflict, CodeGrantInvalid, "the execution grant is not known")
-	}
-	if err != nil {
-		return ClaimResult{}, unavailable("read grant", err)
 	}
 	if err := e.checkBinding(ctx, g, c); err != nil {
 		return ClaimResult{}, err
@@ -700,23 +744,20 @@ func (e *Engine) Finalize(ctx context.Context, req FinalizeRequest) (FinalizeRes
 	if req.Receipt != nil && req.Receipt.Profile != grant.ProfileVP3 {
 		return FinalizeResult{}, invalid(CodeUnsupportedReceipt, "effect_receipt.profile", "effect_receipt.profile must be VP-3")
 	}
-	ring, err := e.ring()
-	if err != nil {
-		return FinalizeResult{}, err
-	}
 	if req.ExecutionToken == "" {
 		return FinalizeResult{}, invalid(CodeInvalidRequest, "execution_token", "execution_token is required")
 	}
-	c, err := grant.Verify(req.ExecutionToken, ring, grant.VerifyOptions{Now: e.now(), Issuer: e.opts.Issuer, IgnoreExpiry: true})
-	if err != nil || c.OrgID != req.OrgID {
+	tg, err := e.checkToken(ctx, req.OrgID, req.ExecutionToken, true)
+	var te *grant.TokenError
+	if errors.As(err, &te) || (err == nil && tg.claims.OrgID != req.OrgID) {
 		return FinalizeResult{}, &Error{Kind: ErrConflict, Code: CodeGrantInvalid, Detail: "the execution grant is not valid", Err: err}
 	}
-	g, err := e.store.GrantOf(ctx, req.OrgID, c.ID)
-	if isNotFound(err) {
-		return FinalizeResult{}, newError(ErrConflict, CodeGrantInvalid, "the execution grant is not known")
-	}
 	if err != nil {
-		return FinalizeResult{}, unavailable("read grant", err)
+		return FinalizeResult{}, err
+	}
+	g, err := tg.grantOf()
+	if err != nil {
+		return FinalizeResult{}, err
 	}
 	receipt := e.checkReceipt(ctx, g, req.Receipt)
 	evidence, confirmed := claim.Settle(g, req.Outcome, explicit, receipt)

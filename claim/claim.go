@@ -60,8 +60,11 @@ type Grant struct {
 	PolicyVersion        string          `json:"policy_version"`
 	BundleDigest         string          `json:"bundle_digest"`
 	Intent               json.RawMessage `json:"intent"` // canonical intent JSON, for re-evaluation at claim time
-	IssuedAt             time.Time       `json:"issued_at"`
-	ExpiresAt            time.Time       `json:"expires_at"`
+	// TokenDigest is the digest of the signed grant token as issued; the
+	// issuer recognizes its own token by it (grant.VerifyOptions.Recognize).
+	TokenDigest string    `json:"token_digest,omitempty"`
+	IssuedAt    time.Time `json:"issued_at"`
+	ExpiresAt   time.Time `json:"expires_at"`
 
 	State State `json:"state"`
 

@@ -792,3 +792,50 @@ func BenchmarkVerifyAttestation(b *testing.B) {
 		}
 	}
 }
+
+// TestVerifyRecognize shows what Recognize may skip (the Ed25519 check of
+// bytes the issuer recorded) and what it never skips.
+func TestVerifyRecognize(t *testing.T) {
+	k := seedKey(t, 1)
+	keys := grant.NewKeyRing(k)
+	tok := mustMint(t, k, testClaims())
+	recorded := sha256.Sum256([]byte(tok))
+	var asked []string
+	o := opts(t0)
+	o.Recognize = func(jti string, d [sha256.Size]byte) bool {
+		asked = append(asked, jti)
+		return d == recorded
+	}
+
+	if _, err := grant.Verify(tok, keys, o); err != nil || len(asked) != 1 || asked[0] != "grant-1" {
+		t.Fatalf("recorded token: err %v, asked %v", err, asked)
+	}
+	// A token whose bytes differ from the record gets the signature check.
+	bad := tok[:len(tok)-2] + flip(tok[len(tok)-2:len(tok)-1]) + tok[len(tok)-1:]
+	if _, err := grant.Verify(bad, keys, o); !errors.Is(err, grant.ErrTokenSignature) {
+		t.Fatalf("tampered signature: %v, want ErrTokenSignature", err)
+	}
+	// Recognition never replaces the key, lifetime or claim checks.
+	always := opts(t0)
+	always.Recognize = func(string, [sha256.Size]byte) bool { return true }
+	if _, err := grant.Verify(tok, grant.NewKeyRing(seedKey(t, 2)), always); !errors.Is(err, grant.ErrUnknownKey) {
+		t.Fatalf("retired kid: %v, want ErrUnknownKey", err)
+	}
+	late := always
+	late.Now = t0.Add(120 * time.Second)
+	if _, err := grant.Verify(tok, keys, late); !errors.Is(err, grant.ErrTokenExpired) {
+		t.Fatalf("expired: %v, want ErrTokenExpired", err)
+	}
+	forged := strings.Join([]string{strings.Split(tok, ".")[0], b64.EncodeToString([]byte(`{"jti":"grant-1"}`)), "AAAA"}, ".")
+	if _, err := grant.Verify(forged, keys, always); err == nil {
+		t.Fatal("a recognized token with invalid claims verified")
+	}
+}
+
+// flip returns a different base64url character than c.
+func flip(c string) string {
+	if c == "A" {
+		return "B"
+	}
+	return "A"
+}
