@@ -32,6 +32,16 @@ For cycle and mixed the tool publishes an ENFORCEMENT bundle in the org it
 uses: with --key, never point it at an org whose policy matters. Exit code 1
 when a request got a 5xx or failed in transport, or a cycle was not executed.
 
+--peer opa loads an OPA server holding the starter policy in Rego
+(bench/peers/starter.rego) with the same evaluate inputs, for comparisons:
+it checks GET /health, POSTs {"input": …} to /v1/data/<--opa-path> and
+counts an answer as an error (and fails the run) unless its result is the
+decision Clearance's starter policy gives. Evaluate only, no credentials;
+the target defaults to OPA's http://127.0.0.1:8181.
+
+  opa run --server --addr 127.0.0.1:8181 bench/peers/starter.rego &
+  clearance loadtest --peer opa --scenario evaluate --concurrency 64 --duration 20s --json
+
 flags:
 `
 
@@ -57,6 +67,8 @@ func loadtest(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	timeout := fs.Duration("timeout", load.DefaultTimeout, "per-request timeout")
 	asJSON := fs.Bool("json", false, "print one JSON document instead of the table")
 	quiet := fs.Bool("quiet", false, "no progress line on stderr")
+	peer := fs.String("peer", "", "load a peer policy server instead of Clearance: opa (evaluate only)")
+	opaPath := fs.String("opa-path", load.DefaultOPAPath, "data path of the starter policy's decision on the OPA server (--peer opa)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -90,9 +102,23 @@ func loadtest(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if *self && (set["target"] || set["key"] || set["platform-key"] || set["allow-remote"]) {
 		return usageErr("--self starts its own server: it takes no --target, --key, --platform-key or --allow-remote")
 	}
+	if set["opa-path"] && *peer != string(load.PeerOPA) {
+		return usageErr("--opa-path applies to --peer opa only")
+	}
+	if *peer != "" {
+		if *self || set["key"] || set["platform-key"] {
+			return usageErr("--peer loads a peer server: it takes no --self, --key or --platform-key")
+		}
+		*key, *platformKey = "", "" // from the environment: Clearance's, not the peer's
+		if !set["target"] && *peer == string(load.PeerOPA) {
+			*target = "http://127.0.0.1:8181"
+		}
+	} else {
+		*opaPath = ""
+	}
 	cfg := load.Config{Scenario: load.Scenario(*scenario), Target: *target, AllowRemote: *allowRemote, APIKey: *key,
 		PlatformKey: *platformKey, CycleShare: *cycleShare, Concurrency: *concurrency, Duration: *duration, Count: *count,
-		Warmup: *warmup, Timeout: *timeout, SelfHosted: *self}
+		Warmup: *warmup, Timeout: *timeout, SelfHosted: *self, Peer: load.Peer(*peer), OPAPath: *opaPath}
 	if *self {
 		cfg.Target, cfg.APIKey, cfg.PlatformKey = "http://127.0.0.1:1", "", "placeholder" // replaced below
 	}

@@ -60,6 +60,13 @@ type Config struct {
 	Client *http.Client
 	// SelfHosted is reported in the result: the caller started the server.
 	SelfHosted bool
+	// Peer, when set, makes the target a peer policy server instead of
+	// Clearance (see doc.go): only Evaluate applies and no credentials are
+	// sent, so APIKey and PlatformKey must be empty.
+	Peer Peer
+	// OPAPath is the data path of the decision an OPA peer answers;
+	// empty means DefaultOPAPath.
+	OPAPath string
 }
 
 // Validate checks the configuration, including CheckTarget.
@@ -72,7 +79,13 @@ func (c Config) Validate() error {
 	if err := CheckTarget(c.Target, c.AllowRemote); err != nil {
 		return err
 	}
-	if c.APIKey == "" && c.PlatformKey == "" {
+	if c.Peer != "" {
+		if err := c.validatePeer(); err != nil {
+			return err
+		}
+	} else if c.OPAPath != "" {
+		return errors.New("an OPA path applies to the opa peer only")
+	} else if c.APIKey == "" && c.PlatformKey == "" {
 		return errors.New("no credentials: give an org API key or a platform key")
 	}
 	if c.Concurrency < 1 || c.Concurrency > MaxConcurrency {

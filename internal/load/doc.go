@@ -1,5 +1,6 @@
 // Package load is the engine of `clearance loadtest`: it drives a running
-// Clearance server over HTTP and measures throughput, latency and errors.
+// Clearance server (or, for comparisons, a peer policy server) over HTTP and
+// measures throughput, latency and errors.
 //
 // # Scenarios
 //
@@ -29,6 +30,21 @@
 // do not point the tool at an org whose policy matters. Targets other than
 // localhost, 127.0.0.0/8 and [::1] are refused unless Config.AllowRemote.
 //
+// # Peers
+//
+// With Config.Peer set to PeerOPA the target is an OPA server
+// (`opa run --server`) holding the starter policy in Rego
+// (bench/peers/starter.rego) and only the evaluate scenario runs. Setup is
+// GET /health and one probe decision (amount 5,000); no credentials are
+// sent. Each operation POSTs the same document as the evaluate scenario,
+// drawn from the same amount distribution, wrapped as {"input": …}, to
+// /v1/data/<Config.OPAPath> (default clearance/starter/decision). A 2xx
+// answer succeeds only when its "result" is the decision Clearance's starter
+// policy (policy.Starter) gives for that input: the same outcome and the
+// same winning rule ids ({"outcome": "ESCALATE", "rules":
+// ["amount-escalation-band"]}). OPA keeps no evidence; Clearance writes and
+// fsyncs a dossier and a ledger entry per decision.
+//
 // # Measurement
 //
 // Workers (Config.Concurrency) share one http.Client whose idle pool holds a
@@ -43,11 +59,13 @@
 // are recorded as 60 s). Errors are counted per failed request: any non-2xx
 // status, a transport failure, or a 2xx answer that does not carry what the
 // next step needs (an enforce-and-bind answer without execution_token, a
-// claim without should_execute true).
+// claim without should_execute true, a peer answer without the starter
+// policy's decision).
 //
 // A run passes when at least one operation was measured, no request got a
-// 5xx or failed in transport, and every cycle got should_execute true; 4xx
-// answers (429 for instance) are reported but do not fail the run.
+// 5xx or failed in transport, every cycle got should_execute true and every
+// peer answer carried the starter policy's decision; 4xx answers (429 for
+// instance) are reported but do not fail the run.
 //
 // # JSON document (Result, format 1)
 //
@@ -57,6 +75,8 @@
 //	scenario            "evaluate" | "cycle" | "mixed"
 //	target              base URL loaded
 //	self_hosted         true when the tool started the server itself
+//	peer                "opa" when the target is a peer; absent for Clearance
+//	opa_path            the OPA data path loaded (peer opa only)
 //	concurrency         workers
 //	cycle_share         share of cycles (mixed), 0 for evaluate, 1 for cycle
 //	warmup_seconds      warmup length
@@ -76,7 +96,8 @@
 //	                    by_code: {"STALE_AUTHORIZATION": n}} — by_code keys
 //	                    are the problem body's code, NO_EXECUTION_TOKEN,
 //	                    NOT_EXECUTED, UNDECODABLE_RESPONSE, TIMEOUT,
-//	                    TRANSPORT_ERROR or NO_CODE
+//	                    TRANSPORT_ERROR, NO_CODE, or for a peer NO_RESULT,
+//	                    WRONG_OUTCOME, WRONG_RULES
 //	should_execute      cycles only: {"true": n, "false": n} per cycle (a
 //	                    cycle that got no grant counts as false)
 //	pass                the verdict above; failures lists why not

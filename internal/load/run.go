@@ -22,6 +22,7 @@ import (
 
 	"github.com/clearancehq/clearance/grant"
 	"github.com/clearancehq/clearance/internal/canon"
+	"github.com/clearancehq/clearance/policy"
 )
 
 // Routes the tool calls.
@@ -56,6 +57,8 @@ type runner struct {
 	agent  grant.Key
 	runID  string
 	share  float64
+	// peerPath is the URL path of a peer's decision; "" for Clearance.
+	peerPath string
 
 	measureStart time.Time
 	deadline     time.Time // zero: none
@@ -75,6 +78,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	r := &runner{cfg: cfg, client: cfg.Client, base: strings.TrimRight(cfg.Target, "/"), share: cfg.share()}
+	if cfg.Peer != "" {
+		r.peerPath, _ = opaDataPath(cfg.OPAPath) // checked by Validate
+	}
 	if r.client == nil {
 		r.client = newClient(cfg)
 		defer r.client.CloseIdleConnections()
@@ -111,8 +117,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 }
 
 // setup finds or creates the org and, for cycles, registers the agent key
-// and publishes the enforcing bundle.
+// and publishes the enforcing bundle; a peer gets its own checks.
 func (r *runner) setup(ctx context.Context) error {
+	if r.peerPath != "" {
+		return r.setupPeer(ctx)
+	}
 	if err := r.setupCall(ctx, http.MethodGet, pathHealth, "", nil, nil, "reach the target"); err != nil {
 		return err
 	}
@@ -222,6 +231,8 @@ type answer struct {
 	IntentHash     string `json:"intent_hash"`
 	ShouldExecute  bool   `json:"should_execute"`
 	ClaimToken     string `json:"claim_token"`
+	// Result is a peer's answer (OPA wraps its decision in "result").
+	Result *peerDecision `json:"result"`
 }
 
 // step sends one request of an operation. canceled reports that ctx ended
@@ -322,11 +333,35 @@ func amount(rng *mrand.Rand) int64 {
 	}
 }
 
+// evaluateBody appends the evaluate scenario's request body with amount
+// cents/100 to buf: the decision document for Clearance, the same document
+// as {"input": …} for a peer.
+func (r *runner) evaluateBody(buf []byte, cents int64) []byte {
+	if r.peerPath != "" {
+		buf = append(buf, `{"input":`...)
+	}
+	buf = fmt.Appendf(buf, `{"decision_type":"PAYMENT","workflow_key":"loadtest","amount":%d.%02d}`, cents/100, cents%100)
+	if r.peerPath != "" {
+		buf = append(buf, '}')
+	}
+	return buf
+}
+
 func (r *runner) evaluate(ctx context.Context, rng *mrand.Rand, buf []byte) ([]byte, opResult, bool) {
 	c := amount(rng)
-	buf = fmt.Appendf(buf[:0], `{"decision_type":"PAYMENT","workflow_key":"loadtest","amount":%d.%02d}`, c/100, c%100)
+	buf = r.evaluateBody(buf[:0], c)
+	path := pathEvaluate
+	var want policy.Decision
+	if r.peerPath != "" {
+		path, want = r.peerPath, starterDecision(c)
+	}
 	var a answer
-	s, canceled := r.step(ctx, stepEvaluate, pathEvaluate, buf, &a)
+	s, canceled := r.step(ctx, stepEvaluate, path, buf, &a)
+	if s.ok && r.peerPath != "" {
+		if code := checkPeer(&a, want); code != "" {
+			s.ok, s.code = false, code
+		}
+	}
 	op := opResult{kind: kindEvaluate, n: 1, latency: s.latency, ok: s.ok}
 	op.steps[0] = s
 	return buf, op, canceled

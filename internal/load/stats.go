@@ -100,6 +100,8 @@ type Result struct {
 	Scenario          Scenario           `json:"scenario"`
 	Target            string             `json:"target"`
 	SelfHosted        bool               `json:"self_hosted"`
+	Peer              Peer               `json:"peer,omitempty"`
+	OPAPath           string             `json:"opa_path,omitempty"`
 	Concurrency       int                `json:"concurrency"`
 	CycleShare        float64            `json:"cycle_share"`
 	WarmupSeconds     float64            `json:"warmup_seconds"`
@@ -151,6 +153,7 @@ type stats struct {
 	errs      Errors
 	fivexx    int64
 	transport int64
+	mismatch  int64 // peer answers without the starter policy's decision
 	cycles    bool
 	exec      ShouldExecute
 	last      time.Time
@@ -207,6 +210,10 @@ func (st *stats) add(op *opResult, end time.Time) {
 		if s.status >= 500 {
 			st.fivexx++
 		}
+		switch s.code {
+		case codeNoResult, codeWrongOutcome, codeWrongRules:
+			st.mismatch++
+		}
 		st.errs.ByStatus[key]++
 		st.errs.ByCode[s.code]++
 	}
@@ -219,12 +226,18 @@ func (st *stats) result(cfg Config, start, measureStart time.Time, m Machine) *R
 	if st.last.After(measureStart) {
 		elapsed = st.last.Sub(measureStart).Seconds()
 	}
-	r := &Result{Format: formatVersion, Scenario: cfg.Scenario, Target: cfg.Target, SelfHosted: cfg.SelfHosted,
+	r := &Result{Format: formatVersion, Scenario: cfg.Scenario, Target: cfg.Target, SelfHosted: cfg.SelfHosted, Peer: cfg.Peer,
 		Concurrency: cfg.Concurrency, CycleShare: cfg.share(), WarmupSeconds: cfg.Warmup.Seconds(),
 		ElapsedSeconds: round3(elapsed), Operations: st.ops, Succeeded: st.okOp, Failed: st.ops - st.okOp,
 		Requests: st.requests, Latency: summarize(st.overall), Kinds: map[string]Latency{}, Steps: map[string]Latency{},
 		Errors:  Errors{Total: st.errs.Total, ByStatus: maps.Clone(st.errs.ByStatus), ByCode: maps.Clone(st.errs.ByCode)},
 		Machine: m, StartedAt: start.UTC().Format(time.RFC3339), Failures: []string{}}
+	if cfg.Peer == PeerOPA {
+		r.OPAPath = strings.Trim(cfg.OPAPath, "/")
+		if r.OPAPath == "" {
+			r.OPAPath = DefaultOPAPath
+		}
+	}
 	if elapsed > 0 {
 		r.OpsPerSecond = round1(float64(st.okOp) / elapsed)
 		r.RequestsPerSecond = round1(float64(st.requests) / elapsed)
@@ -247,6 +260,9 @@ func (st *stats) result(cfg Config, start, measureStart time.Time, m Machine) *R
 	}
 	if st.transport > 0 {
 		r.Failures = append(r.Failures, fmt.Sprintf("%d requests failed in transport", st.transport))
+	}
+	if st.mismatch > 0 {
+		r.Failures = append(r.Failures, fmt.Sprintf("%d peer answers did not carry the starter policy's decision", st.mismatch))
 	}
 	if st.exec.False > 0 {
 		r.Failures = append(r.Failures, fmt.Sprintf("%d cycles did not get should_execute true", st.exec.False))
@@ -272,6 +288,9 @@ func (r *Result) WriteTable(w io.Writer) error {
 	self := ""
 	if r.SelfHosted {
 		self = " (self-hosted: the server shares this machine's CPUs)"
+	}
+	if r.Peer == PeerOPA {
+		self = " (peer: OPA server, decision " + r.OPAPath + ", no evidence)"
 	}
 	fmt.Fprintf(&b, "scenario    %s", r.Scenario)
 	if r.Scenario == Mixed {
