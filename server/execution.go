@@ -227,7 +227,11 @@ func (k keyRoutes) revoke(s *Server, c *call) error {
 	if err != nil {
 		return err
 	}
-	key, err := s.engine.RevokeKey(c.r.Context(), org, k.kind, c.r.PathValue("kid"))
+	kid, ok := c.pathName("kid")
+	if !ok {
+		return &clearance.Error{Kind: clearance.ErrNotFound, Code: "KEY_NOT_FOUND", Detail: "key not found"}
+	}
+	key, err := s.engine.RevokeKey(c.r.Context(), org, k.kind, kid)
 	if err != nil {
 		return err
 	}
@@ -267,7 +271,11 @@ func (s *Server) reconcile(c *call) error {
 	if err != nil {
 		return err
 	}
-	g, err := s.engine.Reconcile(c.r.Context(), clearance.ReconcileRequest{OrgID: org, GrantID: c.r.PathValue("grantId"),
+	grantID := c.r.PathValue("grantId")
+	if !clearance.ValidID(grantID) { // grant ids are UUIDs
+		return &clearance.Error{Kind: clearance.ErrNotFound, Code: "GRANT_NOT_FOUND", Detail: "grant not found"}
+	}
+	g, err := s.engine.Reconcile(c.r.Context(), clearance.ReconcileRequest{OrgID: org, GrantID: grantID,
 		Resolution: req.Resolution, Evidence: req.EffectEvidence, Receipt: req.EffectReceipt, Note: req.Note})
 	if err != nil {
 		return err

@@ -2,6 +2,9 @@ package server
 
 import (
 	"net/http"
+	"strconv"
+	"strings"
+	"unicode"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -144,6 +147,9 @@ func (s *Server) cloudAgentVerify(c *call) error {
 	if err := strictjson.Decode(req.Intent, &ai, strictjson.Options{}); err != nil {
 		return err
 	}
+	if err := checkName("system_of_record", req.SystemOfRecord); err != nil {
+		return err
+	}
 	if ai.ActionType == "" {
 		return &clearance.Error{Kind: clearance.ErrInvalidRequest, Code: "MISSING_FIELD", Detail: "intent.action_type is required",
 			Fields: []clearance.FieldError{{Field: "intent.action_type", Message: "required"}}}
@@ -162,4 +168,16 @@ func (s *Server) cloudAgentVerify(c *call) error {
 		return err
 	}
 	return c.writeJSON(http.StatusOK, envelopeOf(d))
+}
+
+// checkName refuses what no name may hold, for the members that only this
+// route reads (the members of policy.Intent are checked by the policy
+// package): control characters and more than policy.MaxIdentifierLen bytes.
+func checkName(field, v string) error {
+	if len(v) <= policy.MaxIdentifierLen && !strings.ContainsFunc(v, unicode.IsControl) {
+		return nil
+	}
+	msg := field + " must be at most " + strconv.Itoa(policy.MaxIdentifierLen) + " bytes without control characters"
+	return &clearance.Error{Kind: clearance.ErrInvalidRequest, Code: policy.CodeInvalidIdentifier, Detail: msg,
+		Fields: []clearance.FieldError{{Field: field, Message: msg}}}
 }

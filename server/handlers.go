@@ -2,8 +2,12 @@ package server
 
 import (
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -60,7 +64,41 @@ func (c *call) orgFor(explicit string) (string, error) {
 }
 
 // queryOrg resolves the org from the org_id query parameter.
-func (c *call) queryOrg() (string, error) { return c.orgFor(c.r.URL.Query().Get("org_id")) }
+func (c *call) queryOrg() (string, error) {
+	org, err := c.query("org_id")
+	if err != nil {
+		return "", err
+	}
+	return c.orgFor(org)
+}
+
+// query returns the value of a query parameter ("" when absent). A query
+// string that does not parse, or a parameter given more than once, is
+// INVALID_QUERY: which of two org_id values a proxy checked and which one
+// the handler acts on must never be left to chance.
+func (c *call) query(name string) (string, error) {
+	q, err := url.ParseQuery(c.r.URL.RawQuery)
+	if err != nil {
+		return "", &clearance.Error{Kind: clearance.ErrInvalidRequest, Code: "INVALID_QUERY", Detail: "the query string is malformed"}
+	}
+	switch v := q[name]; len(v) {
+	case 0:
+		return "", nil
+	case 1:
+		return v[0], nil
+	default:
+		return "", badQuery(name, name+" must be given at most once")
+	}
+}
+
+// pathName returns the path wildcard name; ok is false when the value
+// cannot name anything stored (it is not UTF-8, or holds a control
+// character: PostgreSQL text cannot even hold NUL), and the caller answers
+// its not-found without asking the store.
+func (c *call) pathName(name string) (v string, ok bool) {
+	v = c.r.PathValue(name)
+	return v, utf8.ValidString(v) && !strings.ContainsFunc(v, unicode.IsControl)
+}
 
 type createOrgRequest struct {
 	Name string `json:"name"`
@@ -150,7 +188,11 @@ func (s *Server) getBundle(c *call) error {
 	if err != nil {
 		return err
 	}
-	b, err := s.engine.Bundle(c.r.Context(), org, c.r.PathValue("version"))
+	version, ok := c.pathName("version")
+	if !ok {
+		return &clearance.Error{Kind: clearance.ErrNotFound, Code: clearance.CodePolicyNotFound, Detail: "policy version not found"}
+	}
+	b, err := s.engine.Bundle(c.r.Context(), org, version)
 	if err != nil {
 		return err
 	}
@@ -232,16 +274,23 @@ func (s *Server) shadowReport(c *call) error {
 	if err != nil {
 		return err
 	}
-	q := c.r.URL.Query()
+	toQ, err := c.query("to")
+	if err != nil {
+		return err
+	}
+	fromQ, err := c.query("from")
+	if err != nil {
+		return err
+	}
 	to := s.opts.Now().UTC()
-	if v := q.Get("to"); v != "" {
-		if to, err = time.Parse(time.RFC3339, v); err != nil {
+	if toQ != "" {
+		if to, err = time.Parse(time.RFC3339, toQ); err != nil {
 			return badQuery("to", "to must be an RFC 3339 timestamp")
 		}
 	}
 	from := to.Add(-24 * time.Hour)
-	if v := q.Get("from"); v != "" {
-		if from, err = time.Parse(time.RFC3339, v); err != nil {
+	if fromQ != "" {
+		if from, err = time.Parse(time.RFC3339, fromQ); err != nil {
 			return badQuery("from", "from must be an RFC 3339 timestamp")
 		}
 	}
@@ -295,16 +344,23 @@ func (s *Server) ledger(c *call) error {
 	if err != nil {
 		return err
 	}
-	q := c.r.URL.Query()
+	afterQ, err := c.query("after_seq")
+	if err != nil {
+		return err
+	}
+	limitQ, err := c.query("limit")
+	if err != nil {
+		return err
+	}
 	var after uint64
-	if v := q.Get("after_seq"); v != "" {
-		if after, err = strconv.ParseUint(v, 10, 64); err != nil {
+	if afterQ != "" {
+		if after, err = strconv.ParseUint(afterQ, 10, 64); err != nil {
 			return badQuery("after_seq", "after_seq must be a non-negative integer")
 		}
 	}
 	limit := 0
-	if v := q.Get("limit"); v != "" {
-		if limit, err = strconv.Atoi(v); err != nil || limit < 1 {
+	if limitQ != "" {
+		if limit, err = strconv.Atoi(limitQ); err != nil || limit < 1 {
 			return badQuery("limit", "limit must be a positive integer")
 		}
 	}
