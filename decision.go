@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/clearancehq/clearance/internal/canon"
@@ -101,17 +103,17 @@ type DossierActor struct {
 // MaxKeyLength bounds Idempotency-Key and correlation ids.
 const MaxKeyLength = 255
 
-// ValidToken reports whether s is usable as an Idempotency-Key or correlation id.
+// ValidToken reports whether s is usable as an Idempotency-Key or correlation id:
+// 1 to MaxKeyLength bytes of UTF-8 text without spaces or control characters
+// (C0, DEL or C1).
 func ValidToken(s string) bool {
-	if s == "" || len(s) > MaxKeyLength || !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		if r < 0x21 || r == 0x7f {
-			return false
-		}
-	}
-	return true
+	return s != "" && len(s) <= MaxKeyLength && validText(s) && !strings.ContainsRune(s, ' ')
+}
+
+// validText reports whether s is UTF-8 without control characters (C0, DEL
+// or C1, as unicode.IsControl says).
+func validText(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsControl)
 }
 
 // Evaluate makes one decision: it resolves the policy, evaluates the

@@ -68,6 +68,11 @@ func (e *Engine) Ledger(ctx context.Context, orgID string, afterSeq uint64, limi
 	if limit > MaxLedgerPage {
 		return LedgerPage{}, invalid(CodeInvalidRequest, "limit", "limit must be 1 to %d", MaxLedgerPage)
 	}
+	// A committed entry is visible before its fsync; show only durable
+	// ones, so that no answer names an entry a power cut could still undo.
+	if err := e.store.Sync(ctx); err != nil {
+		return LedgerPage{}, unavailable("sync ledger", err)
+	}
 	head, err := e.store.LedgerHeadOf(ctx, orgID)
 	if err != nil {
 		return LedgerPage{}, unavailable("read ledger", err)
@@ -93,6 +98,9 @@ const ReasonRecordDigestMismatch = "RECORD_DIGEST_MISMATCH"
 // entry, checks that the stored dossier still has the digest the ledger
 // recorded. The first problem is reported with its seq.
 func (e *Engine) VerifyLedger(ctx context.Context, orgID string) (ledger.Report, error) {
+	if err := e.store.Sync(ctx); err != nil {
+		return ledger.Report{OrgID: orgID}, unavailable("sync ledger", err)
+	}
 	rep, err := ledger.Verify(ctx, e.store, orgID)
 	if err != nil {
 		return rep, unavailable("verify ledger", err)

@@ -807,6 +807,11 @@ func evidenceOf(in *EffectEvidence) (*claim.Evidence, error) {
 	if in.Kind == "" || len(in.Kind) > 64 || in.Status == "" || len(in.Status) > 64 {
 		return nil, invalid(CodeInvalidEvidence, "effect_evidence", "effect_evidence needs kind and status (1 to 64 characters)")
 	}
+	for _, f := range []struct{ field, v string }{{"effect_evidence.kind", in.Kind}, {"effect_evidence.status", in.Status}} {
+		if !validText(f.v) {
+			return nil, invalid(CodeInvalidEvidence, f.field, "%s must be UTF-8 without control characters", f.field)
+		}
+	}
 	if in.Kind == claim.EvidenceSignedReceipt {
 		return nil, invalid(CodeInvalidEvidence, "effect_evidence.kind", "SIGNED_RECEIPT evidence comes only from a verified effect_receipt")
 	}

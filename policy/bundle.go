@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode"
 
 	"cel.dev/cel-go/cel"
 
@@ -361,8 +362,11 @@ func validVersion(s string) bool {
 	return true
 }
 
+// hasControl reports whether s holds a control character: C0, DEL or C1
+// (U+0080–U+009F), as unicode.IsControl says. It is the one test of the
+// identifiers this package checks (bundle_id, rule ids, Intent members).
 func hasControl(s string) bool {
-	return strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f })
+	return strings.ContainsFunc(s, unicode.IsControl)
 }
 
 // strSet is a small string set: a list, plus a map when long.

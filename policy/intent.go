@@ -393,9 +393,10 @@ const CodeInvalidIdentifier = "INVALID_IDENTIFIER"
 // MaxIdentifierLen bounds identifier members (decision_type, workflow_key, …).
 const MaxIdentifierLen = 200
 
-// checkIdentifiers refuses control characters (NUL included) and oversized
-// values in the members that name things: they are indexed and stored as
-// text by every backend, and no legitimate name needs them.
+// checkIdentifiers refuses control characters (C0 with NUL, DEL and C1:
+// hasControl) and oversized values in the members that name things: they
+// are indexed and stored as text by every backend, and no legitimate name
+// needs them.
 func (i Intent) checkIdentifiers() error {
 	fields := []struct{ name, v string }{
 		{"decision_type", i.DecisionType}, {"workflow_key", i.WorkflowKey}, {"surface", i.Surface},
@@ -412,10 +413,8 @@ func (i Intent) checkIdentifiers() error {
 		if len(f.v) > MaxIdentifierLen {
 			return &InputError{Code: CodeInvalidIdentifier, Field: f.name, Message: fmt.Sprintf("%s is longer than %d bytes", f.name, MaxIdentifierLen)}
 		}
-		for _, r := range f.v {
-			if r < 0x20 || r == 0x7f {
-				return &InputError{Code: CodeInvalidIdentifier, Field: f.name, Message: f.name + " must not contain control characters"}
-			}
+		if hasControl(f.v) {
+			return &InputError{Code: CodeInvalidIdentifier, Field: f.name, Message: f.name + " must not contain control characters"}
 		}
 	}
 	return nil

@@ -25,6 +25,9 @@ var (
 	// ErrInvalidKID: the kid is empty, longer than 200 characters, not
 	// valid UTF-8 or has control characters.
 	ErrInvalidKID = errors.New("registry: invalid kid")
+	// ErrInvalidIssuer: the iss is longer than MaxIssuerLength bytes, not
+	// valid UTF-8 or has control characters.
+	ErrInvalidIssuer = errors.New("registry: invalid iss")
 )
 
 // Stable machine codes of the sentinels.
@@ -36,6 +39,7 @@ const (
 	CodeKIDMismatch        = "KID_MISMATCH"
 	CodeKIDInUse           = "KID_IN_USE"
 	CodeInvalidKID         = "INVALID_KID"
+	CodeInvalidIssuer      = "INVALID_REQUEST" // the API's general code: iss has no code of its own
 )
 
 var codes = map[error]string{
@@ -46,6 +50,7 @@ var codes = map[error]string{
 	ErrKIDMismatch:        CodeKIDMismatch,
 	ErrKIDInUse:           CodeKIDInUse,
 	ErrInvalidKID:         CodeInvalidKID,
+	ErrInvalidIssuer:      CodeInvalidIssuer,
 }
 
 // Error is a refusal: Err wraps one sentinel with detail; Code() is its

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -17,6 +18,9 @@ import (
 
 // MaxKIDLength is the longest kid, in characters.
 const MaxKIDLength = 200
+
+// MaxIssuerLength is the longest iss, in bytes.
+const MaxIssuerLength = 512
 
 // Registration is the body that registers a key: {"kid", "iss"?,
 // "public_jwk"}.
@@ -40,12 +44,13 @@ type publicJWK struct {
 // Register registers r as an ACTIVE key of kind in tx's org (orgID) at now.
 //
 // The kid must be 1..200 characters of UTF-8 without control characters
-// (ErrInvalidKID). The JWK is parsed with grant.ParsePublicJWK: private
-// members are ErrPrivateKeyMaterial, a low-order point ErrWeakKey, anything
-// else malformed ErrInvalidKey (each also wrapping grant's error); a kid
-// inside the JWK that differs from r.KID is ErrKIDMismatch. Only the public
-// members (kty, crv, x and, when given, kid, alg, use) are stored,
-// re-encoded.
+// (ErrInvalidKID); the iss, when given, at most 512 bytes of UTF-8 without
+// control characters (ErrInvalidIssuer). The JWK is parsed with
+// grant.ParsePublicJWK: private members are ErrPrivateKeyMaterial, a
+// low-order point ErrWeakKey, anything else malformed ErrInvalidKey (each
+// also wrapping grant's error); a kid inside the JWK that differs from
+// r.KID is ErrKIDMismatch. Only the public members (kty, crv, x and, when
+// given, kid, alg, use) are stored, re-encoded.
 //
 // For a kid that is already registered:
 //   - a REVOKED key becomes ACTIVE again with the new key and issuer, its
@@ -64,6 +69,9 @@ func Register(ctx context.Context, tx Tx, orgID string, kind Kind, r Registratio
 		return Key{}, false, err
 	}
 	if err := checkKID(r.KID); err != nil {
+		return Key{}, false, err
+	}
+	if err := checkIssuer(r.Issuer); err != nil {
 		return Key{}, false, err
 	}
 	pub, jwk, err := parseJWK(r.PublicJWK, r.KID)
@@ -106,9 +114,13 @@ func Register(ctx context.Context, tx Tx, orgID string, kind Kind, r Registratio
 }
 
 // Revoke revokes the key of kind with kid at now, keeping its metadata. A
-// missing key is ErrKeyNotFound; an already revoked key is returned
-// unchanged.
+// missing key is ErrKeyNotFound, and so is a kid no key can have (one
+// Register would refuse), without asking tx; an already revoked key is
+// returned unchanged.
 func Revoke(ctx context.Context, tx Tx, kind Kind, kid string, now time.Time) (Key, error) {
+	if err := checkKID(kid); err != nil {
+		return Key{}, refuse(ErrKeyNotFound, "no %s key %q: %w", kind, kid, err)
+	}
 	k, err := tx.RegisteredKey(ctx, kind, kid)
 	switch {
 	case errors.Is(err, ErrKeyNotFound):
@@ -131,9 +143,14 @@ func Revoke(ctx context.Context, tx Tx, kind Kind, kid string, now time.Time) (K
 
 // Lookup returns the public key of the org's ACTIVE key of kind with kid,
 // for verifying signatures. An unknown or revoked kid is an error wrapping
-// both ErrKeyNotFound and grant.ErrUnknownKey; a storage failure is
-// returned as it is (it is not a refusal).
+// both ErrKeyNotFound and grant.ErrUnknownKey, and so is a kid no key can
+// have (one Register would refuse: empty, overlong, not UTF-8 or with
+// control characters), without asking r; a storage failure is returned as
+// it is (it is not a refusal).
 func Lookup(ctx context.Context, r Reader, orgID string, kind Kind, kid string) (ed25519.PublicKey, error) {
+	if err := checkKID(kid); err != nil {
+		return nil, refuse(ErrKeyNotFound, "no %s key %q: %w: %w", kind, kid, grant.ErrUnknownKey, err)
+	}
 	k, err := r.RegisteredKeyOf(ctx, orgID, kind, kid)
 	switch {
 	case errors.Is(err, ErrKeyNotFound):
@@ -171,6 +188,18 @@ func checkKID(kid string) error {
 		if unicode.IsControl(c) {
 			return refuse(ErrInvalidKID, "kid has a control character")
 		}
+	}
+	return nil
+}
+
+func checkIssuer(iss string) error {
+	switch {
+	case len(iss) > MaxIssuerLength:
+		return refuse(ErrInvalidIssuer, "iss has %d bytes, at most %d allowed", len(iss), MaxIssuerLength)
+	case !utf8.ValidString(iss):
+		return refuse(ErrInvalidIssuer, "iss is not valid UTF-8")
+	case strings.ContainsFunc(iss, unicode.IsControl):
+		return refuse(ErrInvalidIssuer, "iss has a control character")
 	}
 	return nil
 }

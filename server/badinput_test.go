@@ -788,7 +788,7 @@ func (s *badSuite) specs(a specArgs) map[string]routeSpec {
 			`{"execution_token":@@,"claim_token":` + fcl + `,"outcome":"FAILED"}`,
 			`{"execution_token":` + ft + `,"claim_token":@@,"outcome":"FAILED"}`,
 			`{"execution_token":` + ft + `,"claim_token":` + fcl + `,"outcome":@@}`,
-			evidence(`"psp.charge"`, `"CONFIRMED"`, "@@"), // (kind and status: TestBadInputKnownGaps)
+			evidence("@@", `"CONFIRMED"`, okDigest), evidence(`"psp.charge"`, "@@", okDigest), evidence(`"psp.charge"`, `"CONFIRMED"`, "@@"),
 			`{"execution_token":` + ft + `,"claim_token":` + fcl + `,"outcome":"COMMITTED","effect_receipt":{"profile":@@,"receipt":"x"}}`,
 		},
 		extra: func(q req) []badCase {
@@ -821,7 +821,7 @@ func (s *badSuite) specs(a specArgs) map[string]routeSpec {
 		private := bareJWK(k)
 		private["d"] = b64(make([]byte, 32))
 		register := routeSpec{org: orgQuery, body: body, openUnknown: []string{"public_jwk"},
-			idents: []string{`{"kid":@@,` + issPart + `"public_jwk":` + jwk + `}`}, // (iss: TestBadInputKnownGaps)
+			idents: []string{`{"kid":@@,` + issPart + `"public_jwk":` + jwk + `}`, `{"kid":"k-1","iss":@@,"public_jwk":` + jwk + `}`},
 			extra: func(q req) []badCase {
 				return s.values(q, []string{
 					`{"kid":"k-1",` + issPart + `"public_jwk":` + jwkJSON(private) + `}`,
@@ -847,7 +847,9 @@ func (s *badSuite) specs(a specArgs) map[string]routeSpec {
 
 	reconcile := routeSpec{org: orgQuery, body: `{"resolution":"FAILED","note":"late evidence"}`,
 		params: map[string]string{"grantId": a.rg.grantID}, paramCodes: []string{"GRANT_NOT_FOUND"},
-		idents: []string{`{"resolution":@@}`, `{"resolution":"FAILED","effect_receipt":{"profile":@@,"receipt":"x"}}`},
+		idents: []string{`{"resolution":@@}`, `{"resolution":"FAILED","effect_receipt":{"profile":@@,"receipt":"x"}}`,
+			`{"resolution":"COMMITTED","effect_evidence":{"kind":@@,"status":"CONFIRMED","effect_digest":` + okDigest + `}}`,
+			`{"resolution":"COMMITTED","effect_evidence":{"kind":"psp.charge","status":@@,"effect_digest":` + okDigest + `}}`},
 		extra: func(q req) []badCase {
 			out := s.values(q, []string{`{"resolution":"MAYBE"}`, `{"resolution":"INDETERMINATE"}`, `{}`,
 				`{"resolution":"FAILED","note":` + lit(strings.Repeat("n", 2001)) + `}`,
@@ -1139,9 +1141,8 @@ var (
 	// notJSONNumbers are number-like literals JSON does not have.
 	notJSONNumbers = []string{`NaN`, `Infinity`, `-Infinity`, `0x10`, `+1`, `.5`, `01`, `1.`, `1e`, `--1`}
 	// badIdents are JSON strings no identifier may be.
-	// (C1 controls such as U+0085 are in TestBadInputKnownGaps.)
 	badIdents = []string{`"a\u0000b"`, `"\u0007"`, `"a\nb"`, `"a\r\nb"`, `"\u001b[2J"`, `"a\u007fb"`, `"a\tb"`,
-		lit(strings.Repeat("a", 4096))}
+		`"a\u0085b"`, `"\u009b2J"`, "\"a\u0085b\"", lit(strings.Repeat("a", 4096))}
 	// badUTF8 are strings that are not UTF-8, raw or escaped.
 	badUTF8 = []string{"\"a\xffb\"", "\"\xc0\xaf\"", "\"\xed\xa0\x80\"", "\"\xe2\x82\"", `"\ud800"`, `"\udc00\ud800"`}
 )
@@ -1274,7 +1275,7 @@ func (s *badSuite) bodyCases(q req, spec routeSpec) []badCase {
 	}
 
 	// Idempotency-Key and X-Correlation-Id headers.
-	headerValues := []string{"a\tb", "a b", "\xff", "\xc3\x28", strings.Repeat("k", 256)}
+	headerValues := []string{"a\tb", "a b", "\xff", "\xc3\x28", "a\u0085b", "\u009b2J", strings.Repeat("k", 256)}
 	if spec.idem {
 		for _, v := range headerValues {
 			add(catHeader, "Idempotency-Key "+strconv.Quote(shorten(v)), base, "INVALID_IDEMPOTENCY_KEY").headers =
@@ -1333,7 +1334,7 @@ func (s *badSuite) signedIntents(q req) []badCase {
 	// Identifiers with control characters, overlong or empty.
 	for _, member := range []string{"intent_id", "nonce", "concurrency_scope", "workflow_key", "decision_type", "actor.id",
 		"action.type", "action.target", "action.currency", "issued_at", "org_id"} {
-		for _, v := range []string{"a\x00b", "\x07", "a\nb", "\x1b[2J", "a\x7fb", strings.Repeat("a", 4096), ""} {
+		for _, v := range []string{"a\x00b", "\x07", "a\nb", "\x1b[2J", "a\x7fb", "a\u0085b", "\u009b2J", strings.Repeat("a", 4096), ""} {
 			if v == "" && slices.Contains([]string{"workflow_key", "decision_type", "action.target", "action.currency"}, member) {
 				continue // optional: empty is absent
 			}
@@ -1402,7 +1403,8 @@ func (s *badSuite) signedIntents(q req) []badCase {
 		{"no kid", map[string]any{"alg": "EdDSA", "typ": "clearance-intent+jwt"}},
 		{"jku header", map[string]any{"alg": "EdDSA", "kid": kid, "typ": "clearance-intent+jwt", "jku": "https://evil.example"}},
 		{"embedded jwk", map[string]any{"alg": "EdDSA", "kid": kid, "typ": "clearance-intent+jwt", "jwk": bareJWK(x.agent)}},
-		// (A kid with NUL: TestBadInputKnownGaps.)
+		{"kid with NUL", map[string]any{"alg": "EdDSA", "kid": "a\x00b", "typ": "clearance-intent+jwt"}},
+		{"kid with C1", map[string]any{"alg": "EdDSA", "kid": "a\u0085b", "typ": "clearance-intent+jwt"}},
 		{"kid with newline", map[string]any{"alg": "EdDSA", "kid": kid + "\n", "typ": "clearance-intent+jwt"}},
 		{"kid overlong", map[string]any{"alg": "EdDSA", "kid": strings.Repeat("k", 10000), "typ": "clearance-intent+jwt"}},
 		{"kid a number", map[string]any{"alg": "EdDSA", "kid": 5, "typ": "clearance-intent+jwt"}},
@@ -1432,7 +1434,10 @@ var badSegments = []struct{ name, seg string }{
 	{"invalid UTF-8", "%FF%FE"},
 	{"overlong UTF-8", "%C0%AF"},
 	{"encoded traversal", "..%2F..%2F..%2Fv1%2Fhealth"},
-	// (Literal dot segments: TestBadInputKnownGaps.)
+	{"dot segment", "."},
+	{"dot-dot segment", ".."},
+	{"literal traversal", "../../v1/health"},
+	{"empty segment", "/"},
 	{"encoded dot segment", "%2E%2E"},
 	{"double-encoded traversal", "%252e%252e%252f"},
 	{"encoded slash", "a%2Fb"},
@@ -1477,6 +1482,14 @@ func (s *badSuite) pathCases(r tableRoute, spec routeSpec, q req) []badCase {
 			p.path += suffix
 			// The suffix may land on a sibling route: any refusal will do.
 			out = append(out, s.variant(p, catPath, "suffix "+suffix, p.body))
+		}
+		// An unclean path is no route, whatever the clean one would be.
+		for _, suffix := range []string{"/.", "/..", "/../v1/health", "/./", "//", "/x/..", "/%2e/.."} {
+			p := q
+			p.path += suffix
+			c := s.variant(p, catPath, "suffix "+suffix, p.body, "ROUTE_NOT_FOUND")
+			c.status = http.StatusNotFound
+			out = append(out, c)
 		}
 	}
 	return out
@@ -1660,25 +1673,14 @@ func (s *badSuite) shadowQueries(q req) []badCase {
 	return out
 }
 
-// TestBadInputKnownGaps lists bad inputs that are still accepted, each with
-// the code that must refuse it. It is skipped until they are fixed; then
-// drop the Skip and move the cases into TestBadInputOnEveryRoute.
-//
-//   - C1 control characters (U+0080–U+009F) pass the identifier checks of
-//     package policy (checkIdentifiers and hasControl test only C0 and DEL)
-//     and clearance.ValidToken (Idempotency-Key, correlation ids, intent ids),
-//     while org names and kids refuse them (unicode.IsControl).
-//   - effect_evidence kind and status (finalize-token, reconciliations) and
-//     a key registration's iss accept control characters; iss has no length
-//     bound either.
-//   - On PostgreSQL, a signed intent whose header kid holds NUL is a 503:
-//     registry.Lookup asks the store for a kid no key can have (checkKID
-//     would refuse it), and PostgreSQL text cannot hold NUL.
-//   - A path with a literal "." or ".." segment is redirected (307,
-//     text/html) by net/http.ServeMux before the route table sees it; no
-//     route runs, but the answer is not a problem.
-func TestBadInputKnownGaps(t *testing.T) {
-	t.Skip("known gaps outside the HTTP layer's handlers: see the comment above")
+// TestBadInputExactAnswers pins the status and code of bad inputs the
+// battery above checks only as "a 4xx with a stable code": C1 control
+// characters (U+0080–U+009F) in identifiers, tokens, bundle ids, effect
+// evidence and key issuers; a signed intent whose header kid no key can have
+// (NUL: PostgreSQL text cannot hold it, so the registry must refuse it
+// before asking the store); and literal "." and ".." path segments, which
+// net/http.ServeMux would answer with a 307 text/html redirect.
+func TestBadInputExactAnswers(t *testing.T) {
 	t.Parallel()
 	x := newExecEnv(t, bandsBundle)
 	o := x.o
@@ -1690,17 +1692,30 @@ func TestBadInputKnownGaps(t *testing.T) {
 	claimToken := x.claimed(t, g).str("claim_token")
 	c1, _ := x.intent(t, intentSpec{id: "intent-\u0085"})
 	body := func(v any) string { return mustJSON(t, v) }
-	evidence := func(kind string) map[string]any {
-		return map[string]any{"kind": kind, "status": "CONFIRMED", "effect_digest": sha256Digest([]byte("effect"))}
+	evidence := func(kind, status string) map[string]any {
+		return map[string]any{"kind": kind, "status": status, "effect_digest": sha256Digest([]byte("effect"))}
 	}
-	nulKID := compact(t, map[string]any{"alg": "EdDSA", "kid": "a\x00b", "typ": "clearance-intent+jwt"},
-		payloadOf(t, c1), func(in []byte) []byte {
-			sig, err := x.agent.Sign(in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return sig
-		})
+	finalize := func(ev map[string]any) string {
+		return body(map[string]any{"execution_token": g.token, "claim_token": claimToken, "outcome": "COMMITTED", "effect_evidence": ev})
+	}
+	reconcile := func(ev map[string]any) string {
+		return body(map[string]any{"resolution": "COMMITTED", "effect_evidence": ev})
+	}
+	good, _ := x.intent(t, intentSpec{})
+	withKID := func(kid string) string {
+		return compact(t, map[string]any{"alg": "EdDSA", "kid": kid, "typ": "clearance-intent+jwt"},
+			payloadOf(t, good), func(in []byte) []byte {
+				sig, err := x.agent.Sign(in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return sig
+			})
+	}
+	register := func(kid, iss string, seed byte) string {
+		return body(map[string]any{"kid": kid, "iss": iss, "public_jwk": bareJWK(mustKey(t, seed))})
+	}
+	const bundle = `{"bundle_id":"b","version":"gap-1","mode":"SHADOW","rules":[],"default":{"outcome":"ALLOW","reason_codes":["OK"]}}`
 	s := &badSuite{t: t, x: x}
 	head := x.head(o.Key)
 	for _, c := range []struct {
@@ -1710,25 +1725,39 @@ func TestBadInputKnownGaps(t *testing.T) {
 		code                     string
 	}{
 		{"C1 in workflow_key", "POST", pathEvaluate, `{"amount":5,"workflow_key":"a\u0085b"}`, nil, 400, "INVALID_IDENTIFIER"},
+		{"raw C1 in workflow_key", "POST", pathEvaluate, "{\"amount\":5,\"workflow_key\":\"a\u0085b\"}", nil, 400, "INVALID_IDENTIFIER"},
 		{"C1 in actor.id", "POST", pathGate, `{"amount":5,"actor":{"id":"a\u009bb"}}`, nil, 400, "INVALID_IDENTIFIER"},
 		{"C1 in Idempotency-Key", "POST", pathEvaluate, `{"amount":5}`, map[string]string{server.HeaderIdempotencyKey: "a\u0085b"}, 400, "INVALID_IDEMPOTENCY_KEY"},
 		{"C1 in idempotency_key", "POST", pathGate, `{"amount":5,"idempotency_key":"a\u0085b"}`, nil, 400, "INVALID_IDEMPOTENCY_KEY"},
-		{"C1 in bundle_id", "POST", pathBundles, `{"bundle_id":"a\u0085b","version":"gap-1","mode":"SHADOW","rules":[],"default":{"outcome":"ALLOW","reason_codes":["OK"]}}`, nil, 422, "POLICY_INVALID"},
+		{"C1 in X-Correlation-Id", "POST", pathEvaluate, `{"amount":5}`, map[string]string{server.HeaderCorrelationID: "a\u009fb"}, 400, "INVALID_CORRELATION_ID"},
+		{"C1 in correlation_id", "POST", pathGate, `{"amount":5,"correlation_id":"a\u0085b"}`, nil, 400, "INVALID_CORRELATION_ID"},
+		{"C1 in bundle_id", "POST", pathBundles, strings.Replace(bundle, `"b"`, `"a\u0085b"`, 1), nil, 422, "POLICY_INVALID"},
+		{"C1 in a rule id", "POST", pathBundles, strings.Replace(bundle, `"rules":[]`, `"rules":[{"id":"r\u0080","outcome":"BLOCK","reason_codes":["BIG"]}]`, 1), nil, 422, "POLICY_INVALID"},
 		{"C1 in intent_id", "POST", pathBind, body(map[string]any{"signed_intent": c1}), nil, 400, "INTENT_MALFORMED"},
-		{"NUL in effect_evidence.kind", "POST", pathFinalize, body(map[string]any{"execution_token": g.token, "claim_token": claimToken,
-			"outcome": "COMMITTED", "effect_evidence": evidence("a\x00b")}), nil, 400, "INVALID_EFFECT_EVIDENCE"},
-		{"newline in reconciled effect_evidence.kind", "POST", pathReconcile + "/" + rg.grantID, body(map[string]any{"resolution": "COMMITTED",
-			"effect_evidence": evidence("a\nb")}), nil, 400, "INVALID_EFFECT_EVIDENCE"},
-		{"NUL in iss", "POST", pathProvKeys, body(map[string]any{"kid": "gap-1", "iss": "a\x00b", "public_jwk": bareJWK(mustKey(t, 80))}), nil, 400, "INVALID_REQUEST"},
-		{"overlong iss", "POST", pathProvKeys, body(map[string]any{"kid": "gap-2", "iss": strings.Repeat("i", 4096), "public_jwk": bareJWK(mustKey(t, 81))}), nil, 400, "INVALID_REQUEST"},
-		{"NUL in the intent's header kid", "POST", pathBind, body(map[string]any{"signed_intent": nulKID}), nil, 403, "INTENT_SIGNATURE_INVALID"},
+		{"NUL in effect_evidence.kind", "POST", pathFinalize, finalize(evidence("a\x00b", "CONFIRMED")), nil, 400, "INVALID_EFFECT_EVIDENCE"},
+		{"C1 in effect_evidence.kind", "POST", pathFinalize, finalize(evidence("a\u0085b", "CONFIRMED")), nil, 400, "INVALID_EFFECT_EVIDENCE"},
+		{"NUL in effect_evidence.status", "POST", pathFinalize, finalize(evidence("psp.charge", "OK\x00")), nil, 400, "INVALID_EFFECT_EVIDENCE"},
+		{"newline in reconciled effect_evidence.kind", "POST", pathReconcile + "/" + rg.grantID, reconcile(evidence("a\nb", "CONFIRMED")), nil, 400, "INVALID_EFFECT_EVIDENCE"},
+		{"C1 in reconciled effect_evidence.status", "POST", pathReconcile + "/" + rg.grantID, reconcile(evidence("psp.charge", "OK\u009b")), nil, 400, "INVALID_EFFECT_EVIDENCE"},
+		{"NUL in iss", "POST", pathProvKeys, register("gap-1", "a\x00b", 80), nil, 400, "INVALID_REQUEST"},
+		{"C1 in iss", "POST", pathAgentKeys, register("gap-1", "a\u0085b", 80), nil, 400, "INVALID_REQUEST"},
+		{"overlong iss", "POST", pathProvKeys, register("gap-2", strings.Repeat("i", 4096), 81), nil, 400, "INVALID_REQUEST"},
+		{"513-byte iss", "POST", pathProvKeys, register("gap-3", strings.Repeat("i", 513), 82), nil, 400, "INVALID_REQUEST"},
+		{"NUL in the intent's header kid", "POST", pathBind, body(map[string]any{"signed_intent": withKID("a\x00b")}), nil, 403, "INTENT_SIGNATURE_INVALID"},
+		{"C1 in the intent's header kid", "POST", pathBind, body(map[string]any{"signed_intent": withKID("a\u0085b")}), nil, 403, "INTENT_SIGNATURE_INVALID"},
+		{"overlong intent header kid", "POST", pathBind, body(map[string]any{"signed_intent": withKID(strings.Repeat("k", 201))}), nil, 403, "INTENT_SIGNATURE_INVALID"},
 		{"literal dot-dot segment", "GET", pathDossiers + "../../v1/health", "", nil, 404, "ROUTE_NOT_FOUND"},
 		{"literal dot segment", "GET", pathBundles + "/.", "", nil, 404, "ROUTE_NOT_FOUND"},
+		{"dot segment before a route", "GET", "/v1/./health", "", nil, 404, "ROUTE_NOT_FOUND"},
+		{"empty segment", "GET", "/v1//health", "", nil, 404, "ROUTE_NOT_FOUND"},
+		{"dot-dot into a POST route", "POST", pathEvaluate + "/../evaluate-decision", `{"amount":5}`, nil, 404, "ROUTE_NOT_FOUND"},
+		{"dot segment on a DELETE route", "DELETE", pathAgentKeys + "/" + x.agent.KID() + "/.", "", nil, 404, "ROUTE_NOT_FOUND"},
 	} {
-		r := s.send(t, badCase{category: "known gap", name: c.name, method: c.method, path: c.path, key: o.Key,
+		r := s.send(t, badCase{category: "exact answer", name: c.name, method: c.method, path: c.path, key: o.Key,
 			body: c.body, hasBody: c.method == "POST", headers: c.headers})
-		if r.Status != c.status || r.str("code") != c.code {
-			t.Errorf("%s: want %d %s: %s", c.name, c.status, c.code, r)
+		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); r.Status != c.status || r.str("code") != c.code ||
+			mt != "application/problem+json" {
+			t.Errorf("%s: want %d %s as a problem: %s", c.name, c.status, c.code, r)
 		}
 	}
 	if got := x.head(o.Key); got != head {

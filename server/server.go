@@ -12,6 +12,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"path"
 	"strconv"
 	"strings"
 	"sync"
@@ -111,11 +112,35 @@ func New(e *clearance.Engine, opts Options) *Server {
 			return errMethod
 		}}))
 	}
-	s.mux.Handle("/", s.wrap(route{pattern: "/", auth: authPublic, handle: func(*Server, *call) error { return errNoRoute }}))
+	s.mux.Handle("/", s.wrap(noRoute))
 	return s
 }
 
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// ServeHTTP serves the route table. A path that is not clean (a "." or
+// ".." segment, an empty segment) is 404 ROUTE_NOT_FOUND like any unknown
+// route: it is refused before net/http.ServeMux, which would answer it with
+// a 307 text/html redirect to the clean path.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !cleanPath(r.URL.EscapedPath()) {
+		s.wrap(noRoute).ServeHTTP(w, r)
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// noRoute answers a path the route table does not serve: 404 ROUTE_NOT_FOUND.
+var noRoute = route{pattern: "/", auth: authPublic, handle: func(*Server, *call) error { return errNoRoute }}
+
+// cleanPath reports whether p is a path net/http.ServeMux serves without
+// redirecting: rooted, without "." or ".." segments or empty segments
+// (a trailing slash is kept by the mux, so it is clean here too).
+func cleanPath(p string) bool {
+	if p == "" || p[0] != '/' {
+		return false
+	}
+	c := path.Clean(p)
+	return c == p || c+"/" == p && c != "/"
+}
 
 type authMode int
 
