@@ -18,6 +18,12 @@ require (
 require github.com/anishathalye/porcupine v1.3.1
 
 require (
+	github.com/fxamacker/cbor/v2 v2.9.6
+	github.com/veraison/go-cose v1.3.0
+	github.com/x448/float16 v0.8.4 // indirect
+)
+
+require (
 	cel.dev/expr v0.25.1 // indirect
 	github.com/DataDog/zstd v1.5.7 // indirect
 	github.com/HdrHistogram/hdrhistogram-go v1.4.0

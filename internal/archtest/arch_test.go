@@ -15,7 +15,7 @@ import (
 const module = "github.com/clearancehq/clearance"
 
 // pure packages: no I/O, no storage, no clock, no global randomness.
-var pure = []string{"policy", "grant", "ledger", "dossier", "tenant", "internal/canon", "internal/strictjson"}
+var pure = []string{"policy", "grant", "ledger", "dossier", "tenant", "capsule", "artifact", "internal/canon", "internal/strictjson"}
 
 // forbiddenInPure are imports no pure package may have.
 var forbiddenInPure = []string{"net/http", "database/sql", "os", "log", "log/slog", "crypto/rand", "math/rand", "math/rand/v2",
