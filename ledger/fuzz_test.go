@@ -1,10 +1,18 @@
 package ledger_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/clearancehq/clearance/internal/canon"
 	"github.com/clearancehq/clearance/ledger"
 )
 
@@ -145,4 +153,93 @@ func recompute(t *testing.T, c *fuzzChain, org string, rep ledger.Report) {
 	if rep.EntriesChecked != seq || c.head.Seq != seq || (seq > 0 && c.head.EntryHash != prevHash) {
 		t.Fatalf("accepted a chain that does not end at the head: %d entries, head %+v, report %+v", seq, c.head, rep)
 	}
+}
+
+// FuzzVerifyCheckpoint signs a fuzzed note text with the ledger key and
+// also opens fuzzed raw bytes as a signed note. VerifyCheckpoint must never
+// panic; a text it accepts must start with exactly the C2SP checkpoint body
+// of what it returned (origin, size without leading zeros, base64 root),
+// followed only by non-empty extension lines; and raw bytes it accepts must
+// carry a valid signature by the key.
+func FuzzVerifyCheckpoint(f *testing.F) {
+	k := testKey(f, "clearance.test/ledger", 1)
+	m := build(f, 5)
+	c, err := ledger.Seal(context.Background(), m, k, origin, ledger.SealOptions{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	body, _, _ := strings.Cut(string(c.Note), "\n\n")
+	f.Add(body+"\n", c.Note)
+	f.Add(body+"\next\n", []byte("x\n\n— k AAAA\n"))
+	f.Add(origin+"\n05\n"+strings.Split(body, "\n")[2]+"\n", []byte{})
+	f.Add(origin+"\n9223372036854775808\nAAAA\n", bytes.Replace(c.Note, []byte("\n5\n"), []byte("\n6\n"), 1))
+	f.Add("\n0\n47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=\n", []byte(body))
+	f.Add("o\n1\n47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU\n", c.Note[:len(c.Note)-3])
+	f.Fuzz(func(t *testing.T, text string, raw []byte) {
+		if msg, err := note.Sign(&note.Note{Text: text}, k); err == nil {
+			got, err := ledger.VerifyCheckpoint(k.VerifierKey(), msg)
+			if err == nil {
+				want := fmt.Sprintf("%s\n%d\n%s\n", got.Origin, got.Size, base64.StdEncoding.EncodeToString(got.Root[:]))
+				rest, ok := strings.CutPrefix(text, want)
+				if !ok {
+					t.Fatalf("accepted %q as %+v, whose body is %q", text, got, want)
+				}
+				for _, l := range strings.Split(rest, "\n")[:max(0, strings.Count(rest, "\n"))] {
+					if l == "" {
+						t.Fatalf("accepted an empty extension line in %q", text)
+					}
+				}
+				if !bytes.Equal(got.Note, msg) {
+					t.Fatal("the returned Note is not the signed note")
+				}
+			}
+		}
+		if got, err := ledger.VerifyCheckpoint(k.VerifierKey(), raw); err == nil {
+			v, verr := note.NewVerifier(k.VerifierKey())
+			if verr != nil {
+				t.Fatal(verr)
+			}
+			if _, err := note.Open(raw, note.VerifierList(v)); err != nil {
+				t.Fatalf("accepted %q (%+v) that note.Open refuses: %v", raw, got, err)
+			}
+		}
+	})
+}
+
+// FuzzCanonicalEntry holds the ledger's fast canonical encoding of an
+// entry to the general one (internal/canon: encoding/json, then RFC 8785)
+// byte for byte: LeafData is canon.Marshal of the entry, ComputeHash the
+// digest of canon.Marshal of the entry without entry_hash.
+func FuzzCanonicalEntry(f *testing.F) {
+	f.Add(uint64(1), "org_1", "decision.recorded", "dos_1", "sha256:ab", "2026-11-01T00:00:00Z", ledger.Genesis, "sha256:cd")
+	f.Add(uint64(0), "", "", "", "", "", "", "")
+	f.Add(uint64(1<<53), "\x00\x1f\x7f", "\"\\/", "<>&", "\u2028\u2029", "\b\f\n\r\t", "é€😀", "\ufffd")
+	f.Add(uint64(1<<53+1), "a", "b", "c", "d", "e", "f", "g")
+	f.Add(uint64(18446744073709551615), "\xff", "\xc3", "ok", "\xed\xa0\x80", "x", "y", "z")
+	f.Fuzz(func(t *testing.T, seq uint64, org, kind, subject, digest, at, prev, hash string) {
+		e := ledger.Entry{Seq: seq, OrgID: org, Kind: kind, SubjectID: subject, PayloadDigest: digest, RecordedAt: at, PrevEntryHash: prev, EntryHash: hash}
+		want, werr := canon.Marshal(e)
+		got, gerr := e.LeafData()
+		if (werr == nil) != (gerr == nil) || !bytes.Equal(got, want) {
+			t.Fatalf("LeafData = %q, %v; canon.Marshal = %q, %v", got, gerr, want, werr)
+		}
+		leaf, lerr := e.LeafHash()
+		if werr == nil && (lerr != nil || leaf != tlog.RecordHash(want)) {
+			t.Fatalf("LeafHash = %v, %v; want RecordHash(canon.Marshal)", leaf, lerr)
+		}
+		type hashable struct {
+			Seq           uint64 `json:"seq"`
+			OrgID         string `json:"org_id"`
+			Kind          string `json:"kind"`
+			SubjectID     string `json:"subject_id"`
+			PayloadDigest string `json:"payload_digest"`
+			RecordedAt    string `json:"recorded_at"`
+			PrevEntryHash string `json:"prev_entry_hash"`
+		}
+		wantHash, werr := canon.DigestValue(hashable{seq, org, kind, subject, digest, at, prev})
+		gotHash, gerr := e.ComputeHash()
+		if (werr == nil) != (gerr == nil) || gotHash != wantHash {
+			t.Fatalf("ComputeHash = %q, %v; canon = %q, %v", gotHash, gerr, wantHash, werr)
+		}
+	})
 }

@@ -2,9 +2,12 @@ package ledger
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"time"
+
+	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/clearancehq/clearance/internal/canon"
 )
@@ -81,7 +84,39 @@ type hashable struct {
 // ComputeHash returns the entry hash: SHA-256 of the RFC 8785 form of e
 // without its entry_hash member.
 func (e Entry) ComputeHash() (string, error) {
+	var buf [512]byte
+	if b, ok := appendCanonical(buf[:0], &e, false); ok {
+		return canon.FormatDigest(sha256.Sum256(b)), nil
+	}
 	return canon.DigestValue(hashable{e.Seq, e.OrgID, e.Kind, e.SubjectID, e.PayloadDigest, e.RecordedAt, e.PrevEntryHash})
+}
+
+// LeafData returns the bytes the org's Merkle tree commits to for e: the
+// RFC 8785 canonical JSON of the whole entry, entry_hash included, e.g.
+//
+//	{"entry_hash":"sha256:…","kind":"decision.recorded","org_id":"org_1",
+//	 "payload_digest":"sha256:…","prev_entry_hash":"sha256:…",
+//	 "recorded_at":"2026-11-01T00:00:00Z","seq":1,"subject_id":"dos_1"}
+//
+// (one line, no spaces). Entry seq n is leaf n-1 of the tree.
+func (e Entry) LeafData() ([]byte, error) {
+	if b, ok := appendCanonical(nil, &e, true); ok {
+		return b, nil
+	}
+	return canon.Marshal(e)
+}
+
+// LeafHash returns e's RFC 9162 leaf hash, SHA-256(0x00 || LeafData).
+func (e Entry) LeafHash() (tlog.Hash, error) {
+	var buf [512]byte
+	if b, ok := appendCanonical(append(buf[:0], 0x00), &e, true); ok {
+		return sha256.Sum256(b), nil
+	}
+	data, err := canon.Marshal(e)
+	if err != nil {
+		return tlog.Hash{}, err
+	}
+	return tlog.RecordHash(data), nil
 }
 
 // Next builds the entry that follows head.

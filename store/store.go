@@ -12,6 +12,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/clearancehq/clearance/artifact"
 	"github.com/clearancehq/clearance/claim"
 	"github.com/clearancehq/clearance/dossier"
 	"github.com/clearancehq/clearance/ledger"
@@ -52,7 +53,11 @@ type IdempotencyRecord struct {
 type Tx interface {
 	OrgID() string
 	ledger.Tx
+	// ledger.SealTx: the org's Merkle tree hashes and signed checkpoints,
+	// written only by ledger.Seal (never on the append path).
+	ledger.SealTx
 	dossier.Tx
+	artifact.Tx
 	tenant.Tx
 	claim.Tx
 	registry.Tx
@@ -67,7 +72,11 @@ type Tx interface {
 // Reader is every non-transactional read.
 type Reader interface {
 	ledger.Reader
+	// ledger.TreeReader: tree hashes and checkpoints, for proofs and
+	// ledger.VerifyWith.
+	ledger.TreeReader
 	dossier.Reader
+	artifact.Reader
 	tenant.Reader
 	claim.Reader
 	registry.Reader

@@ -28,6 +28,12 @@ type Harness struct {
 	// DeleteEntry removes the entry at position seq of orgID's ledger,
 	// leaving the head alone.
 	DeleteEntry func(t *testing.T, b store.Backend, orgID string, seq uint64)
+	// SetHead overwrites orgID's stored head, bypassing every check
+	// (optional: the cases that rewrite history consistently skip without).
+	SetHead func(t *testing.T, b store.Backend, orgID string, h ledger.Head)
+	// DeleteCheckpoint removes orgID's stored checkpoint of tree size size
+	// (optional).
+	DeleteCheckpoint func(t *testing.T, b store.Backend, orgID string, size uint64)
 }
 
 const (
@@ -62,6 +68,7 @@ func Run(t *testing.T, h Harness) {
 		{"TamperSwappedEntries", testTamperSwapped},
 		{"TamperTruncatedTail", testTamperTruncated},
 	}
+	tests = append(tests, treeTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })
 	}

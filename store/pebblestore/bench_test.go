@@ -7,6 +7,9 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/clearancehq/clearance/ledger/ledgertest"
+	"github.com/clearancehq/clearance/store"
 )
 
 // countingFS counts WAL syncs, to show how many commits share one fsync.
@@ -95,4 +98,13 @@ func BenchmarkUpdateSyncParallel(b *testing.B) {
 			reportSyncs(b, fs, before)
 		})
 	}
+}
+
+// BenchmarkLedgerTree runs ledgertest's benchmarks (Seal of 1,000 new
+// entries, an inclusion proof at size 100,000) on real disk.
+func BenchmarkLedgerTree(b *testing.B) {
+	ledgertest.Benchmark(b, func(b *testing.B) store.Backend {
+		s, _ := openDisk(b)
+		return s
+	})
 }

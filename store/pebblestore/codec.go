@@ -8,8 +8,10 @@ import (
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
+	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/clearancehq/clearance/dossier"
+	"github.com/clearancehq/clearance/ledger"
 )
 
 // dossierMeta is the indexed part of a stored dossier. The org and dossier
@@ -86,4 +88,30 @@ func decodeJSON(b []byte, v any) error {
 		return fmt.Errorf("pebblestore: decode %T: %w", v, err)
 	}
 	return nil
+}
+
+// encodeCheckpoint returns <root 32 bytes> <uvarint len(origin)> <origin>
+// <signed note>: every byte as given (the size is in the key).
+func encodeCheckpoint(c ledger.Checkpoint) []byte {
+	v := make([]byte, 0, tlog.HashSize+binary.MaxVarintLen64+len(c.Origin)+len(c.Note))
+	v = append(v, c.Root[:]...)
+	v = binary.AppendUvarint(v, uint64(len(c.Origin)))
+	v = append(v, c.Origin...)
+	return append(v, c.Note...)
+}
+
+func decodeCheckpoint(size uint64, v []byte) (ledger.Checkpoint, error) {
+	c := ledger.Checkpoint{Size: size}
+	if len(v) < tlog.HashSize {
+		return c, errors.New("pebblestore: corrupt checkpoint value")
+	}
+	copy(c.Root[:], v)
+	v = v[tlog.HashSize:]
+	n, w := binary.Uvarint(v)
+	if w <= 0 || n > uint64(len(v)-w) {
+		return c, errors.New("pebblestore: corrupt checkpoint value")
+	}
+	c.Origin = string(v[w : w+int(n)])
+	c.Note = append([]byte{}, v[w+int(n):]...)
+	return c, nil
 }

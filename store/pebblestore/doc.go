@@ -42,7 +42,9 @@
 // Backends hold no business rules, but the store keeps its indexes
 // consistent: PutLedgerEntry accepts only the entry with seq head+1 and
 // moves the head with it; a dossier id or decision id, and a bundle version,
-// can be stored once; bundle seqs follow each other from 1; a nonce names
+// can be stored once; bundle seqs follow each other from 1; ledger tree
+// hashes are only appended (PutLedgerHashes must start at the number
+// stored) and a checkpoint is never older than the latest; a nonce names
 // one grant for good; PutGrant moves the grant's state index entry with its
 // state. PutOrg, PutAPIKey, PutIdempotency, PutGrant, PutScopeClaim and
 // PutRegisteredKey replace existing records. Lookups of claim records that
@@ -76,12 +78,18 @@
 //	o <org> n <nonce>                   <grant id> that claimed the nonce
 //	o <org> c <scope>                   claim.ScopeClaim, the scope's live claim
 //	o <org> r <kind (uvarint-prefixed)> <kid>   registry.Key
+//	o <org> t <index u64>               32-byte ledger tree hash at that tlog stored-hash index
+//	o <org> p <size u64>                ledger checkpoint: root(32) uvarint(len(origin)) origin signed-note
 //
 // (<org> stands for uvarint(len(org id)) followed by the org id.)
 // LatestBundle is a reverse seek over "o <org> b"; DossierSummaries scans
 // "o <org> s" from <from> to <to>, so dossiers created at the same instant
 // come in dossier id order. GrantsInState scans "o <org> q <state>" (issue
 // order, then grant id) and reads each grant from the same snapshot;
-// RegisteredKeys scans "o <org> r <kind>" in kid order. A dossier's body
+// RegisteredKeys scans "o <org> r <kind>" in kid order. LatestCheckpoint
+// is a reverse seek over "o <org> p"; the tree hashes a proof needs are
+// point reads of "o <org> t". Databases written before the tree existed
+// simply have no "t" and "p" keys (sealed size 0), so the layout version
+// stays "1". A dossier's body
 // is stored as the exact bytes given.
 package pebblestore

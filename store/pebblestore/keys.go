@@ -31,6 +31,8 @@ const (
 	subNonce       = 'n' // .. n <nonce>                   -> <grant id>
 	subScope       = 'c' // .. c <scope>                   -> claim.ScopeClaim (JSON)
 	subRegKey      = 'r' // .. r <lp kind> <kid>           -> registry.Key (JSON)
+	subTreeHash    = 't' // .. t <index u64be>             -> 32-byte ledger tree hash
+	subCheckpoint  = 'p' // .. p <size u64be>              -> ledger checkpoint (see codec.go)
 )
 
 // formatKey holds the layout version; Open refuses an unknown one.
@@ -56,6 +58,15 @@ func headKey(orgID string) []byte { return orgPrefix(orgID, subHead, 0) }
 
 func entryKey(orgID string, seq uint64) []byte {
 	return binary.BigEndian.AppendUint64(orgPrefix(orgID, subEntry, 8), seq)
+}
+
+// treeHashKey is the key of the org's tree hash at tlog stored-hash index idx.
+func treeHashKey(orgID string, idx int64) []byte {
+	return binary.BigEndian.AppendUint64(orgPrefix(orgID, subTreeHash, 8), uint64(idx))
+}
+
+func checkpointKey(orgID string, size uint64) []byte {
+	return binary.BigEndian.AppendUint64(orgPrefix(orgID, subCheckpoint, 8), size)
 }
 
 func bundleKey(orgID string, seq uint64) []byte {

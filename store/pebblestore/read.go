@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/clearancehq/clearance/dossier"
 	"github.com/clearancehq/clearance/ledger"
@@ -99,6 +100,26 @@ func last(r kv, lower, upper []byte) ([]byte, bool, error) {
 	return out, found, nil
 }
 
+// lastKey returns copies of the greatest key in [lower, upper) and its value.
+func lastKey(r kv, lower, upper []byte) (k, v []byte, found bool, err error) {
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return nil, nil, false, fmt.Errorf("pebblestore: iterate: %w", err)
+	}
+	if found = it.Last(); found {
+		val, err := it.ValueAndErr()
+		if err != nil {
+			_ = it.Close()
+			return nil, nil, false, fmt.Errorf("pebblestore: iterate: %w", err)
+		}
+		k, v = append([]byte(nil), it.Key()...), append([]byte(nil), val...)
+	}
+	if err := it.Close(); err != nil {
+		return nil, nil, false, fmt.Errorf("pebblestore: iterate: %w", err)
+	}
+	return k, v, found, nil
+}
+
 func readOrg(r kv, orgID string) (tenant.Org, error) {
 	var o tenant.Org
 	v, err := get(r, orgKey(orgID), "org %q", orgID)
@@ -146,6 +167,66 @@ func readEntries(r kv, orgID string, afterSeq uint64, limit int) ([]ledger.Entry
 		return len(out) < limit, nil
 	})
 	return out, err
+}
+
+// readTreeHashes returns the org's tree hashes at indexes, in order; a
+// missing one is store.ErrNotFound.
+func readTreeHashes(r kv, orgID string, indexes []int64) ([]tlog.Hash, error) {
+	out := make([]tlog.Hash, len(indexes))
+	for i, x := range indexes {
+		if x < 0 {
+			return nil, fmt.Errorf("pebblestore: tree hash index %d: %w", x, store.ErrNotFound)
+		}
+		v, err := get(r, treeHashKey(orgID, x), "tree hash %d of %q", x, orgID)
+		if err != nil {
+			return nil, err
+		}
+		if len(v) != tlog.HashSize {
+			return nil, fmt.Errorf("pebblestore: corrupt tree hash %d of %q", x, orgID)
+		}
+		copy(out[i][:], v)
+	}
+	return out, nil
+}
+
+// treeHashCount is the number of tree hashes the org has stored (they are
+// stored at indexes 0..count-1).
+func treeHashCount(r kv, orgID string) (int64, error) {
+	p := orgPrefix(orgID, subTreeHash, 0)
+	k, _, found, err := lastKey(r, p, upperBound(p))
+	if err != nil || !found {
+		return 0, err
+	}
+	if len(k) != len(p)+8 {
+		return 0, fmt.Errorf("pebblestore: corrupt tree hash key of %q", orgID)
+	}
+	return int64(binary.BigEndian.Uint64(k[len(p):])) + 1, nil
+}
+
+// readLatestCheckpoint returns the org's largest checkpoint, the zero
+// Checkpoint when it has none.
+func readLatestCheckpoint(r kv, orgID string) (ledger.Checkpoint, error) {
+	p := orgPrefix(orgID, subCheckpoint, 0)
+	k, v, found, err := lastKey(r, p, upperBound(p))
+	if err != nil || !found {
+		return ledger.Checkpoint{}, err
+	}
+	if len(k) != len(p)+8 {
+		return ledger.Checkpoint{}, fmt.Errorf("pebblestore: corrupt checkpoint key of %q", orgID)
+	}
+	return decodeCheckpoint(binary.BigEndian.Uint64(k[len(p):]), v)
+}
+
+func readCheckpoint(r kv, orgID string, size uint64) (ledger.Checkpoint, error) {
+	v, closer, err := r.Get(checkpointKey(orgID, size))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return ledger.Checkpoint{}, fmt.Errorf("pebblestore: checkpoint of size %d of %q: %w (%w)", size, orgID, ledger.ErrCheckpointNotFound, store.ErrNotFound)
+	}
+	if err != nil {
+		return ledger.Checkpoint{}, fmt.Errorf("pebblestore: get checkpoint: %w", err)
+	}
+	defer closer.Close()
+	return decodeCheckpoint(size, v)
 }
 
 func readBundle(r kv, orgID, version string) (store.BundleRecord, error) {
@@ -276,6 +357,33 @@ func (s *Store) LedgerHeadOf(ctx context.Context, orgID string) (ledger.Head, er
 	}
 	defer s.leave()
 	return readHead(s.db, orgID)
+}
+
+// LedgerHashes implements ledger.TreeReader.
+func (s *Store) LedgerHashes(ctx context.Context, orgID string, indexes []int64) ([]tlog.Hash, error) {
+	if err := s.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer s.leave()
+	return readTreeHashes(s.db, orgID, indexes)
+}
+
+// LatestCheckpoint implements ledger.TreeReader.
+func (s *Store) LatestCheckpoint(ctx context.Context, orgID string) (ledger.Checkpoint, error) {
+	if err := s.enter(ctx); err != nil {
+		return ledger.Checkpoint{}, err
+	}
+	defer s.leave()
+	return readLatestCheckpoint(s.db, orgID)
+}
+
+// CheckpointAt implements ledger.TreeReader.
+func (s *Store) CheckpointAt(ctx context.Context, orgID string, size uint64) (ledger.Checkpoint, error) {
+	if err := s.enter(ctx); err != nil {
+		return ledger.Checkpoint{}, err
+	}
+	defer s.leave()
+	return readCheckpoint(s.db, orgID, size)
 }
 
 // Dossier implements dossier.Reader.

@@ -69,6 +69,22 @@ func TestLedger(t *testing.T) {
 				t.Fatal(err)
 			}
 		},
+		SetHead: func(t *testing.T, b store.Backend, orgID string, h ledger.Head) {
+			t.Helper()
+			v, err := encodeJSON(h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := b.(*Store).db.Set(headKey(orgID), v, pebble.Sync); err != nil {
+				t.Fatal(err)
+			}
+		},
+		DeleteCheckpoint: func(t *testing.T, b store.Backend, orgID string, size uint64) {
+			t.Helper()
+			if err := b.(*Store).db.Delete(checkpointKey(orgID, size), pebble.Sync); err != nil {
+				t.Fatal(err)
+			}
+		},
 	})
 }
 

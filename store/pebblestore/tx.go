@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/clearancehq/clearance/dossier"
 	"github.com/clearancehq/clearance/ledger"
@@ -108,6 +109,72 @@ func (t *tx) PutLedgerEntry(ctx context.Context, e ledger.Entry) error {
 		return err
 	}
 	return t.set(headKey(t.org), ledger.Head{Seq: e.Seq, EntryHash: e.EntryHash})
+}
+
+// LedgerEntriesInTx implements ledger.SealTx.
+func (t *tx) LedgerEntriesInTx(ctx context.Context, afterSeq uint64, limit int) ([]ledger.Entry, error) {
+	if err := t.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer t.mu.Unlock()
+	return readEntries(t.b, t.org, afterSeq, limit)
+}
+
+// LedgerHashesInTx implements ledger.SealTx.
+func (t *tx) LedgerHashesInTx(ctx context.Context, indexes []int64) ([]tlog.Hash, error) {
+	if err := t.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer t.mu.Unlock()
+	return readTreeHashes(t.b, t.org, indexes)
+}
+
+// PutLedgerHashes implements ledger.SealTx: hashes are appended at start,
+// which must be the number already stored.
+func (t *tx) PutLedgerHashes(ctx context.Context, start int64, hashes []tlog.Hash) error {
+	if err := t.lock(ctx); err != nil {
+		return err
+	}
+	defer t.mu.Unlock()
+	count, err := treeHashCount(t.b, t.org)
+	if err != nil {
+		return err
+	}
+	if start != count {
+		return fmt.Errorf("pebblestore: tree hashes at %d do not follow the %d stored of org %q", start, count, t.org)
+	}
+	for i := range hashes {
+		if err := t.set(treeHashKey(t.org, start+int64(i)), hashes[i][:]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// LatestCheckpointInTx implements ledger.SealTx.
+func (t *tx) LatestCheckpointInTx(ctx context.Context) (ledger.Checkpoint, error) {
+	if err := t.lock(ctx); err != nil {
+		return ledger.Checkpoint{}, err
+	}
+	defer t.mu.Unlock()
+	return readLatestCheckpoint(t.b, t.org)
+}
+
+// PutCheckpoint implements ledger.SealTx. It replaces the checkpoint of
+// the same size and refuses one smaller than the latest.
+func (t *tx) PutCheckpoint(ctx context.Context, c ledger.Checkpoint) error {
+	if err := t.lock(ctx); err != nil {
+		return err
+	}
+	defer t.mu.Unlock()
+	latest, err := readLatestCheckpoint(t.b, t.org)
+	if err != nil {
+		return err
+	}
+	if c.Size < latest.Size {
+		return fmt.Errorf("pebblestore: checkpoint of size %d is older than the latest, size %d, of org %q", c.Size, latest.Size, t.org)
+	}
+	return t.set(checkpointKey(t.org, c.Size), encodeCheckpoint(c))
 }
 
 // PutDossier implements dossier.Tx. Dossiers are write-once: a second put

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/clearancehq/clearance/claim"
+	"github.com/clearancehq/clearance/ledger/ledgertest"
 	"github.com/clearancehq/clearance/store"
 	"github.com/clearancehq/clearance/store/pgstore"
 )
@@ -120,4 +121,13 @@ func BenchmarkClaimFinalize(b *testing.B) {
 			})
 		})
 	}
+}
+
+// BenchmarkLedgerTree runs ledgertest's benchmarks (Seal of 1,000 new
+// entries, an inclusion proof at size 100,000).
+func BenchmarkLedgerTree(b *testing.B) {
+	ledgertest.Benchmark(b, func(b *testing.B) store.Backend {
+		s, _ := open(b, pgstore.Options{MaxConns: benchConns})
+		return s
+	})
 }

@@ -30,6 +30,8 @@
 //	dossiers(org_id, dossier_id), UNIQUE(org_id, decision_id),
 //	                                         INDEX(org_id, created_at, dossier_id)
 //	ledger_entries(org_id, seq), ledger_heads(org_id)
+//	ledger_hashes(org_id, idx)               tree hashes by tlog stored-hash index (0002)
+//	ledger_checkpoints(org_id, tree_size)    signed checkpoints (0002)
 //	idempotency(org_id, scope, idem_key)
 //	grants(org_id, grant_id), INDEX(org_id, state, issued_at, grant_id)
 //	nonces(org_id, nonce)                    a nonce names one grant for good
@@ -40,7 +42,8 @@
 // returned byte for byte. Grants and registered keys are JSON in a bytea
 // column (record) beside the columns that are queried (state, issued_at);
 // jsonb is avoided because it would rewrite the canonical JSON inside.
-// Times are timestamptz, whole microseconds. The ledger entry's recorded_at
+// Ledger tree hashes, checkpoint roots, origins and signed notes are bytea
+// too, byte for byte. Times are timestamptz, whole microseconds. The ledger entry's recorded_at
 // is the hashed RFC 3339 string, kept as text. Identifiers that are listed
 // in order are COLLATE "C", so ties and kid listings come in byte order as
 // in Pebble.
@@ -50,7 +53,10 @@
 // The store keeps its indexes consistent without business rules, in single
 // statements that never abort the transaction on an expected refusal:
 // PutLedgerEntry inserts the entry and moves the head only when the entry's
-// seq is the head's + 1 (and refuses another org's entry); a dossier id or
+// seq is the head's + 1 (and refuses another org's entry); PutLedgerHashes
+// inserts a batch of tree hashes (one statement, unnest) only when it starts
+// at the number stored, and PutCheckpoint only when no larger checkpoint
+// is stored (replacing one of the same size); a dossier id or
 // decision id, and a bundle version, are stored once (INSERT … ON CONFLICT DO
 // NOTHING, then an error); bundle seqs follow each other from 1; PutNonce
 // refuses a nonce that names another grant; PutOrg requires o.ID to be the
@@ -137,7 +143,8 @@
 // LISTEN/NOTIFY, no sequences or triggers. It uses row locks (SELECT … FOR
 // UPDATE), INSERT … ON CONFLICT (DO NOTHING and DO UPDATE … WHERE), data
 // modifying CTEs (WITH … INSERT … RETURNING), row-value comparisons,
-// clock_timestamp(), bytea, text[], uuid and timestamptz. CockroachDB runs
+// clock_timestamp(), bytea, bytea[] and bigint[] parameters (unnest …
+// WITH ORDINALITY, = ANY), text[], uuid and timestamptz. CockroachDB runs
 // transactions SERIALIZABLE unless READ COMMITTED is enabled (then BEGIN
 // ISOLATION LEVEL READ COMMITTED is honoured); under SERIALIZABLE the row
 // lock still orders an org's Updates, and the restarts CockroachDB asks for

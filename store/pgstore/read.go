@@ -11,6 +11,7 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/clearancehq/clearance/dossier"
 	"github.com/clearancehq/clearance/ledger"
@@ -108,6 +109,92 @@ func readHead(ctx context.Context, q querier, orgID string) (ledger.Head, error)
 	}
 	h.Seq = uint64(seq)
 	return h, nil
+}
+
+// readTreeHashes returns the org's tree hashes at indexes, in order, in one
+// statement; a missing one is store.ErrNotFound.
+func readTreeHashes(ctx context.Context, q querier, orgID string, indexes []int64) ([]tlog.Hash, error) {
+	if len(indexes) == 0 {
+		return []tlog.Hash{}, nil
+	}
+	rows, err := q.Query(ctx, `SELECT idx, hash FROM ledger_hashes WHERE org_id = $1 AND idx = ANY($2::bigint[])`, orgID, indexes)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: read tree hashes of %q: %w", orgID, err)
+	}
+	got := make(map[int64][]byte, len(indexes))
+	for rows.Next() {
+		var idx int64
+		var h []byte
+		if err := rows.Scan(&idx, &h); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("pgstore: read tree hashes of %q: %w", orgID, err)
+		}
+		got[idx] = h
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("pgstore: read tree hashes of %q: %w", orgID, err)
+	}
+	out := make([]tlog.Hash, len(indexes))
+	for i, x := range indexes {
+		h, ok := got[x]
+		if !ok {
+			return nil, notFound("tree hash %d of %q", x, orgID)
+		}
+		if len(h) != tlog.HashSize {
+			return nil, fmt.Errorf("pgstore: corrupt tree hash %d of %q", x, orgID)
+		}
+		copy(out[i][:], h)
+	}
+	return out, nil
+}
+
+const checkpointColumns = `tree_size, origin, root_hash, note`
+
+func scanCheckpoint(row pgx.Row) (ledger.Checkpoint, error) {
+	var c ledger.Checkpoint
+	var size int64
+	var origin, root []byte
+	if err := row.Scan(&size, &origin, &root, &c.Note); err != nil {
+		return ledger.Checkpoint{}, err
+	}
+	if size < 0 || len(root) != tlog.HashSize {
+		return ledger.Checkpoint{}, errors.New("pgstore: corrupt checkpoint row")
+	}
+	c.Size, c.Origin = uint64(size), string(origin)
+	copy(c.Root[:], root)
+	if c.Note == nil {
+		c.Note = []byte{}
+	}
+	return c, nil
+}
+
+// readLatestCheckpoint returns the org's largest checkpoint, the zero
+// Checkpoint when it has none.
+func readLatestCheckpoint(ctx context.Context, q querier, orgID string) (ledger.Checkpoint, error) {
+	c, err := scanCheckpoint(q.QueryRow(ctx, `SELECT `+checkpointColumns+` FROM ledger_checkpoints
+		WHERE org_id = $1 ORDER BY tree_size DESC LIMIT 1`, orgID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ledger.Checkpoint{}, nil
+	}
+	if err != nil {
+		return ledger.Checkpoint{}, fmt.Errorf("pgstore: read latest checkpoint of %q: %w", orgID, err)
+	}
+	return c, nil
+}
+
+func readCheckpoint(ctx context.Context, q querier, orgID string, size uint64) (ledger.Checkpoint, error) {
+	if size > math.MaxInt64 {
+		return ledger.Checkpoint{}, fmt.Errorf("pgstore: checkpoint of size %d of %q: %w (%w)", size, orgID, ledger.ErrCheckpointNotFound, store.ErrNotFound)
+	}
+	c, err := scanCheckpoint(q.QueryRow(ctx, `SELECT `+checkpointColumns+` FROM ledger_checkpoints
+		WHERE org_id = $1 AND tree_size = $2`, orgID, int64(size)))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ledger.Checkpoint{}, fmt.Errorf("pgstore: checkpoint of size %d of %q: %w (%w)", size, orgID, ledger.ErrCheckpointNotFound, store.ErrNotFound)
+	}
+	if err != nil {
+		return ledger.Checkpoint{}, fmt.Errorf("pgstore: read checkpoint of %q: %w", orgID, err)
+	}
+	return c, nil
 }
 
 func readEntries(ctx context.Context, q querier, orgID string, afterSeq uint64, limit int) ([]ledger.Entry, error) {
@@ -249,6 +336,30 @@ func (s *Store) LedgerEntries(ctx context.Context, orgID string, afterSeq uint64
 		return nil, err
 	}
 	return readEntries(ctx, s.pool, orgID, afterSeq, limit)
+}
+
+// LedgerHashes implements ledger.TreeReader.
+func (s *Store) LedgerHashes(ctx context.Context, orgID string, indexes []int64) ([]tlog.Hash, error) {
+	if err := s.enter(ctx); err != nil {
+		return nil, err
+	}
+	return readTreeHashes(ctx, s.pool, orgID, indexes)
+}
+
+// LatestCheckpoint implements ledger.TreeReader.
+func (s *Store) LatestCheckpoint(ctx context.Context, orgID string) (ledger.Checkpoint, error) {
+	if err := s.enter(ctx); err != nil {
+		return ledger.Checkpoint{}, err
+	}
+	return readLatestCheckpoint(ctx, s.pool, orgID)
+}
+
+// CheckpointAt implements ledger.TreeReader.
+func (s *Store) CheckpointAt(ctx context.Context, orgID string, size uint64) (ledger.Checkpoint, error) {
+	if err := s.enter(ctx); err != nil {
+		return ledger.Checkpoint{}, err
+	}
+	return readCheckpoint(ctx, s.pool, orgID, size)
 }
 
 // LedgerHeadOf implements ledger.Reader.

@@ -73,6 +73,17 @@ func TestLedger(t *testing.T) {
 			t.Helper()
 			raw(t, schemaOf(t, b), `DELETE FROM ledger_entries WHERE org_id = $1 AND seq = $2`, orgID, int64(seq))
 		},
+		SetHead: func(t *testing.T, b store.Backend, orgID string, h ledger.Head) {
+			t.Helper()
+			raw(t, schemaOf(t, b), `
+				INSERT INTO ledger_heads (org_id, seq, entry_hash) VALUES ($1, $2, $3)
+				ON CONFLICT (org_id) DO UPDATE SET seq = excluded.seq, entry_hash = excluded.entry_hash`,
+				orgID, int64(h.Seq), h.EntryHash)
+		},
+		DeleteCheckpoint: func(t *testing.T, b store.Backend, orgID string, size uint64) {
+			t.Helper()
+			raw(t, schemaOf(t, b), `DELETE FROM ledger_checkpoints WHERE org_id = $1 AND tree_size = $2`, orgID, int64(size))
+		},
 	})
 }
 

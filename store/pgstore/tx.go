@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/clearancehq/clearance/dossier"
 	"github.com/clearancehq/clearance/ledger"
@@ -160,6 +161,100 @@ func (t *tx) PutLedgerEntry(ctx context.Context, e ledger.Entry) error {
 			return err
 		}
 		return fmt.Errorf("pgstore: ledger entry seq %d does not follow head seq %d of org %q", e.Seq, head.Seq, t.org)
+	}
+	return nil
+}
+
+// LedgerEntriesInTx implements ledger.SealTx.
+func (t *tx) LedgerEntriesInTx(ctx context.Context, afterSeq uint64, limit int) ([]ledger.Entry, error) {
+	if err := t.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer t.mu.Unlock()
+	return readEntries(ctx, t.conn, t.org, afterSeq, limit)
+}
+
+// LedgerHashesInTx implements ledger.SealTx.
+func (t *tx) LedgerHashesInTx(ctx context.Context, indexes []int64) ([]tlog.Hash, error) {
+	if err := t.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer t.mu.Unlock()
+	return readTreeHashes(ctx, t.conn, t.org, indexes)
+}
+
+// appendHashes inserts hashes $3 at indexes $2, $2+1, … only when $2 is the
+// number of hashes the org has stored, in one statement.
+const appendHashes = `
+INSERT INTO ledger_hashes (org_id, idx, hash)
+SELECT $1::text, $2::bigint + u.i - 1, u.h
+FROM unnest($3::bytea[]) WITH ORDINALITY AS u(h, i)
+WHERE (SELECT coalesce(max(idx) + 1, 0) FROM ledger_hashes WHERE org_id = $1) = $2::bigint`
+
+// PutLedgerHashes implements ledger.SealTx: hashes are appended at start,
+// which must be the number already stored.
+func (t *tx) PutLedgerHashes(ctx context.Context, start int64, hashes []tlog.Hash) error {
+	if start < 0 {
+		return fmt.Errorf("pgstore: tree hash index %d out of range", start)
+	}
+	if len(hashes) == 0 {
+		return nil
+	}
+	if err := t.write(ctx); err != nil {
+		return err
+	}
+	defer t.mu.Unlock()
+	raw := make([][]byte, len(hashes))
+	for i := range hashes {
+		raw[i] = hashes[i][:]
+	}
+	tag, err := t.conn.Exec(ctx, appendHashes, t.org, start, raw)
+	if err != nil {
+		return fmt.Errorf("pgstore: put tree hashes: %w", err)
+	}
+	if tag.RowsAffected() != int64(len(hashes)) {
+		return fmt.Errorf("pgstore: tree hashes at %d do not follow those stored of org %q", start, t.org)
+	}
+	return nil
+}
+
+// LatestCheckpointInTx implements ledger.SealTx.
+func (t *tx) LatestCheckpointInTx(ctx context.Context) (ledger.Checkpoint, error) {
+	if err := t.lock(ctx); err != nil {
+		return ledger.Checkpoint{}, err
+	}
+	defer t.mu.Unlock()
+	return readLatestCheckpoint(ctx, t.conn, t.org)
+}
+
+// putCheckpoint stores checkpoint $2 (replacing one of the same size) only
+// when no larger one is stored, in one statement.
+const putCheckpoint = `
+INSERT INTO ledger_checkpoints (org_id, tree_size, origin, root_hash, note)
+SELECT $1::text, $2::bigint, $3::bytea, $4::bytea, $5::bytea
+WHERE coalesce((SELECT max(tree_size) FROM ledger_checkpoints WHERE org_id = $1), 0) <= $2::bigint
+ON CONFLICT (org_id, tree_size) DO UPDATE SET origin = excluded.origin, root_hash = excluded.root_hash, note = excluded.note`
+
+// PutCheckpoint implements ledger.SealTx. It replaces the checkpoint of
+// the same size and refuses one smaller than the latest.
+func (t *tx) PutCheckpoint(ctx context.Context, c ledger.Checkpoint) error {
+	if c.Size > math.MaxInt64 {
+		return fmt.Errorf("pgstore: checkpoint size %d out of range", c.Size)
+	}
+	if err := t.write(ctx); err != nil {
+		return err
+	}
+	defer t.mu.Unlock()
+	note := c.Note
+	if note == nil {
+		note = []byte{}
+	}
+	tag, err := t.conn.Exec(ctx, putCheckpoint, t.org, int64(c.Size), []byte(c.Origin), c.Root[:], note)
+	if err != nil {
+		return fmt.Errorf("pgstore: put checkpoint: %w", err)
+	}
+	if tag.RowsAffected() != 1 {
+		return fmt.Errorf("pgstore: checkpoint of size %d is older than the latest of org %q", c.Size, t.org)
 	}
 	return nil
 }

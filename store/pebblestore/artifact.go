@@ -1,0 +1,251 @@
+package pebblestore
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/clearancehq/clearance/artifact"
+	"github.com/clearancehq/clearance/store"
+)
+
+// Artifact keys. The org-scoped ones share one sub-table tag and a second
+// tag byte; the global ref index has its own table tag:
+//
+//	o <org> a r <kind (uvarint-prefixed)> <id>
+//	                    uvarint(len(ref)) ref created_at(i64be µs) body-bytes
+//	o <org> a x <kind (uvarint-prefixed)> <ref (uvarint-prefixed)> <created_at µs^sign> <id>
+//	                    empty: the org's ref index
+//	a <kind (uvarint-prefixed)> <ref (uvarint-prefixed)> <created_at µs^sign> <org> 0x00 <id>
+//	                    empty: the ref index of every org
+//
+// created_at is Unix microseconds (CreatedAt is stored truncated to the
+// microsecond), as an int64 whose sign bit is flipped in keys so that
+// big-endian bytes sort like times, over the whole range Validate allows
+// (years 1..9999, no clamping). In the global index the org id is ended by a
+// NUL byte, which artifact.Validate refuses in ids, so entries with equal
+// times sort by org id, then id, bytewise, as PostgreSQL's COLLATE "C" does.
+// PutArtifact reads the record it replaces from the transaction's batch and
+// deletes its two index entries in that batch, so the record and both
+// indexes always change together.
+const (
+	tagArtifactRef = 'a' // a <lp kind> <lp ref> <created_at> <org> 0x00 <id> -> empty
+	subArtifact    = 'a' // .. a r|x ...                       -> see above
+
+	artifactRecord = 'r' // .. a r <lp kind> <id>              -> artifact value
+	artifactByRef  = 'x' // .. a x <lp kind> <lp ref> <created_at> <id> -> empty
+)
+
+var (
+	_ artifact.Tx     = (*tx)(nil)
+	_ artifact.Reader = (*Store)(nil)
+)
+
+func appendLP(k []byte, s string) []byte {
+	k = binary.AppendUvarint(k, uint64(len(s)))
+	return append(k, s...)
+}
+
+// micros is t as Unix microseconds (truncated).
+func micros(t time.Time) int64 { return t.Truncate(time.Microsecond).UnixMicro() }
+
+func appendMicrosOrder(k []byte, us int64) []byte {
+	return binary.BigEndian.AppendUint64(k, uint64(us)^(1<<63))
+}
+
+func artifactKey(orgID, kind, id string) []byte {
+	k := orgPrefix(orgID, subArtifact, 1+binary.MaxVarintLen64+len(kind)+len(id))
+	k = append(k, artifactRecord)
+	k = appendLP(k, kind)
+	return append(k, id...)
+}
+
+// artifactRefPrefix is the prefix of the org's index entries of (kind, ref).
+func artifactRefPrefix(orgID, kind, ref string, extra int) []byte {
+	k := orgPrefix(orgID, subArtifact, 1+2*binary.MaxVarintLen64+len(kind)+len(ref)+extra)
+	k = append(k, artifactByRef)
+	k = appendLP(k, kind)
+	return appendLP(k, ref)
+}
+
+func artifactRefKey(r artifact.Record) []byte {
+	k := artifactRefPrefix(r.OrgID, r.Kind, r.Ref, 8+len(r.ID))
+	k = appendMicrosOrder(k, micros(r.CreatedAt))
+	return append(k, r.ID...)
+}
+
+// artifactGlobalPrefix is the prefix of every org's index entries of
+// (kind, ref).
+func artifactGlobalPrefix(kind, ref string, extra int) []byte {
+	k := make([]byte, 0, 1+2*binary.MaxVarintLen64+len(kind)+len(ref)+extra)
+	k = append(k, tagArtifactRef)
+	k = appendLP(k, kind)
+	return appendLP(k, ref)
+}
+
+func artifactGlobalKey(r artifact.Record) []byte {
+	k := artifactGlobalPrefix(r.Kind, r.Ref, 8+len(r.OrgID)+1+len(r.ID))
+	k = appendMicrosOrder(k, micros(r.CreatedAt))
+	k = append(k, r.OrgID...)
+	k = append(k, 0)
+	return append(k, r.ID...)
+}
+
+func encodeArtifact(r artifact.Record) []byte {
+	v := make([]byte, 0, binary.MaxVarintLen64+len(r.Ref)+8+len(r.Body))
+	v = appendLP(v, r.Ref)
+	v = binary.BigEndian.AppendUint64(v, uint64(micros(r.CreatedAt)))
+	return append(v, r.Body...)
+}
+
+func decodeArtifact(orgID, kind, id string, v []byte) (artifact.Record, error) {
+	n, w := binary.Uvarint(v)
+	if w <= 0 || n > uint64(len(v)-w) || len(v)-w-int(n) < 8 {
+		return artifact.Record{}, fmt.Errorf("pebblestore: corrupt artifact value of %s %q in org %q", kind, id, orgID)
+	}
+	ref := string(v[w : w+int(n)])
+	rest := v[w+int(n):]
+	r := artifact.Record{
+		OrgID:     orgID,
+		Kind:      kind,
+		ID:        id,
+		Ref:       ref,
+		CreatedAt: time.UnixMicro(int64(binary.BigEndian.Uint64(rest))).UTC(),
+	}
+	if len(rest) > 8 {
+		r.Body = append([]byte(nil), rest[8:]...)
+	}
+	return r, nil
+}
+
+func readArtifact(r kv, orgID, kind, id string) (artifact.Record, error) {
+	v, err := get(r, artifactKey(orgID, kind, id), "%s artifact %q of org %q", kind, id, orgID)
+	if err != nil {
+		return artifact.Record{}, err
+	}
+	return decodeArtifact(orgID, kind, id, v)
+}
+
+// PutArtifact implements artifact.Tx. It replaces a record with the same
+// kind and id, deleting its index entries before writing the new ones.
+func (t *tx) PutArtifact(ctx context.Context, r artifact.Record) error {
+	if err := r.ValidateFor(t.org); err != nil {
+		return err
+	}
+	if err := t.lock(ctx); err != nil {
+		return err
+	}
+	defer t.mu.Unlock()
+	switch old, err := readArtifact(t.b, t.org, r.Kind, r.ID); {
+	case err == nil:
+		for _, k := range [][]byte{artifactRefKey(old), artifactGlobalKey(old)} {
+			if err := t.b.Delete(k, nil); err != nil {
+				return fmt.Errorf("pebblestore: write: %w", err)
+			}
+		}
+	case !errors.Is(err, store.ErrNotFound):
+		return err
+	}
+	if err := t.set(artifactKey(t.org, r.Kind, r.ID), encodeArtifact(r)); err != nil {
+		return err
+	}
+	if err := t.set(artifactRefKey(r), []byte{}); err != nil {
+		return err
+	}
+	return t.set(artifactGlobalKey(r), []byte{})
+}
+
+// ArtifactInTx implements artifact.Tx.
+func (t *tx) ArtifactInTx(ctx context.Context, kind, id string) (artifact.Record, error) {
+	if err := artifact.ValidateKey(t.org, kind, id); err != nil {
+		return artifact.Record{}, err
+	}
+	if err := t.lock(ctx); err != nil {
+		return artifact.Record{}, err
+	}
+	defer t.mu.Unlock()
+	return readArtifact(t.b, t.org, kind, id)
+}
+
+// Artifact implements artifact.Reader.
+func (s *Store) Artifact(ctx context.Context, orgID, kind, id string) (artifact.Record, error) {
+	if err := artifact.ValidateKey(orgID, kind, id); err != nil {
+		return artifact.Record{}, err
+	}
+	if err := s.enter(ctx); err != nil {
+		return artifact.Record{}, err
+	}
+	defer s.leave()
+	return readArtifact(s.db, orgID, kind, id)
+}
+
+// ArtifactsByRef implements artifact.Reader: a scan of the org's ref index,
+// each record read from the same snapshot.
+func (s *Store) ArtifactsByRef(ctx context.Context, orgID, kind, ref string, limit int) ([]artifact.Record, error) {
+	if err := artifact.ValidateRef(orgID, kind, ref); err != nil {
+		return nil, err
+	}
+	if err := s.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer s.leave()
+	snap := s.db.NewSnapshot()
+	defer snap.Close()
+	p := artifactRefPrefix(orgID, kind, ref, 0)
+	return scanArtifactIndex(ctx, snap, kind, p, limit, func(rest []byte) (string, string, bool) {
+		return orgID, string(rest), true
+	})
+}
+
+// ArtifactsByRefAllOrgs implements artifact.Reader: a scan of the global ref
+// index, each record read from the same snapshot.
+func (s *Store) ArtifactsByRefAllOrgs(ctx context.Context, kind, ref string, limit int) ([]artifact.Record, error) {
+	if err := artifact.ValidateRefAllOrgs(kind, ref); err != nil {
+		return nil, err
+	}
+	if err := s.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer s.leave()
+	snap := s.db.NewSnapshot()
+	defer snap.Close()
+	p := artifactGlobalPrefix(kind, ref, 0)
+	return scanArtifactIndex(ctx, snap, kind, p, limit, func(rest []byte) (string, string, bool) {
+		org, id, ok := bytes.Cut(rest, []byte{0})
+		return string(org), string(id), ok
+	})
+}
+
+// scanArtifactIndex reads the records of the index entries under p, the
+// prefix of kind and a ref, at most limit of them (limit <= 0: all). split
+// returns the org and id that follow an entry's time.
+func scanArtifactIndex(ctx context.Context, r *pebble.Snapshot, kind string, p []byte, limit int, split func(rest []byte) (orgID, id string, ok bool)) ([]artifact.Record, error) {
+	var out []artifact.Record
+	err := scan(r, p, upperBound(p), func(k, _ []byte) (bool, error) {
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
+		if len(k) < len(p)+8 {
+			return false, fmt.Errorf("pebblestore: corrupt artifact index key %q", k)
+		}
+		orgID, id, ok := split(k[len(p)+8:])
+		if !ok {
+			return false, fmt.Errorf("pebblestore: corrupt artifact index key %q", k)
+		}
+		rec, err := readArtifact(r, orgID, kind, id)
+		if err != nil {
+			return false, fmt.Errorf("pebblestore: artifact index: %w", err)
+		}
+		out = append(out, rec)
+		return limit <= 0 || len(out) < limit, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

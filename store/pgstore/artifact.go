@@ -1,0 +1,150 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/clearancehq/clearance/artifact"
+)
+
+// Artifacts live in one table (migrations/0003_artifacts.sql):
+//
+//	artifacts(org_id, kind, id), INDEX(org_id, kind, ref, created_at, id),
+//	                             INDEX(kind, ref, created_at, org_id, id)
+//
+// The first index serves ArtifactsByRef, the second ArtifactsByRefAllOrgs;
+// a replace is one INSERT … ON CONFLICT DO UPDATE, so both follow the row.
+// Every argument is checked (artifact.Validate and friends) before a
+// statement is sent: a NUL or invalid UTF-8 in a text parameter would
+// otherwise fail the statement and abort the Update's transaction.
+
+var (
+	_ artifact.Tx     = (*tx)(nil)
+	_ artifact.Reader = (*Store)(nil)
+)
+
+const artifactColumns = `org_id, kind, id, ref, created_at, body`
+
+func scanArtifact(row pgx.Row, format string, args ...any) (artifact.Record, error) {
+	var r artifact.Record
+	if err := scanOne(row, []any{&r.OrgID, &r.Kind, &r.ID, &r.Ref, &r.CreatedAt, &r.Body}, format, args...); err != nil {
+		return artifact.Record{}, err
+	}
+	r.CreatedAt = r.CreatedAt.UTC()
+	if len(r.Body) == 0 {
+		r.Body = nil
+	}
+	return r, nil
+}
+
+func readArtifact(ctx context.Context, q querier, orgID, kind, id string) (artifact.Record, error) {
+	return scanArtifact(q.QueryRow(ctx, `SELECT `+artifactColumns+` FROM artifacts WHERE org_id = $1 AND kind = $2 AND id = $3`,
+		orgID, kind, id), "%s artifact %q of org %q", kind, id, orgID)
+}
+
+func readArtifacts(ctx context.Context, q querier, what, sql string, args ...any) ([]artifact.Record, error) {
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: list %s: %w", what, err)
+	}
+	defer rows.Close()
+	var out []artifact.Record
+	for rows.Next() {
+		r, err := scanArtifact(rows, "%s", what)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("pgstore: list %s: %w", what, err)
+	}
+	return out, nil
+}
+
+// sqlLimit maps a listing's limit (<= 0: all) to a LIMIT value.
+func sqlLimit(limit int) int64 {
+	if limit <= 0 {
+		return math.MaxInt64
+	}
+	return int64(limit)
+}
+
+// PutArtifact implements artifact.Tx; it replaces a record with the same
+// kind and id.
+func (t *tx) PutArtifact(ctx context.Context, r artifact.Record) error {
+	if err := r.ValidateFor(t.org); err != nil {
+		return err
+	}
+	if err := t.write(ctx); err != nil {
+		return err
+	}
+	defer t.mu.Unlock()
+	body := r.Body
+	if body == nil {
+		body = []byte{}
+	}
+	_, err := t.conn.Exec(ctx, `
+		INSERT INTO artifacts (`+artifactColumns+`) VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT (org_id, kind, id) DO UPDATE SET ref = excluded.ref, created_at = excluded.created_at, body = excluded.body`,
+		t.org, r.Kind, r.ID, r.Ref, r.CreatedAt.Truncate(time.Microsecond), body)
+	if err != nil {
+		return fmt.Errorf("pgstore: put %s artifact %q: %w", r.Kind, r.ID, err)
+	}
+	return nil
+}
+
+// ArtifactInTx implements artifact.Tx.
+func (t *tx) ArtifactInTx(ctx context.Context, kind, id string) (artifact.Record, error) {
+	if err := artifact.ValidateKey(t.org, kind, id); err != nil {
+		return artifact.Record{}, err
+	}
+	if err := t.lock(ctx); err != nil {
+		return artifact.Record{}, err
+	}
+	defer t.mu.Unlock()
+	return readArtifact(ctx, t.conn, t.org, kind, id)
+}
+
+// Artifact implements artifact.Reader.
+func (s *Store) Artifact(ctx context.Context, orgID, kind, id string) (artifact.Record, error) {
+	if err := artifact.ValidateKey(orgID, kind, id); err != nil {
+		return artifact.Record{}, err
+	}
+	if err := s.enter(ctx); err != nil {
+		return artifact.Record{}, err
+	}
+	return readArtifact(ctx, s.pool, orgID, kind, id)
+}
+
+// ArtifactsByRef implements artifact.Reader: one ordered statement on the
+// (org_id, kind, ref, created_at, id) index.
+func (s *Store) ArtifactsByRef(ctx context.Context, orgID, kind, ref string, limit int) ([]artifact.Record, error) {
+	if err := artifact.ValidateRef(orgID, kind, ref); err != nil {
+		return nil, err
+	}
+	if err := s.enter(ctx); err != nil {
+		return nil, err
+	}
+	return readArtifacts(ctx, s.pool, fmt.Sprintf("%s artifacts of ref %q in org %q", kind, ref, orgID), `
+		SELECT `+artifactColumns+` FROM artifacts WHERE org_id = $1 AND kind = $2 AND ref = $3
+		ORDER BY created_at, id LIMIT $4`, orgID, kind, ref, sqlLimit(limit))
+}
+
+// ArtifactsByRefAllOrgs implements artifact.Reader: one ordered statement
+// on the (kind, ref, created_at, org_id, id) index.
+func (s *Store) ArtifactsByRefAllOrgs(ctx context.Context, kind, ref string, limit int) ([]artifact.Record, error) {
+	if err := artifact.ValidateRefAllOrgs(kind, ref); err != nil {
+		return nil, err
+	}
+	if err := s.enter(ctx); err != nil {
+		return nil, err
+	}
+	return readArtifacts(ctx, s.pool, fmt.Sprintf("%s artifacts of ref %q in every org", kind, ref), `
+		SELECT `+artifactColumns+` FROM artifacts WHERE kind = $1 AND ref = $2
+		ORDER BY created_at, org_id, id LIMIT $3`, kind, ref, sqlLimit(limit))
+}
