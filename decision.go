@@ -40,6 +40,9 @@ type EvaluateRequest struct {
 	RequestID      string
 	Principal      Principal
 	Approval       *policy.Approval
+	// ParentDecisionID names an earlier decision of the org whose chain this
+	// one joins (see Chain for the rule); "" for none.
+	ParentDecisionID string
 }
 
 // Decision is the answer to an EvaluateRequest. Its JSON form is the
@@ -59,6 +62,9 @@ type Decision struct {
 	CorrelationID  string          `json:"correlation_id,omitempty"`
 	IdempotencyKey string          `json:"idempotency_key,omitempty"`
 	CreatedAt      string          `json:"created_at"`
+	// ChainID names the decision chain the decision joined (see Chain).
+	ChainID          string `json:"chain_id,omitempty"`
+	ParentDecisionID string `json:"parent_decision_id,omitempty"`
 	// Replayed is true when an Idempotency-Key returned a stored decision.
 	Replayed bool `json:"-"`
 }
@@ -89,6 +95,12 @@ type Dossier struct {
 	RequestID        string          `json:"request_id,omitempty"`
 	CreatedAt        string          `json:"created_at"`
 	LedgerSeq        uint64          `json:"ledger_seq"`
+	// GrantID names the execution grant this decision issued, if any.
+	GrantID string `json:"grant_id,omitempty"`
+	// ChainID is the decision chain the decision joined, ParentDecisionID
+	// the decision the request named as its parent (see Chain).
+	ChainID          string `json:"chain_id,omitempty"`
+	ParentDecisionID string `json:"parent_decision_id,omitempty"`
 }
 
 // DossierActor records who asked: the credential, and the acting party the
@@ -139,6 +151,10 @@ func (e *Engine) Evaluate(ctx context.Context, req EvaluateRequest) (Decision, e
 		return Decision{}, invalid(CodeInvalidRequest, "", "request body cannot be canonicalized: %v", err)
 	}
 	requestDigest := canon.Digest(canonical)
+	parentChain, err := e.parentChain(ctx, req.OrgID, req.ParentDecisionID, "parent_decision_id", CodeInvalidParentDecision)
+	if err != nil {
+		return Decision{}, err
+	}
 
 	c, err := e.resolvePolicy(ctx, req.OrgID, pin)
 	if err != nil {
@@ -160,8 +176,9 @@ func (e *Engine) Evaluate(ctx context.Context, req EvaluateRequest) (Decision, e
 		PolicySnapshot: c.Snapshot(), Mode: mode, RequestedMode: in.RequestedMode, BundleMode: c.Mode(),
 		Actor:          DossierActor{CredentialID: req.Principal.KeyID, CredentialKind: string(req.Principal.Kind), ID: in.ActorID, Type: in.ActorType},
 		IdempotencyKey: req.IdempotencyKey, CorrelationID: req.CorrelationID, RequestID: req.RequestID,
-		CreatedAt: now.Format(timeFormat),
+		CreatedAt: now.Format(timeFormat), ParentDecisionID: req.ParentDecisionID,
 	}
+	d.ChainID = chainFor(req.OrgID, parentChain, in.WorkflowKey, req.CorrelationID, d.DecisionID)
 	if pd.Err != nil {
 		d.EvaluationError = pd.Err.Error()
 	}
@@ -213,6 +230,7 @@ func decisionOf(d Dossier, digest string) Decision {
 		Outcome: d.Outcome, ReasonCodes: d.ReasonCodes, PolicySnapshot: d.PolicySnapshot, Mode: d.Mode,
 		DossierURL: "/v1/protocol/dossiers/" + d.DossierID, DossierDigest: digest, LedgerSeq: d.LedgerSeq,
 		CorrelationID: d.CorrelationID, IdempotencyKey: d.IdempotencyKey, CreatedAt: d.CreatedAt,
+		ChainID: d.ChainID, ParentDecisionID: d.ParentDecisionID,
 	}
 }
 

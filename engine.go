@@ -13,7 +13,7 @@ import (
 
 	"github.com/clearancehq/clearance/grant"
 	"github.com/clearancehq/clearance/internal/canon"
-
+	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/store"
 )
 
@@ -35,12 +35,26 @@ type Options struct {
 	// envelopes; nil means signing is not configured (execution routes
 	// answer 503 and the JWKS 404).
 	GrantKeys *grant.KeyRing
+	// ProducerKey signs the COSE producer envelopes of Agent Action
+	// Capsules; the zero Key means the active grant key.
+	ProducerKey grant.Key
+	// LedgerKey signs the checkpoints of every org's ledger (C2SP signed
+	// notes); nil means checkpoints and proofs answer 503.
+	LedgerKey *ledger.Key
 	// Issuer is the iss of every token; "" means "clearance".
 	Issuer string
 	// GrantTTL is a grant's lifetime; 0 means 120 s.
 	GrantTTL time.Duration
 	// ClaimLease is a claim's lease; 0 means 30 s.
 	ClaimLease time.Duration
+	// ShareSecret keys the MACs of dossier share links (at least
+	// MinShareSecretLen bytes); nil means share links cannot be created
+	// (503 SHARE_LINKS_NOT_CONFIGURED) and none verifies.
+	ShareSecret []byte
+	// ExportSecret keys the HMAC of validation packs: each org's packs are
+	// signed with export.OrgKey(ExportSecret, orgID); nil means packs are
+	// built without bundle_signature_hmac_sha256.
+	ExportSecret []byte
 }
 
 func (o *Options) ensureDefaults() {
@@ -66,11 +80,14 @@ func (o *Options) ensureDefaults() {
 
 // Engine is Clearance's in-process API. Create it with Open.
 type Engine struct {
-	store store.Backend
+	store store.Backend // the backend, wrapped to mark which ledgers grew
+	raw   store.Backend // the backend itself, for sealing
+	grown *grownOrgs
 	opts  Options
 
-	compiled sync.Map // bundleKey -> *policy.Compiled (published bundles are immutable)
-	keys     sync.Map // key hash -> cachedKey
+	compiled sync.Map     // bundleKey -> *policy.Compiled (published bundles are immutable)
+	keys     sync.Map     // key hash -> cachedKey
+	exports  exportSignal // wakes RunExports when a validation pack is queued
 }
 
 // Open returns an Engine over backend. The Engine does not own the backend:
@@ -80,7 +97,11 @@ func Open(backend store.Backend, opts Options) (*Engine, error) {
 		return nil, errors.New("clearance: Open needs a storage backend")
 	}
 	opts.ensureDefaults()
-	return &Engine{store: backend, opts: opts}, nil
+	if err := opts.checkShareSecret(); err != nil {
+		return nil, err
+	}
+	grown := &grownOrgs{}
+	return &Engine{store: trackingBackend{Backend: backend, grown: grown}, raw: backend, grown: grown, opts: opts}, nil
 }
 
 // Health reports whether the store answers.

@@ -37,6 +37,16 @@ const (
 	CodeStoreUnavailable      = "STORE_UNAVAILABLE"
 )
 
+// Stable codes of decision chains, overrides and execution dispatches.
+const (
+	CodeChainNotFound         = "CHAIN_NOT_FOUND"
+	CodeInvalidParentDecision = "INVALID_PARENT_DECISION"
+	CodeParentDecisionUnknown = "PARENT_DECISION_UNKNOWN"
+	CodeInvalidOverride       = "INVALID_OVERRIDE"
+	CodeOverrideNotApplicable = "OVERRIDE_NOT_APPLICABLE"
+	CodeInvalidDispatch       = "INVALID_DISPATCH"
+)
+
 // FieldError names one offending field.
 type FieldError struct {
 	Field   string `json:"field"`

@@ -91,17 +91,32 @@ func (e *Engine) Ledger(ctx context.Context, orgID string, afterSeq uint64, limi
 	return p, nil
 }
 
-// Reason reported by VerifyLedger when a ledgered dossier no longer matches.
+// Reason reported by VerifyLedger when a ledgered record (dossier, override,
+// dispatch) no longer matches.
 const ReasonRecordDigestMismatch = "RECORD_DIGEST_MISMATCH"
 
-// VerifyLedger recomputes the org's hash chain and, for every decision
-// entry, checks that the stored dossier still has the digest the ledger
-// recorded. The first problem is reported with its seq.
+// VerifyLedger recomputes the org's hash chain and, for every decision,
+// override and dispatch entry, checks that the stored record still has the
+// digest the ledger recorded. The first problem is reported with its seq.
 func (e *Engine) VerifyLedger(ctx context.Context, orgID string) (ledger.Report, error) {
+	return e.VerifyLedgerAgainst(ctx, orgID, nil)
+}
+
+// VerifyLedgerAgainst is VerifyLedger that also checks the ledger against
+// the org's latest signed checkpoint (when a ledger key is configured) and
+// against checkpoint, a signed checkpoint an auditor kept (when not nil):
+// truncation, rewrites and reordering before a checkpoint are reported.
+func (e *Engine) VerifyLedgerAgainst(ctx context.Context, orgID string, checkpoint []byte) (ledger.Report, error) {
 	if err := e.store.Sync(ctx); err != nil {
 		return ledger.Report{OrgID: orgID}, unavailable("sync ledger", err)
 	}
-	rep, err := ledger.Verify(ctx, e.store, orgID)
+	var opts ledger.VerifyOptions
+	if k := e.opts.LedgerKey; k != nil {
+		opts = ledger.VerifyOptions{VerifierKey: k.VerifierKey(), Origin: e.LedgerOrigin(orgID), Checkpoint: checkpoint}
+	} else if checkpoint != nil {
+		return ledger.Report{OrgID: orgID}, newError(ErrUnavailable, CodeLedgerKeyNotConfigured, "no ledger key is configured to check the checkpoint with")
+	}
+	rep, err := ledger.VerifyWith(ctx, e.store, orgID, opts)
 	if err != nil {
 		return rep, unavailable("verify ledger", err)
 	}
@@ -115,22 +130,13 @@ func (e *Engine) VerifyLedger(ctx context.Context, orgID string) (ledger.Report,
 			return rep, unavailable("verify ledger", err)
 		}
 		for _, en := range page {
-			if en.Kind != ledger.KindDecision {
-				continue
-			}
-			r, err := e.store.Dossier(ctx, orgID, en.SubjectID)
-			var got string
-			switch {
-			case isNotFound(err):
-				got = "missing"
-			case err != nil:
+			what, got, err := e.storedDigest(ctx, orgID, en)
+			if err != nil {
 				return rep, unavailable("verify ledger", err)
-			default:
-				got = digestOf(r.Body)
 			}
-			if got != en.PayloadDigest {
+			if what != "" && got != en.PayloadDigest {
 				rep.Valid, rep.FirstBrokenSeq, rep.Reason = false, en.Seq, ReasonRecordDigestMismatch
-				rep.Detail = "dossier " + en.SubjectID + " is " + got + ", the ledger recorded " + en.PayloadDigest
+				rep.Detail = what + " " + en.SubjectID + " is " + got + ", the ledger recorded " + en.PayloadDigest
 				return rep, nil
 			}
 		}

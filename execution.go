@@ -64,6 +64,9 @@ type ExecutionIntent struct {
 	ExpectedEffectDigest string         `json:"expected_effect_digest,omitempty"`
 	Escalation           Escalation     `json:"escalation"`
 	IssuedAt             string         `json:"issued_at"`
+	// ParentDecisionID names an earlier decision of the org whose chain
+	// this one joins (see Engine.Chain); signed like every other member.
+	ParentDecisionID string `json:"parent_decision_id,omitempty"`
 }
 
 // Escalation says how an ESCALATE answer is handled.
@@ -143,6 +146,10 @@ func (e *Engine) EnforceAndBind(ctx context.Context, req AuthorityRequest) (Auth
 	if err != nil {
 		return AuthorityDecision{}, inputError(err)
 	}
+	parentChain, err := e.parentChain(ctx, req.OrgID, intent.ParentDecisionID, "parent_decision_id", CodeIntentMalformed)
+	if err != nil {
+		return AuthorityDecision{}, err
+	}
 	c, err := e.resolvePolicy(ctx, req.OrgID, pin)
 	if err != nil {
 		return AuthorityDecision{}, err
@@ -167,12 +174,16 @@ func (e *Engine) EnforceAndBind(ctx context.Context, req AuthorityRequest) (Auth
 		PolicySnapshot: c.Snapshot(), Mode: mode, RequestedMode: in.RequestedMode, BundleMode: c.Mode(),
 		Actor:          DossierActor{CredentialID: req.Principal.KeyID, CredentialKind: string(req.Principal.Kind), ID: intent.Actor.ID, Type: intent.Actor.Type},
 		IdempotencyKey: intent.IntentID, CorrelationID: req.CorrelationID, RequestID: req.RequestID,
-		CreatedAt: now.Format(timeFormat),
+		CreatedAt: now.Format(timeFormat), ParentDecisionID: intent.ParentDecisionID,
 	}
+	d.ChainID = chainFor(req.OrgID, parentChain, in.WorkflowKey, req.CorrelationID, d.DecisionID)
 	if pd.Err != nil {
 		d.EvaluationError = pd.Err.Error()
 	}
 	authorize := pd.Outcome == policy.OutcomeAllow && mode == policy.ModeEnforcement && pd.Err == nil
+	if authorize {
+		d.GrantID = ids[3]
+	}
 
 	// Sign before taking the org's lock: the tokens depend only on values
 	// fixed above, and signatures are the slowest part of the request.
@@ -262,8 +273,8 @@ func (e *Engine) envelope(ring *grant.KeyRing, d AuthorityDecision) (string, err
 // RouteEnforceAndBind is the entry point of signed execution intents.
 const RouteEnforceAndBind Route = "enforce-and-bind"
 
-// recordDossier stores d (with its ledger seq) and its ledger entry; it
-// returns the dossier digest.
+// recordDossier stores d (with its ledger seq), its ledger entry and its
+// membership of its decision chain; it returns the dossier digest.
 func (e *Engine) recordDossier(ctx context.Context, tx store.Tx, d *Dossier, now time.Time, in policy.Input) (string, error) {
 	head, err := tx.LedgerHead(ctx)
 	if err != nil {
@@ -284,6 +295,9 @@ func (e *Engine) recordDossier(ctx context.Context, tx store.Tx, d *Dossier, now
 	}
 	if _, err := ledger.Append(ctx, tx, d.OrgID, ledger.Record{
 		Kind: ledger.KindDecision, SubjectID: d.DossierID, PayloadDigest: digest}, now); err != nil {
+		return "", err
+	}
+	if err := putChainMember(ctx, tx, d, digest, in.WorkflowKey, now); err != nil {
 		return "", err
 	}
 	return digest, nil

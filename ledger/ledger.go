@@ -39,6 +39,17 @@ const (
 	KindReconciled      = "execution.reconciled"
 	KindKeyRegistered   = "key.registered"
 	KindKeyRevoked      = "key.revoked"
+	// KindExportRequested records a validation pack queued (subject: the
+	// export id); KindExportCompleted its build ending, SUCCEEDED (with the
+	// pack's hashes) or FAILED.
+	KindExportRequested = "export.requested"
+	KindExportCompleted = "export.completed"
+	KindOverride        = "decision.overridden"
+	KindDispatched      = "execution.dispatched"
+
+	// KindShareLinksRevoked: every dossier share link of the org was
+	// revoked (the org's share epoch moved on).
+	KindShareLinksRevoked = "share_links.revoked"
 )
 
 // Head is the newest entry of an org's ledger; the zero Head is an empty ledger.

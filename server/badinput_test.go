@@ -216,6 +216,7 @@ type routeSpec struct {
 	idents      []string // body templates: @@ is a JSON string naming something
 	idem, corr  bool     // reads the Idempotency-Key / X-Correlation-Id headers
 	foreign     bool     // the accepted body names this org's resources
+	query       string   // the accepted query string ("?…"), e.g. a required org_id
 	extra       func(q req) []badCase
 }
 
@@ -263,13 +264,22 @@ func TestBadInputOnEveryRoute(t *testing.T) {
 	fc := fclaim.str("claim_token")
 	jws, _ := x.intent(t, intentSpec{}) // signed, never bound: enforce-and-bind
 	newAgent, newProvider := mustKey(t, 62), mustKey(t, 63)
+	ev := s.evidenceTargets(dec, decB) // decides and claims: before the ledgers are sealed
+	exp := s.exportTargets()           // builds validation packs: before the ledgers are sealed
+	// Seal both ledgers now, so that no route of the battery finds anything
+	// new to seal (sealing writes tree hashes and a checkpoint).
+	treeSize := x.req(t, "GET", pathCheckpoint, s.a.Key, nil, nil).want(t, http.StatusOK).num("tree_size")
+	x.req(t, "GET", pathCheckpoint, s.b.Key, nil, nil).want(t, http.StatusOK)
 
 	specs := s.specs(specArgs{
 		dossierID: dec.str("dossier_id"), decisionID: dec.str("decision_id"), dossierB: decB.str("dossier_id"),
 		decisionB: decB.str("decision_id"), jws: jws, g: g, g2: g2, fg: fg, fc: fc, rg: rg,
-		attestation: fclaim.str("claim_attestation"), spareAgent: spareAgent.KID(), spareProvider: spareProvider.KID(),
-		newAgent: newAgent, newProvider: newProvider,
+		attestation: fclaim.str("claim_attestation"), spareAgent: spareAgent.KID(), spareProvider: spareProvider.KID(), ev: ev,
+		newAgent: newAgent, newProvider: newProvider, treeSize: strconv.FormatUint(uint64(treeSize), 10),
 	})
+	for pattern, spec := range s.exportSpecs(exp) {
+		specs[pattern] = spec
+	}
 
 	// Every route has cases, and every spec is a route.
 	served := map[string][]string{} // path -> methods
@@ -618,11 +628,13 @@ func (s *badSuite) fingerprint(t *testing.T) string {
 
 type specArgs struct {
 	dossierID, decisionID, dossierB, decisionB string
+	treeSize                                   string // of org a's sealed ledger
 	jws                                        string
 	g, g2, fg, rg                              issued
 	fc, attestation                            string
 	spareAgent, spareProvider                  string
 	newAgent, newProvider                      grant.Key
+	ev                                         evidenceArgs // targets of the chain, override and dispatch routes
 }
 
 // lit is a JSON string literal.
@@ -864,6 +876,18 @@ func (s *badSuite) specs(a specArgs) map[string]routeSpec {
 
 	signedExtra := func(q req) []badCase { return s.signedIntents(q) }
 
+	// The dossier exports require org_id.
+	dossierExport := routeSpec{org: orgQuery, query: "?org_id=" + s.a.ID, params: map[string]string{"dossier_id": a.dossierID},
+		paramCodes: []string{"DOSSIER_NOT_FOUND"}, extra: func(q req) []badCase {
+			p := q
+			p.path = strings.Replace(q.path, a.dossierID, a.dossierB, 1)
+			missing := q
+			missing.query = ""
+			c := s.variant(missing, catQuery, "no org_id", "", "ORG_ID_REQUIRED")
+			c.status = http.StatusBadRequest
+			return []badCase{s.variant(p, catForeign, "another org's dossier id", "", "DOSSIER_NOT_FOUND"), c}
+		}}
+
 	return map[string]routeSpec{
 		"GET /v1/health": {},
 		"GET /metrics":   {},
@@ -934,9 +958,66 @@ func (s *badSuite) specs(a specArgs) map[string]routeSpec {
 				p.path = pathDossiers + a.dossierB
 				return []badCase{s.variant(p, catForeign, "another org's dossier id", "", "DOSSIER_NOT_FOUND")}
 			}},
-		"GET /v1/protocol/audit/ledger":        {org: orgQuery, extra: s.ledgerQueries},
-		"GET /v1/protocol/audit/ledger/verify": {org: orgQuery},
+		"GET /v1/protocol/decision-chains/{chain_id}":                    s.evidenceSpec(a, "chain"),
+		"GET /v1/protocol/decision-chains/by-evaluation/{evaluation_id}": s.evidenceSpec(a, "chain by evaluation"),
+		"GET /v1/protocol/dossiers/{dossierId}/overrides":                s.evidenceSpec(a, "overrides"),
+		"POST /v1/protocol/dossiers/{dossierId}/overrides":               s.evidenceSpec(a, "record override"),
+		"GET /v1/protocol/dossiers/{dossierId}/dispatches":               s.evidenceSpec(a, "dispatches"),
+		"POST /v1/protocol/executions/dispatches":                        s.evidenceSpec(a, "record dispatch"),
+
+		"GET /v1/protocol/audit/ledger":            {org: orgQuery, extra: s.ledgerQueries},
+		"GET /v1/protocol/audit/ledger/verify":     {org: orgQuery, extra: s.checkpointQueries},
+		"GET /v1/protocol/audit/ledger/checkpoint": {org: orgQuery},
+		"GET /v1/protocol/audit/ledger/checkpoints/{size}": {org: orgQuery, params: map[string]string{"size": a.treeSize},
+			paramCodes: []string{"CHECKPOINT_NOT_FOUND"}},
+		"GET /v1/protocol/audit/ledger/proofs/inclusion": {org: orgQuery, query: "?seq=1",
+			extra: s.proofQueries("seq", "tree_size", a.treeSize)},
+		"GET /v1/protocol/audit/ledger/proofs/consistency": {org: orgQuery, query: "?old_size=" + a.treeSize,
+			extra: s.proofQueries("old_size", "new_size", a.treeSize)},
+		"GET /.well-known/clearance-ledger-key":                                          {},
+		"GET /v1/protocol/dossiers/{dossier_id}/proof-packet":                            dossierExport,
+		"GET /v1/protocol/dossiers/{dossier_id}/agent-action-capsule":                    dossierExport,
+		"GET /v1/protocol/dossiers/{dossier_id}/agent-action-capsule/producer-envelopes": dossierExport,
+
+		"GET /v1/public/decision-dossiers/{dossierId}/verify": s.shareSpec(a, "verify"),
+		"POST /v1/protocol/dossiers/{dossierId}/share-links":  s.shareSpec(a, "create"),
+		"DELETE /v1/protocol/share-links":                     s.shareSpec(a, "revoke"),
 	}
+}
+
+// proofQueries are bad proof parameters: first is required, second
+// optional, size is the tree size.
+func (s *badSuite) proofQueries(first, second, size string) func(q req) []badCase {
+	return func(q req) []badCase {
+		var out []badCase
+		big := strconv.FormatUint(1<<62, 10)
+		for _, v := range []string{first + "=0", first + "=-1", first + "=abc", first + "=1e3", first + "=1.0", first + "=%00",
+			first + "=" + big, first + "=99999999999999999999", first + "=1&" + first + "=2", "x=1",
+			first + "=1&" + second + "=0", first + "=1&" + second + "=abc", first + "=1&" + second + "=" + big,
+			first + "=" + size + "1&" + second + "=" + size} {
+			p := q
+			p.query = "?" + v
+			c := s.variant(p, catQuery, v, "", "INVALID_QUERY", "PROOF_OUT_OF_RANGE", "CHECKPOINT_NOT_FOUND")
+			out = append(out, c)
+		}
+		return out
+	}
+}
+
+// checkpointQueries are bad auditor checkpoints for the verify route.
+func (s *badSuite) checkpointQueries(q req) []badCase {
+	var out []badCase
+	for _, v := range []string{"checkpoint=", "checkpoint=%%", "checkpoint=!!", "checkpoint=YQ==", "checkpoint=a&checkpoint=b"} {
+		if v == "checkpoint=" {
+			continue // empty is no checkpoint
+		}
+		p := q
+		p.query = "?" + v
+		c := s.variant(p, catQuery, v, "", "INVALID_QUERY")
+		c.status = http.StatusBadRequest
+		out = append(out, c)
+	}
+	return out
 }
 
 // accepted builds a route's accepted request.
@@ -948,7 +1029,7 @@ func (s *badSuite) accepted(r tableRoute, spec routeSpec) req {
 	if strings.Contains(path, "{") {
 		s.t.Fatalf("%s: no value for a path parameter", r.pattern)
 	}
-	q := req{method: r.method, path: path, body: spec.body}
+	q := req{method: r.method, path: path, body: spec.body, query: spec.query}
 	switch r.auth {
 	case "authPlatform":
 		q.key = s.x.platform
@@ -1525,7 +1606,7 @@ func (s *badSuite) credentialCases(r tableRoute, spec routeSpec, q req) []badCas
 	unauth("overlong key", map[string]string{"Authorization": "Bearer " + tenant.PrefixOrg + strings.Repeat("a", 8000)})
 	unauth("key in X-Api-Key", map[string]string{"X-Api-Key": key})
 	unauth("key in the query", nil)
-	out[len(out)-1].path = q.path + sep(q.query) + "api_key=" + key
+	out[len(out)-1].path = q.url() + sep(q.query) + "api_key=" + key
 
 	switch r.auth {
 	case "authPlatform":
@@ -1555,17 +1636,37 @@ func (s *badSuite) credentialCases(r tableRoute, spec routeSpec, q req) []badCas
 	}
 	// The platform key without an org.
 	if spec.org == orgQuery || spec.org == orgBody {
-		c := s.variant(q, catPlatform, "platform key without org_id", q.body, "ORG_ID_REQUIRED")
+		p := q
+		p.query = withoutOrg(q.query)
+		c := s.variant(p, catPlatform, "platform key without org_id", q.body, "ORG_ID_REQUIRED")
 		c.key, c.status = s.x.platform, http.StatusBadRequest
 		out = append(out, c)
 	}
 	// Another org's key on this org's resource.
 	if len(spec.params) > 0 || spec.foreign {
-		c := s.variant(q, catForeign, "another org's key on this org's request", q.body, spec.paramCodes...)
+		want := spec.paramCodes
+		if strings.Contains(q.query, "org_id=") { // the query names this org
+			want = append(slices.Clone(want), "ORG_MISMATCH")
+		}
+		c := s.variant(q, catForeign, "another org's key on this org's request", q.body, want...)
 		c.key = s.b.Key
 		out = append(out, c)
 	}
 	return out
+}
+
+// withoutOrg drops the org_id parameter from a query string.
+func withoutOrg(query string) string {
+	var kept []string
+	for _, kv := range strings.Split(strings.TrimPrefix(query, "?"), "&") {
+		if kv != "" && !strings.HasPrefix(kv, "org_id=") {
+			kept = append(kept, kv)
+		}
+	}
+	if len(kept) == 0 {
+		return ""
+	}
+	return "?" + strings.Join(kept, "&")
 }
 
 func sep(query string) string {
@@ -1763,4 +1864,127 @@ func TestBadInputExactAnswers(t *testing.T) {
 	if got := x.head(o.Key); got != head {
 		t.Errorf("the refused requests moved the ledger head %d -> %d", head, got)
 	}
+}
+
+// ---------------------------------------------------------------------------
+// Decision chains, overrides and dispatches
+
+// evidenceArgs are the targets of the evidence routes' bad inputs.
+type evidenceArgs struct {
+	chainID, chainB           string // of org a's and org b's accepted decisions
+	evaluationID, evaluationB string
+	escDossier                string // an ESCALATE dossier of org a: overridable
+	dg                        issued // CLAIMED with a live lease: dispatchable
+	dc                        string // dg's claim token
+}
+
+// evidenceTargets decides an ESCALATE and claims a grant in org a.
+func (s *badSuite) evidenceTargets(dec, decB *result) evidenceArgs {
+	t, x := s.t, s.x
+	jws, _ := x.intent(t, intentSpec{amount: 1500})
+	esc := x.bind(t, jws, nil).want(t, http.StatusOK)
+	if esc.str("outcome") != "ESCALATE" {
+		t.Fatalf("want an ESCALATE: %s", esc)
+	}
+	dg := x.grantFor(t, intentSpec{})
+	return evidenceArgs{chainID: dec.str("chain_id"), chainB: decB.str("chain_id"), evaluationID: dec.str("evaluation_id"),
+		evaluationB: decB.str("evaluation_id"), escDossier: esc.str("dossier_id"), dg: dg, dc: x.claimed(t, dg).str("claim_token")}
+}
+
+// evidenceSpec describes one route of decision chains ("chain", "chain by
+// evaluation"), overrides ("overrides", "record override") or dispatches
+// ("dispatches", "record dispatch").
+func (s *badSuite) evidenceSpec(a specArgs, which string) routeSpec {
+	ev := a.ev
+	retarget := func(q req, cat, name, path string, want ...string) badCase {
+		p := q
+		p.path = path
+		return s.variant(p, cat, name, p.body, want...)
+	}
+	switch which {
+	case "chain", "chain by evaluation":
+		param, id, idB, base, wrong := "chain_id", ev.chainID, ev.chainB, pathChain, a.dossierID
+		if which == "chain by evaluation" {
+			param, id, idB, base, wrong = "evaluation_id", ev.evaluationID, ev.evaluationB, pathChainByEval, a.decisionID
+		}
+		return routeSpec{org: orgQuery, query: "?org_id=" + s.a.ID, params: map[string]string{param: id},
+			paramCodes: []string{"CHAIN_NOT_FOUND"}, extra: func(q req) []badCase {
+				missing := q
+				missing.query = ""
+				c := s.variant(missing, catQuery, "no org_id", "", "ORG_ID_REQUIRED")
+				c.status = http.StatusBadRequest
+				own := q
+				own.key, own.query = s.b.Key, "?org_id="+s.b.ID
+				return []badCase{c,
+					s.variant(own, catForeign, "another org's key naming its own org", "", "CHAIN_NOT_FOUND"),
+					retarget(q, catForeign, "another org's "+param, base+idB, "CHAIN_NOT_FOUND"),
+					retarget(q, catValue, "an id of something else", base+wrong, "CHAIN_NOT_FOUND")}
+			}}
+	case "overrides", "dispatches":
+		id, path := ev.escDossier, pathOverrides
+		if which == "dispatches" {
+			id, path = ev.dg.bind.str("dossier_id"), pathDossierDisp
+		}
+		return routeSpec{org: orgQuery, params: map[string]string{"dossierId": id}, paramCodes: []string{"DOSSIER_NOT_FOUND"},
+			extra: func(q req) []badCase {
+				return []badCase{retarget(q, catForeign, "another org's dossier id", path(a.dossierB), "DOSSIER_NOT_FOUND")}
+			}}
+	case "record override":
+		const actor = `"actor":{"id":"reviewer-1","type":"human"}`
+		return routeSpec{org: orgQuery, params: map[string]string{"dossierId": ev.escDossier}, paramCodes: []string{"DOSSIER_NOT_FOUND"},
+			body: `{"resolution":"APPROVED",` + actor + `,"note":"checked with the customer","reason_code":"CUSTOMER_VERIFIED"}`, idem: true,
+			idents: []string{`{"resolution":@@,` + actor + `}`, `{"resolution":"APPROVED","actor":{"id":@@,"type":"human"}}`,
+				`{"resolution":"APPROVED","actor":{"id":"r","type":@@}}`, `{"resolution":"APPROVED",` + actor + `,"reason_code":@@}`},
+			extra: func(q req) []badCase {
+				out := s.values(q, []string{
+					`{"resolution":"MAYBE",` + actor + `}`, `{"resolution":"approved",` + actor + `}`, `{"resolution":"",` + actor + `}`,
+					`{"resolution":"APPROVED"}`, `{` + actor + `}`, `{}`, `{"resolution":"APPROVED","actor":"reviewer-1"}`,
+					`{"resolution":"APPROVED","actor":{"id":"","type":"human"}}`, `{"resolution":"APPROVED","actor":{"id":"r"}}`,
+					`{"resolution":"APPROVED",` + actor + `,"note":` + lit(strings.Repeat("n", 2001)) + `}`,
+					`{"resolution":"APPROVED",` + actor + `,"note":"a\u0000b"}`, `{"resolution":"APPROVED",` + actor + `,"note":"a\u0085b"}`,
+					`{"resolution":"APPROVED",` + actor + `,"reason_code":"lower_case"}`, `{"resolution":"APPROVED",` + actor + `,"reason_code":"9LIVES"}`,
+					`{"resolution":"APPROVED",` + actor + `,"reason_code":` + lit(strings.Repeat("R", 65)) + `}`,
+				})
+				return append(out, retarget(q, catValue, "an ALLOW dossier", pathOverrides(a.dossierID), "OVERRIDE_NOT_APPLICABLE"),
+					retarget(q, catForeign, "another org's dossier id", pathOverrides(a.dossierB), "DOSSIER_NOT_FOUND"))
+			}}
+	case "record dispatch":
+		tok, ct := lit(ev.dg.token), lit(ev.dc)
+		digest := lit(sha256Digest([]byte("the downstream request")))
+		const at = `"dispatched_at":"2026-11-01T12:00:01Z"`
+		tail := `,"request_digest":` + digest + `,"target":"https://psp.example/refunds",` + at + `}`
+		with := func(token, claimToken string) string {
+			return `{"execution_token":` + token + `,"claim_token":` + claimToken + tail
+		}
+		last := ev.dg.token[len(ev.dg.token)-1]
+		flipped := ev.dg.token[:len(ev.dg.token)-1] + map[bool]string{true: "B", false: "A"}[last == 'A']
+		return routeSpec{org: orgQuery, foreign: true, body: with(tok, ct), idem: true,
+			idents: []string{with("@@", ct), with(tok, "@@"),
+				`{"execution_token":` + tok + `,"claim_token":` + ct + `,"request_digest":@@,"target":"t",` + at + `}`,
+				`{"execution_token":` + tok + `,"claim_token":` + ct + `,"request_digest":` + digest + `,"target":@@,` + at + `}`,
+				`{"execution_token":` + tok + `,"claim_token":` + ct + `,"request_digest":` + digest + `,"target":"t","dispatched_at":@@}`,
+				`{"execution_token":` + tok + `,"grant_id":@@,"claim_token":` + ct + tail},
+			extra: func(q req) []badCase {
+				return s.values(q, []string{
+					with(lit(a.g.token), ct), with(lit(a.rg.token), ct), with(lit(a.fg.token), ct), with(tok, lit(a.fc)),
+					with(lit(flipped), ct), with(lit(a.attestation), ct), with(lit(a.jws), ct), with(`""`, ct), with(tok, `""`),
+					`{"execution_token":` + tok + tail, `{"claim_token":` + ct + tail, `{}`,
+					`{"grant_id":"01900000-0000-7000-8000-000000000000","claim_token":` + ct + tail,
+					`{"grant_id":"g-1","claim_token":` + ct + tail, `{"grant_id":` + lit(a.g.grantID) + `,"claim_token":` + ct + tail,
+					`{"execution_token":` + tok + `,"grant_id":` + lit(a.g.grantID) + `,"claim_token":` + ct + tail,
+					`{"execution_token":` + tok + `,"claim_token":` + ct + `,"request_digest":"sha256:zz","target":"t",` + at + `}`,
+					`{"execution_token":` + tok + `,"claim_token":` + ct + `,"request_digest":` + lit("sha256:"+strings.Repeat("A", 64)) + `,"target":"t",` + at + `}`,
+					`{"execution_token":` + tok + `,"claim_token":` + ct + `,"request_digest":"md5:00","target":"t",` + at + `}`,
+					`{"execution_token":` + tok + `,"claim_token":` + ct + `,"target":"t",` + at + `}`,
+					`{"execution_token":` + tok + `,"claim_token":` + ct + `,"request_digest":` + digest + `,"target":"",` + at + `}`,
+					`{"execution_token":` + tok + `,"claim_token":` + ct + `,"request_digest":` + digest + `,"target":` + lit(strings.Repeat("t", 2049)) + `,` + at + `}`,
+					`{"execution_token":` + tok + `,"claim_token":` + ct + `,"request_digest":` + digest + `,"target":"t","dispatched_at":"2026-11-01"}`,
+					`{"execution_token":` + tok + `,"claim_token":` + ct + `,"request_digest":` + digest + `,"target":"t","dispatched_at":"2026-11-01T12:00:01"}`,
+					`{"execution_token":` + tok + `,"claim_token":` + ct + `,"request_digest":` + digest + `,"target":"t","dispatched_at":""}`,
+					`{"execution_token":` + tok + `,"claim_token":` + ct + `,"request_digest":` + digest + `,"target":"t"}`,
+				})
+			}}
+	}
+	s.t.Fatalf("evidenceSpec: unknown route %q", which)
+	return routeSpec{}
 }

@@ -35,6 +35,7 @@ const (
 	pathDossiers    = "/v1/protocol/dossiers/"
 	pathDossierDec  = "/v1/dossiers/"
 	pathLedger      = "/v1/protocol/audit/ledger"
+	pathCheckpoint  = "/v1/protocol/audit/ledger/checkpoint"
 	pathVerify      = "/v1/protocol/audit/ledger/verify"
 	pathReasons     = "/v1/protocol/reason-codes"
 	pathShadow      = "/v1/protocol/shadow-reports"

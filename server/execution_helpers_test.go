@@ -21,6 +21,7 @@ import (
 	"github.com/clearancehq/clearance"
 	"github.com/clearancehq/clearance/grant"
 	"github.com/clearancehq/clearance/internal/canon"
+	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/server"
 )
 
@@ -134,7 +135,8 @@ func (x *execEnv) open(ring *grant.KeyRing) {
 	t := x.t
 	t.Helper()
 	st := openBackend(t, x.dbDir, x.clock)
-	eng, err := clearance.Open(st, clearance.Options{Now: x.clock, GrantKeys: ring})
+	eng, err := clearance.Open(st, clearance.Options{Now: x.clock, GrantKeys: ring, LedgerKey: testLedgerKey(t),
+		ShareSecret: testShareSecret})
 	if err != nil {
 		t.Fatalf("open engine: %v", err)
 	}
@@ -147,6 +149,16 @@ func (x *execEnv) open(ring *grant.KeyRing) {
 	x.tr = x.srv.Client().Transport.(*http.Transport).Clone()
 	x.tr.MaxIdleConnsPerHost = 128
 	x.client = &http.Client{Transport: x.tr}
+}
+
+// testLedgerKey is the fixed ledger key of the test servers.
+func testLedgerKey(t testing.TB) *ledger.Key {
+	t.Helper()
+	k, err := ledger.NewKey("clearance-test-ledger", bytes.Repeat([]byte{0x4c}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }
 
 // reopen closes the server and the store and opens them again with ring:

@@ -201,8 +201,11 @@ func (s *Server) getBundle(c *call) error {
 
 // decisionRequest is the evaluate-decision body.
 type decisionRequest struct {
-	OrgID         string `json:"org_id,omitempty"`
-	policy.Intent        // embedded: its members are the body's
+	OrgID string `json:"org_id,omitempty"`
+	// ParentDecisionID (extension) names the decision whose chain this one
+	// joins.
+	ParentDecisionID string `json:"parent_decision_id,omitempty"`
+	policy.Intent           // embedded: its members are the body's
 }
 
 func (s *Server) evaluateDecision(c *call) error {
@@ -210,7 +213,8 @@ func (s *Server) evaluateDecision(c *call) error {
 	if err := c.decode(&req); err != nil {
 		return err
 	}
-	d, err := s.evaluate(c, req.OrgID, clearance.RouteEvaluateDecision, req.Intent, nil, "", "")
+	d, err := s.evaluateRequest(c, req.OrgID, clearance.EvaluateRequest{Route: clearance.RouteEvaluateDecision,
+		Intent: req.Intent, ParentDecisionID: req.ParentDecisionID}, "", "")
 	if err != nil {
 		return err
 	}
@@ -219,6 +223,13 @@ func (s *Server) evaluateDecision(c *call) error {
 
 // evaluate runs the one evaluation path shared by every decision route.
 func (s *Server) evaluate(c *call, explicitOrg string, rt clearance.Route, in policy.Intent, extra map[string]any, bodyKey, bodyCorr string) (clearance.Decision, error) {
+	return s.evaluateRequest(c, explicitOrg, clearance.EvaluateRequest{Route: rt, Intent: in, Extra: extra}, bodyKey, bodyCorr)
+}
+
+// evaluateRequest is evaluate for a request whose route-specific members
+// (Route, Intent, Extra, ParentDecisionID) are set; it fills in the rest.
+func (s *Server) evaluateRequest(c *call, explicitOrg string, req clearance.EvaluateRequest, bodyKey, bodyCorr string) (clearance.Decision, error) {
+	rt := req.Route
 	org, err := c.orgFor(explicitOrg)
 	if err != nil {
 		return clearance.Decision{}, err
@@ -235,10 +246,8 @@ func (s *Server) evaluate(c *call, explicitOrg string, rt clearance.Route, in po
 		return clearance.Decision{}, &clearance.Error{Kind: clearance.ErrInvalidRequest, Code: "INVALID_CORRELATION_ID",
 			Detail: "the correlation id must be 1 to 255 visible ASCII characters"}
 	}
-	d, err := s.engine.Evaluate(c.r.Context(), clearance.EvaluateRequest{
-		OrgID: org, Route: rt, Intent: in, Extra: extra, Raw: c.body,
-		IdempotencyKey: key, CorrelationID: corr, RequestID: c.requestID, Principal: c.principal,
-	})
+	req.OrgID, req.Raw, req.IdempotencyKey, req.CorrelationID, req.RequestID, req.Principal = org, c.body, key, corr, c.requestID, c.principal
+	d, err := s.engine.Evaluate(c.r.Context(), req)
 	if err != nil {
 		return d, err
 	}
@@ -376,7 +385,11 @@ func (s *Server) verifyLedger(c *call) error {
 	if err != nil {
 		return err
 	}
-	rep, err := s.engine.VerifyLedger(c.r.Context(), org)
+	cp, err := c.auditorCheckpoint()
+	if err != nil {
+		return err
+	}
+	rep, err := s.engine.VerifyLedgerAgainst(c.r.Context(), org, cp)
 	if err != nil {
 		return err
 	}

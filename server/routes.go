@@ -14,6 +14,10 @@ var (
 	scopeExecRead      = []tenant.Scope{tenant.ScopeDecisionWrite, tenant.ScopeDecisionRead}
 	scopeReconcileRead = []tenant.Scope{tenant.ScopeAuditRead, tenant.ScopeDecisionRead}
 	scopeReconcile     = []tenant.Scope{tenant.ScopeAuditWrite, tenant.ScopeDecisionWrite}
+	scopeOverride      = []tenant.Scope{tenant.ScopeAuditWrite}
+	scopeShareRevoke   = []tenant.Scope{tenant.ScopeAuditWrite}
+	scopeExportWrite   = []tenant.Scope{tenant.ScopeAuditWrite}
+	scopeExportRead    = []tenant.Scope{tenant.ScopeAuditRead, tenant.ScopeAuditWrite}
 
 	agentKeys    = keyRoutes{kind: registry.KindAgent}
 	providerKeys = keyRoutes{kind: registry.KindProvider}
@@ -62,11 +66,39 @@ func (s *Server) routes() []route {
 		{pattern: "DELETE /v1/execution/provider-keys/{kid}", auth: authKey, scopes: scopePolicyWrite, handle: providerKeys.revoke},
 		{pattern: "GET /v1/execution/reconciliations", auth: authKey, scopes: scopeReconcileRead, handle: (*Server).listIndeterminate},
 		{pattern: "POST /v1/execution/reconciliations/{grantId}", auth: authKey, scopes: scopeReconcile, handle: (*Server).reconcile},
+		{pattern: "POST /v1/protocol/executions/dispatches", auth: authKey, scopes: scopeDecisionWrite, handle: (*Server).recordDispatch},
 
 		// Evidence.
 		{pattern: "GET /v1/dossiers/{decision_id}", auth: authKey, scopes: scopeDecisionRead, handle: (*Server).dossierByDecision},
 		{pattern: "GET /v1/protocol/dossiers/{dossierId}", auth: authKey, scopes: scopeDecisionRead, handle: (*Server).dossier},
+		{pattern: "GET /v1/protocol/decision-chains/{chain_id}", auth: authKey, scopes: scopeDecisionRead, handle: (*Server).decisionChain},
+		{pattern: "GET /v1/protocol/decision-chains/by-evaluation/{evaluation_id}", auth: authKey, scopes: scopeDecisionRead, handle: (*Server).decisionChainByEvaluation},
+		{pattern: "GET /v1/protocol/dossiers/{dossierId}/overrides", auth: authKey, scopes: scopeDecisionRead, handle: (*Server).overrides},
+		{pattern: "POST /v1/protocol/dossiers/{dossierId}/overrides", auth: authKey, scopes: scopeOverride, handle: (*Server).recordOverride},
+		{pattern: "GET /v1/protocol/dossiers/{dossierId}/dispatches", auth: authKey, scopes: scopeDecisionRead, handle: (*Server).dispatches},
 		{pattern: "GET /v1/protocol/audit/ledger", auth: authKey, scopes: scopeAuditRead, handle: (*Server).ledger},
 		{pattern: "GET /v1/protocol/audit/ledger/verify", auth: authKey, scopes: scopeAuditRead, handle: (*Server).verifyLedger},
+		{pattern: "GET /v1/protocol/audit/ledger/checkpoint", auth: authKey, scopes: scopeAuditRead, handle: (*Server).ledgerCheckpoint},
+		{pattern: "GET /v1/protocol/audit/ledger/checkpoints/{size}", auth: authKey, scopes: scopeAuditRead, handle: (*Server).ledgerCheckpointAt},
+		{pattern: "GET /v1/protocol/audit/ledger/proofs/inclusion", auth: authKey, scopes: scopeAuditRead, handle: (*Server).inclusionProof},
+		{pattern: "GET /v1/protocol/audit/ledger/proofs/consistency", auth: authKey, scopes: scopeAuditRead, handle: (*Server).consistencyProof},
+		{pattern: "GET /.well-known/clearance-ledger-key", auth: authPublic, handle: (*Server).ledgerKey},
+		{pattern: "GET /v1/protocol/dossiers/{dossier_id}/proof-packet", auth: authKey, scopes: scopeDecisionRead, handle: (*Server).proofPacket},
+		{pattern: "GET /v1/protocol/dossiers/{dossier_id}/agent-action-capsule", auth: authKey, scopes: scopeDecisionRead, handle: (*Server).agentActionCapsule},
+		{pattern: "GET /v1/protocol/dossiers/{dossier_id}/agent-action-capsule/producer-envelopes", auth: authKey, scopes: scopeDecisionRead, handle: (*Server).producerEnvelopes},
+
+		// Share links (extension): the org makes and revokes them; anyone
+		// holding one verifies the dossier it names, publicly. The public
+		// line stays before the revocation: the bad-input suite sends each
+		// route's accepted request in table order.
+		{pattern: "GET /v1/public/decision-dossiers/{dossierId}/verify", auth: authPublic, handle: (*Server).verifySharedDossier},
+		{pattern: "POST /v1/protocol/dossiers/{dossierId}/share-links", auth: authKey, scopes: scopeDecisionRead, handle: (*Server).createShareLink},
+		{pattern: "DELETE /v1/protocol/share-links", auth: authKey, scopes: scopeShareRevoke, handle: (*Server).revokeShareLinks},
+
+		// Validation packs (audit exports): built in the background.
+		{pattern: "POST /v1/orgs/{orgId}/audit-exports", auth: authKey, scopes: scopeExportWrite, handle: (*Server).createExport},
+		{pattern: "GET /v1/orgs/{orgId}/audit-exports", auth: authKey, scopes: scopeExportRead, handle: (*Server).listExports},
+		{pattern: "GET /v1/orgs/{orgId}/audit-exports/{exportId}", auth: authKey, scopes: scopeExportRead, handle: (*Server).getExport},
+		{pattern: "GET /v1/orgs/{orgId}/audit-exports/{exportId}/download", auth: authKey, scopes: scopeExportRead, handle: (*Server).downloadExport},
 	}
 }

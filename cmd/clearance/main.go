@@ -3,6 +3,7 @@
 //	clearance serve                      # embedded store under ./clearance-data, 127.0.0.1:8080
 //	clearance admin org create --name N  # create an org with the platform key
 //	clearance keys rotate                # new grant signing key; the old one drains
+//	clearance verify packet --ledger-key K packet.json  # offline verification
 //	clearance version
 package main
 
@@ -23,6 +24,7 @@ const usage = `usage:
   clearance keys rotate [--data DIR]      rotate the grant signing key (restart to use it)
   clearance loadtest [flags]              drive a server with evaluate, cycle or mixed load
   clearance migrate --store postgres://…  apply the PostgreSQL schema migrations
+  clearance verify packet|capsule|ledger  verify evidence offline with public keys (see clearance verify)
   clearance version                       print the version
 `
 
@@ -42,6 +44,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return loadtest(ctx, args[1:], stdout, stderr)
 	case "migrate":
 		return migrate(ctx, args[1:], stdout, stderr)
+	case "verify":
+		return verify(args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, versionString())
 		return 0

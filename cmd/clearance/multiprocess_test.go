@@ -115,7 +115,14 @@ func TestMultiProcessOnePostgres(t *testing.T) {
 		t.Fatalf("shared grant key file: %v", err)
 	}
 
-	common := []string{"--store", storeURL, "--grant-key-file", keyFile, "--rate-limit", "-1", "--claim-lease", "2s"}
+	// And one ledger key, or checkpoints signed by one fail at the other.
+	if _, _, err := keyfile.LoadOrCreate(keysDir, "ledger"); err != nil {
+		t.Fatal(err)
+	}
+	ledgerKeyFile := filepath.Join(keysDir, "keys", "ledger.json")
+
+	common := []string{"--store", storeURL, "--grant-key-file", keyFile, "--ledger-key-file", ledgerKeyFile,
+		"--rate-limit", "-1", "--claim-lease", "2s"}
 	dirA, dirB := t.TempDir(), t.TempDir()
 	pa := startServer(t, dirA, common...)
 	pb := startServer(t, dirB, common...)

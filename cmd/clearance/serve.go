@@ -23,6 +23,7 @@ import (
 	"github.com/clearancehq/clearance"
 	"github.com/clearancehq/clearance/grant"
 	"github.com/clearancehq/clearance/internal/keyfile"
+	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/server"
 	"github.com/clearancehq/clearance/store"
 	"github.com/clearancehq/clearance/store/pebblestore"
@@ -52,9 +53,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	rateBurst := fs.Int("rate-burst", server.DefaultRateBurst, "rate-limit burst per credential")
 	maxBody := fs.Int64("max-body", server.DefaultMaxBodyBytes, "maximum request body in bytes")
 	logLevel := fs.String("log-level", env("CLEARANCE_LOG_LEVEL", "info"), "log level: debug, info, warn, error")
+	ledgerKeyFile := fs.String("ledger-key-file", env("CLEARANCE_LEDGER_KEY_FILE", ""), "ledger checkpoint signing key file (PEM PKCS#8 Ed25519 or JSON); empty means the ledger key in the data directory (env CLEARANCE_LEDGER_KEY_FILE)")
 	grantKeyFile := fs.String("grant-key-file", env("CLEARANCE_GRANT_KEY_FILE", ""), "grant signing key file (JSON ring or PEM PKCS#8 Ed25519); empty means the key ring in the data directory (env CLEARANCE_GRANT_KEY_FILE)")
 	grantTTL := fs.Duration("grant-ttl", clearance.DefaultGrantTTL, "execution grant lifetime")
 	claimLease := fs.Duration("claim-lease", clearance.DefaultClaimLease, "claim lease")
+	shareFile := fs.String("share-secret-file", env("CLEARANCE_SHARE_SECRET_FILE", ""), "dossier share-link secret file (0600, at least 32 characters); empty means "+shareSecretFile+" in the data directory, created on first start (env CLEARANCE_SHARE_SECRET_FILE)")
+	exportFile := fs.String("export-secret-file", env("CLEARANCE_EXPORT_SECRET_FILE", ""), "validation-pack HMAC secret file (0600); empty means "+exportSecretFile+" in the data directory, created on first start (env CLEARANCE_EXPORT_SECRET_FILE)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -65,7 +69,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	log := slog.New(slog.NewJSONHandler(stdout, &slog.HandlerOptions{Level: level}))
 	if err := runServer(ctx, log, serveConfig{data: *data, addr: *addr, store: *storeURL, rateLimit: *rateLimit,
-		rateBurst: *rateBurst, maxBody: *maxBody, grantKeyFile: *grantKeyFile, grantTTL: *grantTTL, claimLease: *claimLease}); err != nil {
+		rateBurst: *rateBurst, maxBody: *maxBody, grantKeyFile: *grantKeyFile, ledgerKeyFile: *ledgerKeyFile, grantTTL: *grantTTL, claimLease: *claimLease,
+		shareSecretFile: *shareFile, exportSecretFile: *exportFile}); err != nil {
 		log.Error("server stopped", "error", err.Error())
 		return 1
 	}
@@ -78,7 +83,10 @@ type serveConfig struct {
 	rateBurst            int
 	maxBody              int64
 	grantKeyFile         string
+	ledgerKeyFile        string
 	grantTTL, claimLease time.Duration
+	shareSecretFile      string
+	exportSecretFile     string
 }
 
 func runServer(ctx context.Context, log *slog.Logger, cfg serveConfig) error {
@@ -90,8 +98,14 @@ func runServer(ctx context.Context, log *slog.Logger, cfg serveConfig) error {
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
 	}
+	if isPostgres(cfg.store) && cfg.shareSecretFile == "" {
+		log.Warn("several servers on one database must share the share-link secret: pass the same --share-secret-file to each, or links made by one are refused by the others")
+	}
 	if isPostgres(cfg.store) && cfg.grantKeyFile == "" {
 		log.Warn("several servers on one database must share the grant signing key: pass the same --grant-key-file to each, or grants minted by one are refused by the others")
+	}
+	if isPostgres(cfg.store) && cfg.ledgerKeyFile == "" {
+		log.Warn("several servers on one database must share the ledger key: pass the same --ledger-key-file to each, or checkpoints signed by one fail verification by the others")
 	}
 	defer func() {
 		if err := backend.Close(); err != nil {
@@ -107,11 +121,35 @@ func runServer(ctx context.Context, log *slog.Logger, cfg serveConfig) error {
 		return err
 	}
 	kids["grant"] = ring.Active().KID()
-	engine, err := clearance.Open(backend, clearance.Options{Logger: log, GrantKeys: ring,
-		GrantTTL: cfg.grantTTL, ClaimLease: cfg.claimLease})
+	ledgerKey, err := loadLedgerKey(dataDir, cfg.ledgerKeyFile)
 	if err != nil {
 		return err
 	}
+	producer, _, err := keyfile.LoadOrCreate(dataDir, "producer")
+	if err != nil {
+		return fmt.Errorf("producer key: %w", err)
+	}
+	shareSecret, err := loadShareSecret(log, dataDir, cfg.shareSecretFile)
+	if err != nil {
+		return err
+	}
+	exportSecret, err := loadExportSecret(log, dataDir, cfg.exportSecretFile, isPostgres(cfg.store))
+	if err != nil {
+		return err
+	}
+	engine, err := clearance.Open(backend, clearance.Options{Logger: log, ShareSecret: shareSecret, GrantKeys: ring, LedgerKey: ledgerKey,
+		ProducerKey: producer, GrantTTL: cfg.grantTTL, ClaimLease: cfg.claimLease, ExportSecret: exportSecret})
+	if err != nil {
+		return err
+	}
+	// The sealer stops before the store closes (defers run last in, first out).
+	sealCtx, stopSealer := context.WithCancel(ctx)
+	sealerDone := make(chan struct{})
+	go func() { defer close(sealerDone); engine.RunSealer(sealCtx, clearance.DefaultSealInterval) }()
+	defer func() { stopSealer(); <-sealerDone }()
+	// The export worker resumes queued and interrupted validation packs and
+	// hands a build in progress back on shutdown, before the store closes.
+	defer startExportWorker(ctx, engine)()
 	if err := ensurePlatformKey(ctx, log, engine, dataDir); err != nil {
 		return err
 	}
@@ -165,6 +203,27 @@ func ensureSigningKeys(log *slog.Logger, dataDir string) (map[string]string, err
 	}
 	return kids, nil
 }
+
+// loadLedgerKey is the key that signs ledger checkpoints: an operator's key
+// file, or the ledger key in the data dir.
+func loadLedgerKey(dataDir, keyFile string) (*ledger.Key, error) {
+	var (
+		k   grant.Key
+		err error
+	)
+	if keyFile != "" {
+		k, err = keyfile.LoadFile(keyFile)
+	} else {
+		k, _, err = keyfile.LoadOrCreate(dataDir, "ledger")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ledger key: %w", err)
+	}
+	return ledger.NewKey(ledgerKeyName, k.Seed())
+}
+
+// ledgerKeyName names the ledger key in signed notes.
+const ledgerKeyName = "clearance-ledger"
 
 // grantRing is the grant signing key ring: an operator's key file, or the
 // ring in the data dir (with previous keys kept until their grants drain).

@@ -627,6 +627,8 @@ var codeSources = []string{
 	"../../internal/strictjson/strictjson.go",
 	"../../policy/*.go",
 	"../../execution.go",
+	"../../sharelinks.go",
+	"../../exports.go",
 	"../../keys.go",
 	"../../claim/*.go",
 	"../../registry/*.go",

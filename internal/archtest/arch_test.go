@@ -15,7 +15,7 @@ import (
 const module = "github.com/clearancehq/clearance"
 
 // pure packages: no I/O, no storage, no clock, no global randomness.
-var pure = []string{"policy", "grant", "ledger", "dossier", "tenant", "capsule", "artifact", "internal/canon", "internal/strictjson"}
+var pure = []string{"policy", "grant", "ledger", "dossier", "tenant", "capsule", "artifact", "proof", "export", "internal/canon", "internal/strictjson"}
 
 // forbiddenInPure are imports no pure package may have.
 var forbiddenInPure = []string{"net/http", "database/sql", "os", "log", "log/slog", "crypto/rand", "math/rand", "math/rand/v2",
@@ -29,6 +29,7 @@ var layers = map[string][]string{
 	"dossier":  {"", "server", "store", "cmd", "policy"},
 	"tenant":   {"", "server", "store", "cmd", "policy", "ledger", "dossier", "grant"},
 	"store":    {"", "server", "cmd"},
+	"export":   {"", "server", "store", "cmd", "policy", "dossier", "grant", "tenant", "claim", "artifact"},
 	"":         {"server", "cmd", "store/pebblestore"},
 	"server":   {"cmd", "store/pebblestore"},
 	"internal": {"", "server", "store", "cmd"},

@@ -1,0 +1,166 @@
+package clearance
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/hex"
+	"encoding/json"
+	"time"
+
+	"github.com/clearancehq/clearance/capsule"
+	"github.com/clearancehq/clearance/claim"
+	"github.com/clearancehq/clearance/grant"
+)
+
+// CapsuleProfile names the capsule draft every export is pinned to.
+const CapsuleProfile = capsule.SpecVersion
+
+// Capsules is the Agent Action Capsule projection of one dossier.
+type Capsules struct {
+	// Chain is the decision's capsules in ledger order: the verdict, then
+	// the outcome of its grant's finalization and a reconciliation, when
+	// they exist. The last one is the decision's current state.
+	Chain []capsule.Sealed
+	// Class1 holds the Class 1 results of Chain, checked as one store.
+	Class1 []capsule.Result
+}
+
+// Latest is the newest capsule of the chain.
+func (c Capsules) Latest() capsule.Sealed { return c.Chain[len(c.Chain)-1] }
+
+// LatestVerified reports whether the Class 1 checks ran on the newest
+// capsule and passed.
+func (c Capsules) LatestVerified() bool {
+	return len(c.Class1) == len(c.Chain) && c.Class1[len(c.Class1)-1].OK
+}
+
+// Capsules projects the org's dossier into Agent Action Capsules
+// (draft-mih-scitt-agent-action-capsule-04) and runs the Class 1 checks on
+// them. The dossier stays the canonical record; effects come only from a
+// recorded finalization, never from the verdict.
+func (e *Engine) Capsules(ctx context.Context, orgID, dossierID string) (Capsules, error) {
+	r, err := e.Dossier(ctx, orgID, dossierID)
+	if err != nil {
+		return Capsules{}, err
+	}
+	var d Dossier
+	if err := json.Unmarshal(r.Body, &d); err != nil {
+		return Capsules{}, unavailable("read dossier", err)
+	}
+	ev, err := e.capsuleEvidence(ctx, d, r.Digest)
+	if err != nil {
+		return Capsules{}, err
+	}
+	chain, err := capsule.Build(ev)
+	if err != nil {
+		return Capsules{}, unavailable("build capsule", err)
+	}
+	raw := make([][]byte, len(chain))
+	for i, c := range chain {
+		raw[i] = c.JSON
+	}
+	return Capsules{Chain: chain, Class1: capsule.VerifyLedger(raw)}, nil
+}
+
+// capsuleEvidence gathers what capsule.Build projects from a dossier and
+// the grant it names.
+func (e *Engine) capsuleEvidence(ctx context.Context, d Dossier, digest string) (capsule.Evidence, error) {
+	decided, err := time.Parse(timeFormat, d.CreatedAt)
+	if err != nil {
+		return capsule.Evidence{}, unavailable("read dossier", err)
+	}
+	developer := d.Actor.ID
+	if developer == "" {
+		developer = d.Actor.CredentialID
+	}
+	if developer == "" { // an embedded caller that named no principal
+		developer = d.OrgID
+	}
+	ev := capsule.Evidence{
+		Operator: d.OrgID, Developer: developer, DecisionID: d.DecisionID, DossierID: d.DossierID, DossierDigest: digest,
+		Outcome: capsule.Outcome(d.Outcome), Mode: capsule.Mode(d.Mode), ReasonCodes: d.ReasonCodes,
+		EvaluationFailed: d.EvaluationError != "", IntentDigest: d.IntentDigest, DecidedAt: decided,
+		Policy: capsule.PolicyRef{BundleID: d.PolicySnapshot.BundleID, PolicyVersion: d.PolicySnapshot.PolicyVersion,
+			BundleDigest: d.PolicySnapshot.BundleDigest, Evaluator: d.PolicySnapshot.Evaluator},
+	}
+	if d.GrantID == "" {
+		return ev, nil
+	}
+	g, err := e.store.GrantOf(ctx, d.OrgID, d.GrantID)
+	if err != nil {
+		return capsule.Evidence{}, unavailable("read grant", err)
+	}
+	ev.Grant = &capsule.Grant{GrantID: g.GrantID, IssuedAt: g.IssuedAt, ExpiresAt: g.ExpiresAt, PayloadDigest: g.PayloadDigest,
+		Finalization: finalizationOf(g)}
+	return ev, nil
+}
+
+// finalizationOf is a grant's finalization as capsule.Build reads it; nil
+// while the grant is ISSUED or CLAIMED.
+func finalizationOf(g claim.Grant) *capsule.Finalization {
+	if g.FinalizedAt.IsZero() {
+		return nil
+	}
+	f := &capsule.Finalization{State: capsule.State(g.State), FinalCode: g.FinalCode, FinalizedAt: g.FinalizedAt,
+		EffectConfirmed: g.EffectConfirmed, Evidence: effectOf(g.Evidence)}
+	if r := g.Reconciliation; r != nil {
+		// The grant's state is the resolution; the finalization was
+		// INDETERMINATE (only those are reconciled).
+		f.State = capsule.StateIndeterminate
+		f.EffectConfirmed = false
+		f.Reconciliation = &capsule.Reconciliation{Resolution: capsule.State(r.Resolution), EffectConfirmed: r.EffectConfirmed,
+			Evidence: effectOf(r.Evidence), ReconciledAt: r.ReconciledAt}
+	}
+	return f
+}
+
+func effectOf(e *claim.Evidence) *capsule.EffectEvidence {
+	if e == nil {
+		return nil
+	}
+	return &capsule.EffectEvidence{Kind: e.Kind, Status: e.Status, EffectDigest: e.EffectDigest, Source: e.Source}
+}
+
+// ProducerEnvelope is one COSE_Sign1 producer envelope over a capsule ID.
+type ProducerEnvelope struct {
+	CapsuleID string `json:"capsule_id"`
+	// COSESign1 is the tagged COSE_Sign1 (base64 in JSON); its payload is
+	// the raw 32-byte capsule ID and its kid the raw Ed25519 public key.
+	COSESign1 []byte `json:"cose_sign1"`
+	// PublicKey is the signer's raw Ed25519 key, hex. A valid signature
+	// authenticates only this key; whether to trust it is the caller's policy.
+	PublicKey string `json:"public_key"`
+	Producer  string `json:"producer"`
+}
+
+// ProducerEnvelopes signs the dossier's newest capsule with the service's
+// producer key. The envelope is separate from any registration statement
+// or transparency receipt.
+func (e *Engine) ProducerEnvelopes(ctx context.Context, orgID, dossierID string) (capsule.ID, []ProducerEnvelope, error) {
+	c, err := e.Capsules(ctx, orgID, dossierID)
+	if err != nil {
+		return capsule.ID{}, nil, err
+	}
+	k, err := e.producerKey()
+	if err != nil {
+		return capsule.ID{}, nil, err
+	}
+	id := c.Latest().ID
+	env, err := capsule.Sign(id, ed25519.NewKeyFromSeed(k.Seed()))
+	if err != nil {
+		return capsule.ID{}, nil, unavailable("sign producer envelope", err)
+	}
+	return id, []ProducerEnvelope{{CapsuleID: id.String(), COSESign1: env, PublicKey: hex.EncodeToString(k.Public()),
+		Producer: e.opts.Issuer}}, nil
+}
+
+func (e *Engine) producerKey() (grant.Key, error) {
+	if !e.opts.ProducerKey.IsZero() {
+		return e.opts.ProducerKey, nil
+	}
+	ring, err := e.ring()
+	if err != nil {
+		return grant.Key{}, err
+	}
+	return ring.Active(), nil
+}

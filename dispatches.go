@@ -1,0 +1,219 @@
+package clearance
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/clearancehq/clearance/claim"
+	"github.com/clearancehq/clearance/grant"
+	"github.com/clearancehq/clearance/internal/canon"
+	"github.com/clearancehq/clearance/ledger"
+	"github.com/clearancehq/clearance/store"
+)
+
+// MaxDispatchTarget bounds a dispatch's target, in bytes.
+const MaxDispatchTarget = 2048
+
+// DispatchRequest reports what an executor sent downstream under a claimed
+// grant. The grant is named by its execution token or by its id (both may
+// be given; they must agree); the claim token proves the caller holds the
+// live claim.
+type DispatchRequest struct {
+	OrgID          string
+	ExecutionToken string
+	GrantID        string
+	ClaimToken     string
+	// RequestDigest is sha256:<hex> of the request sent downstream.
+	RequestDigest string
+	// Target names where it went (a URL, a queue, a system of record).
+	Target string
+	// DispatchedAt is when it was sent, RFC 3339, as the executor says.
+	DispatchedAt   string
+	IdempotencyKey string
+	Principal      Principal
+	RequestID      string
+}
+
+// Dispatch is a recorded execution dispatch. Its RFC 8785 form is the
+// stored body and its SHA-256 the payload_digest of its ledger entry (kind
+// execution.dispatched, at LedgerSeq, subject DispatchID). DispatchedAt is
+// the executor's statement; RecordedAt is Clearance's clock.
+type Dispatch struct {
+	DispatchID       string `json:"dispatch_id"`
+	OrgID            string `json:"org_id"`
+	GrantID          string `json:"grant_id"`
+	DecisionID       string `json:"decision_id"`
+	DossierID        string `json:"dossier_id"`
+	ClaimTokenDigest string `json:"claim_token_digest"`
+	RequestDigest    string `json:"request_digest"`
+	Target           string `json:"target"`
+	DispatchedAt     string `json:"dispatched_at"`
+	RecordedAt       string `json:"recorded_at"`
+	CredentialID     string `json:"credential_id"`
+	RequestID        string `json:"request_id,omitempty"`
+	LedgerSeq        uint64 `json:"ledger_seq"`
+	// Replayed is true when an Idempotency-Key returned a recorded dispatch.
+	Replayed bool `json:"-"`
+}
+
+// RecordDispatch records what an executor sent downstream for a grant it
+// holds a live claim on: the grant must be CLAIMED, the claim token the one
+// the claim returned and the lease not passed by the store's clock (checked
+// by claim.Live in the same transaction that stores the dispatch as an
+// artifact of the grant and ledgers it). Recording changes neither the
+// grant nor its dossier; several dispatches per claim are allowed (retries).
+//
+// Errors: bad fields are ErrInvalidRequest (INVALID_DISPATCH); an unknown
+// grant or another org's is ErrNotFound (GRANT_NOT_FOUND); a token that
+// does not verify is ErrConflict (GRANT_INVALID); a grant that is not
+// claimed, already finalized, claimed with another token or whose lease
+// passed is ErrConflict (GRANT_NOT_CLAIMED, ALREADY_FINALIZED,
+// CLAIM_TOKEN_MISMATCH, CLAIM_LEASE_EXPIRED).
+func (e *Engine) RecordDispatch(ctx context.Context, req DispatchRequest) (Dispatch, error) {
+	at, err := checkDispatch(req)
+	if err != nil {
+		return Dispatch{}, err
+	}
+	grantID, err := e.dispatchGrant(ctx, req)
+	if err != nil {
+		return Dispatch{}, err
+	}
+	id, err := e.newID()
+	if err != nil {
+		return Dispatch{}, unavailable("id generation", err)
+	}
+	tokenDigest := canon.Digest([]byte(req.ClaimToken))
+	requestDigest, err := canon.DigestValue(struct {
+		GrantID          string `json:"grant_id"`
+		ClaimTokenDigest string `json:"claim_token_digest"`
+		RequestDigest    string `json:"request_digest"`
+		Target           string `json:"target"`
+		DispatchedAt     string `json:"dispatched_at"`
+	}{grantID, tokenDigest, req.RequestDigest, req.Target, at})
+	if err != nil {
+		return Dispatch{}, invalid(CodeInvalidDispatch, "", "the dispatch cannot be canonicalized: %v", err)
+	}
+	now := e.now()
+	var out Dispatch
+	err = e.store.Update(ctx, req.OrgID, func(tx store.Tx) error {
+		prev, replayed, err := replay[Dispatch](ctx, tx, scopeDispatch, req.IdempotencyKey, requestDigest)
+		if err != nil {
+			return err
+		}
+		if replayed {
+			out = prev
+			out.Replayed = true
+			return nil
+		}
+		g, err := claim.Live(ctx, tx, grantID, tokenDigest)
+		if err != nil {
+			return err
+		}
+		out = Dispatch{DispatchID: id, OrgID: req.OrgID, GrantID: g.GrantID, DecisionID: g.DecisionID, DossierID: g.DossierID,
+			ClaimTokenDigest: tokenDigest, RequestDigest: req.RequestDigest, Target: req.Target, DispatchedAt: at,
+			RecordedAt: now.Format(timeFormat), CredentialID: req.Principal.KeyID, RequestID: req.RequestID}
+		if err := e.recordArtifact(ctx, tx, KindDispatch, out.DispatchID, out.GrantID, ledger.KindDispatched, now, &out.LedgerSeq, &out); err != nil {
+			return err
+		}
+		return remember(ctx, tx, scopeDispatch, req.IdempotencyKey, requestDigest, out, now)
+	})
+	if errors.Is(err, claim.ErrGrantNotFound) {
+		return Dispatch{}, errGrantNotFound()
+	}
+	if err != nil {
+		return Dispatch{}, lifecycleError("record dispatch", err)
+	}
+	return out, nil
+}
+
+// checkDispatch checks the fields and returns dispatched_at in UTC.
+func checkDispatch(req DispatchRequest) (string, error) {
+	if req.ExecutionToken == "" && req.GrantID == "" {
+		return "", invalid(CodeInvalidDispatch, "execution_token", "execution_token or grant_id is required")
+	}
+	if req.ClaimToken == "" {
+		return "", invalid(CodeInvalidDispatch, "claim_token", "claim_token is required")
+	}
+	if _, err := canon.ParseDigest(req.RequestDigest); err != nil {
+		return "", invalid(CodeInvalidDispatch, "request_digest", "request_digest must be sha256:<64 lowercase hex>")
+	}
+	if !validName(req.Target, MaxDispatchTarget) {
+		return "", invalid(CodeInvalidDispatch, "target", "target is required: 1 to %d bytes without control characters", MaxDispatchTarget)
+	}
+	at, err := time.Parse(time.RFC3339, req.DispatchedAt)
+	if err != nil {
+		return "", invalid(CodeInvalidDispatch, "dispatched_at", "dispatched_at must be an RFC 3339 timestamp")
+	}
+	if req.IdempotencyKey != "" && !ValidToken(req.IdempotencyKey) {
+		return "", invalid(CodeInvalidIdempotencyKey, "Idempotency-Key", "Idempotency-Key must be 1 to %d visible ASCII characters", MaxKeyLength)
+	}
+	return at.UTC().Format(timeFormat), nil
+}
+
+// dispatchGrant returns the id of the grant a dispatch names. A token is
+// verified like at finalization (signature, type, issuer; not its expiry:
+// the claim lease bounds a dispatch).
+func (e *Engine) dispatchGrant(ctx context.Context, req DispatchRequest) (string, error) {
+	if req.ExecutionToken == "" {
+		if !ValidID(req.GrantID) {
+			return "", errGrantNotFound()
+		}
+		return req.GrantID, nil
+	}
+	tg, err := e.checkToken(ctx, req.OrgID, req.ExecutionToken, true)
+	var te *grant.TokenError
+	if errors.As(err, &te) {
+		return "", &Error{Kind: ErrConflict, Code: CodeGrantInvalid, Detail: "the execution grant is not valid", Err: err}
+	}
+	if err != nil {
+		return "", err
+	}
+	if tg.claims.OrgID != req.OrgID {
+		return "", errGrantNotFound()
+	}
+	if req.GrantID != "" && req.GrantID != tg.claims.ID {
+		return "", invalid(CodeInvalidDispatch, "grant_id", "grant_id is not the grant the execution token names")
+	}
+	return tg.claims.ID, nil
+}
+
+func errGrantNotFound() error {
+	return newError(ErrNotFound, claim.CodeGrantNotFound, "grant not found")
+}
+
+// DispatchList is what an executor reported sending downstream under the
+// grant a dossier's decision issued, oldest first: the dossier's dispatch
+// evidence. GrantID is empty (and the list too) for a decision that issued
+// no grant; GrantState is the grant's current lifecycle state.
+type DispatchList struct {
+	OrgID      string      `json:"org_id"`
+	DossierID  string      `json:"dossier_id"`
+	DecisionID string      `json:"decision_id"`
+	GrantID    string      `json:"grant_id,omitempty"`
+	GrantState claim.State `json:"grant_state,omitempty"`
+	Dispatches []Dispatch  `json:"dispatches"`
+	Truncated  bool        `json:"truncated,omitempty"`
+}
+
+// Dispatches returns the dispatches recorded under the grant of the org's
+// dossier: a dossier is immutable and digest-bound, so its dispatches are
+// linked to it by its grant id and ledgered, never written into it. An
+// unknown dossier (or another org's) is ErrNotFound.
+func (e *Engine) Dispatches(ctx context.Context, orgID, dossierID string) (DispatchList, error) {
+	d, _, err := e.dossierOf(ctx, orgID, dossierID)
+	if err != nil {
+		return DispatchList{}, err
+	}
+	out := DispatchList{OrgID: orgID, DossierID: d.DossierID, DecisionID: d.DecisionID, GrantID: d.GrantID, Dispatches: []Dispatch{}}
+	if d.GrantID == "" {
+		return out, nil
+	}
+	g, err := e.store.GrantOf(ctx, orgID, d.GrantID)
+	if err != nil {
+		return DispatchList{}, unavailable("read grant", err)
+	}
+	out.GrantState = g.State
+	out.Truncated, err = listArtifacts(ctx, e.store, orgID, KindDispatch, d.GrantID, &out.Dispatches)
+	return out, err
+}

@@ -1,0 +1,312 @@
+package clearance
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/clearancehq/clearance/artifact"
+	"github.com/clearancehq/clearance/internal/canon"
+	"github.com/clearancehq/clearance/ledger"
+	"github.com/clearancehq/clearance/policy"
+	"github.com/clearancehq/clearance/store"
+)
+
+// OverrideResolution is how a person resolved a decision that was not ALLOW.
+type OverrideResolution string
+
+// Override resolutions.
+const (
+	OverrideApproved OverrideResolution = "APPROVED"
+	OverrideRejected OverrideResolution = "REJECTED"
+)
+
+// Idempotency scopes of the evidence writes (a key is scoped per org and
+// per operation, like the decision routes' keys).
+const (
+	scopeOverride = "dossier.override"
+	scopeDispatch = "execution.dispatch"
+)
+
+// Limits of override fields, in bytes.
+const (
+	MaxOverrideNote = 2000
+	maxActorID      = 200
+	maxActorType    = 64
+	maxReasonCode   = 64
+)
+
+// MaxEvidenceItems bounds the overrides or dispatches one listing returns.
+const MaxEvidenceItems = 1000
+
+// OverrideActor is who resolved: a person's (or a review tool's) id and
+// kind, as the caller states them; the credential that recorded it is
+// recorded separately.
+type OverrideActor struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
+// OverrideRequest records one human resolution of a dossier.
+type OverrideRequest struct {
+	OrgID      string
+	DossierID  string
+	Resolution OverrideResolution
+	Actor      OverrideActor
+	Note       string
+	ReasonCode string
+	// IdempotencyKey, when set, makes a retry return the recorded override.
+	IdempotencyKey string
+	Principal      Principal
+	RequestID      string
+}
+
+// Override is a recorded resolution. Its RFC 8785 form is the stored body,
+// and its SHA-256 the payload_digest of its ledger entry (kind
+// decision.overridden, at LedgerSeq, subject OverrideID).
+type Override struct {
+	OverrideID      string             `json:"override_id"`
+	OrgID           string             `json:"org_id"`
+	DossierID       string             `json:"dossier_id"`
+	DossierDigest   string             `json:"dossier_digest"`
+	DecisionID      string             `json:"decision_id"`
+	DecisionOutcome policy.Outcome     `json:"decision_outcome"`
+	DecisionMode    policy.Mode        `json:"decision_mode"`
+	Resolution      OverrideResolution `json:"resolution"`
+	Actor           OverrideActor      `json:"actor"`
+	Note            string             `json:"note,omitempty"`
+	ReasonCode      string             `json:"reason_code,omitempty"`
+	CredentialID    string             `json:"credential_id"`
+	RequestID       string             `json:"request_id,omitempty"`
+	CreatedAt       string             `json:"created_at"`
+	LedgerSeq       uint64             `json:"ledger_seq"`
+	// Replayed is true when an Idempotency-Key returned a recorded override.
+	Replayed bool `json:"-"`
+}
+
+// RecordOverride records a human resolution (APPROVED or REJECTED) of a
+// decision whose outcome was ESCALATE, REVIEW_REQUIRED or BLOCK, as an
+// artifact of the dossier and a ledger entry, in one atomic write. The
+// dossier itself is never changed.
+//
+// An override is evidence, never authority: it issues no grant and no
+// token, a later claim of any grant is judged exactly as before, and an
+// agent that wants to act after an approval must ask again (a new
+// evaluation, which may name the overridden decision as its parent).
+// Errors: an ALLOW dossier is ErrConflict (OVERRIDE_NOT_APPLICABLE); an
+// unknown dossier (or another org's) ErrNotFound; bad fields
+// ErrInvalidRequest (INVALID_OVERRIDE).
+func (e *Engine) RecordOverride(ctx context.Context, req OverrideRequest) (Override, error) {
+	if err := checkOverride(req); err != nil {
+		return Override{}, err
+	}
+	if req.IdempotencyKey != "" && !ValidToken(req.IdempotencyKey) {
+		return Override{}, invalid(CodeInvalidIdempotencyKey, "Idempotency-Key", "Idempotency-Key must be 1 to %d visible ASCII characters", MaxKeyLength)
+	}
+	d, digest, err := e.dossierOf(ctx, req.OrgID, req.DossierID)
+	if err != nil {
+		return Override{}, err
+	}
+	if d.Outcome == policy.OutcomeAllow {
+		return Override{}, newError(ErrConflict, CodeOverrideNotApplicable, "the decision was ALLOW: there is nothing to override")
+	}
+	requestDigest, err := canon.DigestValue(struct {
+		DossierID  string             `json:"dossier_id"`
+		Resolution OverrideResolution `json:"resolution"`
+		Actor      OverrideActor      `json:"actor"`
+		Note       string             `json:"note"`
+		ReasonCode string             `json:"reason_code"`
+	}{req.DossierID, req.Resolution, req.Actor, req.Note, req.ReasonCode})
+	if err != nil {
+		return Override{}, invalid(CodeInvalidOverride, "", "the override cannot be canonicalized: %v", err)
+	}
+	id, err := e.newID()
+	if err != nil {
+		return Override{}, unavailable("id generation", err)
+	}
+	now := e.now()
+	o := Override{
+		OverrideID: id, OrgID: req.OrgID, DossierID: d.DossierID, DossierDigest: digest, DecisionID: d.DecisionID,
+		DecisionOutcome: d.Outcome, DecisionMode: d.Mode, Resolution: req.Resolution, Actor: req.Actor, Note: req.Note,
+		ReasonCode: req.ReasonCode, CredentialID: req.Principal.KeyID, RequestID: req.RequestID, CreatedAt: now.Format(timeFormat),
+	}
+	var out Override
+	err = e.store.Update(ctx, req.OrgID, func(tx store.Tx) error {
+		prev, replayed, err := replay[Override](ctx, tx, scopeOverride, req.IdempotencyKey, requestDigest)
+		if err != nil {
+			return err
+		}
+		if replayed {
+			out = prev
+			out.Replayed = true
+			return nil
+		}
+		out = o
+		if err := e.recordArtifact(ctx, tx, KindOverride, out.OverrideID, out.DossierID, ledger.KindOverride, now, &out.LedgerSeq, &out); err != nil {
+			return err
+		}
+		return remember(ctx, tx, scopeOverride, req.IdempotencyKey, requestDigest, out, now)
+	})
+	if err != nil {
+		return Override{}, asEngineError("record override", err)
+	}
+	return out, nil
+}
+
+func checkOverride(req OverrideRequest) error {
+	switch req.Resolution {
+	case OverrideApproved, OverrideRejected:
+	default:
+		return invalid(CodeInvalidOverride, "resolution", "resolution must be APPROVED or REJECTED")
+	}
+	if !validName(req.Actor.ID, maxActorID) {
+		return invalid(CodeInvalidOverride, "actor.id", "actor.id is required: 1 to %d bytes without control characters", maxActorID)
+	}
+	if !validName(req.Actor.Type, maxActorType) {
+		return invalid(CodeInvalidOverride, "actor.type", "actor.type is required: 1 to %d bytes without control characters", maxActorType)
+	}
+	if len(req.Note) > MaxOverrideNote || strings.ContainsFunc(req.Note, func(r rune) bool {
+		return unicode.IsControl(r) && r != '\n' && r != '\r' && r != '\t'
+	}) {
+		return invalid(CodeInvalidOverride, "note", "note is at most %d bytes, without control characters other than line breaks and tabs", MaxOverrideNote)
+	}
+	if req.ReasonCode != "" && !validCode(req.ReasonCode) {
+		return invalid(CodeInvalidOverride, "reason_code", "reason_code is 1 to %d characters of A-Z, 0-9 and _, starting with a letter", maxReasonCode)
+	}
+	return nil
+}
+
+// validName reports whether s is 1 to max bytes of text without control
+// characters.
+func validName(s string, max int) bool { return s != "" && len(s) <= max && validText(s) }
+
+// validCode reports whether s is an UPPER_SNAKE code of at most
+// maxReasonCode bytes.
+func validCode(s string) bool {
+	if s == "" || len(s) > maxReasonCode || s[0] < 'A' || s[0] > 'Z' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < 'A' || c > 'Z') && (c < '0' || c > '9') && c != '_' {
+			return false
+		}
+	}
+	return true
+}
+
+// OverrideTrail is a dossier's overrides, oldest first. Truncated says that
+// more than MaxEvidenceItems exist (the oldest are listed).
+type OverrideTrail struct {
+	OrgID      string         `json:"org_id"`
+	DossierID  string         `json:"dossier_id"`
+	DecisionID string         `json:"decision_id"`
+	Outcome    policy.Outcome `json:"outcome"`
+	Overrides  []Override     `json:"overrides"`
+	Truncated  bool           `json:"truncated,omitempty"`
+}
+
+// Overrides returns the trail of human resolutions of the org's dossier;
+// an unknown dossier (or another org's) is ErrNotFound.
+func (e *Engine) Overrides(ctx context.Context, orgID, dossierID string) (OverrideTrail, error) {
+	d, _, err := e.dossierOf(ctx, orgID, dossierID)
+	if err != nil {
+		return OverrideTrail{}, err
+	}
+	trail := OverrideTrail{OrgID: orgID, DossierID: d.DossierID, DecisionID: d.DecisionID, Outcome: d.Outcome}
+	trail.Truncated, err = listArtifacts(ctx, e.store, orgID, KindOverride, d.DossierID, &trail.Overrides)
+	return trail, err
+}
+
+// dossierOf reads and decodes the org's dossier, with its digest.
+func (e *Engine) dossierOf(ctx context.Context, orgID, dossierID string) (Dossier, string, error) {
+	r, err := e.Dossier(ctx, orgID, dossierID)
+	if err != nil {
+		return Dossier{}, "", err
+	}
+	var d Dossier
+	if err := json.Unmarshal(r.Body, &d); err != nil {
+		return Dossier{}, "", unavailable("read dossier", err)
+	}
+	return d, r.Digest, nil
+}
+
+// recordArtifact stores v as an artifact (kind, id, ref) and ledgers it
+// with ledgerKind: *seq is set to the entry's seq before v is
+// canonicalized, so the stored body names its own entry and the entry
+// carries the body's digest (as a dossier and its entry do).
+func (e *Engine) recordArtifact(ctx context.Context, tx store.Tx, kind, id, ref, ledgerKind string, now time.Time, seq *uint64, v any) error {
+	head, err := tx.LedgerHead(ctx)
+	if err != nil {
+		return err
+	}
+	*seq = head.Seq + 1
+	body, err := canon.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if err := tx.PutArtifact(ctx, artifact.Record{OrgID: tx.OrgID(), Kind: kind, ID: id, Ref: ref, CreatedAt: now, Body: body}); err != nil {
+		return err
+	}
+	_, err = ledger.Append(ctx, tx, tx.OrgID(), ledger.Record{Kind: ledgerKind, SubjectID: id, PayloadDigest: canon.Digest(body)}, now)
+	return err
+}
+
+// listArtifacts decodes the org's artifacts of kind under ref into *out
+// (never nil), oldest first, at most MaxEvidenceItems; it reports whether
+// more exist.
+func listArtifacts[T any](ctx context.Context, r store.Reader, orgID, kind, ref string, out *[]T) (bool, error) {
+	recs, err := r.ArtifactsByRef(ctx, orgID, kind, ref, MaxEvidenceItems+1)
+	if err != nil {
+		return false, unavailable("read "+kind+" records", err)
+	}
+	truncated := len(recs) > MaxEvidenceItems
+	if truncated {
+		recs = recs[:MaxEvidenceItems]
+	}
+	*out = make([]T, len(recs))
+	for i, rec := range recs {
+		if err := json.Unmarshal(rec.Body, &(*out)[i]); err != nil {
+			return false, unavailable("read "+kind+" records", err)
+		}
+	}
+	return truncated, nil
+}
+
+// replay looks key up in scope: the recorded answer to the same request
+// (requestDigest) is returned with true; an answer to another request is
+// ErrConflict (IDEMPOTENCY_KEY_REUSED). An empty key never replays.
+func replay[T any](ctx context.Context, tx store.Tx, scope, key, requestDigest string) (T, bool, error) {
+	var out T
+	if key == "" {
+		return out, false, nil
+	}
+	prev, err := tx.Idempotency(ctx, scope, key)
+	if isNotFound(err) {
+		return out, false, nil
+	}
+	if err != nil {
+		return out, false, err
+	}
+	if prev.RequestDigest != requestDigest {
+		return out, false, newError(ErrConflict, CodeIdempotencyKeyReused, "Idempotency-Key was already used with a different request body")
+	}
+	if err := json.Unmarshal(prev.Response, &out); err != nil {
+		return out, false, err
+	}
+	return out, true, nil
+}
+
+// remember records v as the answer to key in scope (nothing for an empty key).
+func remember(ctx context.Context, tx store.Tx, scope, key, requestDigest string, v any, now time.Time) error {
+	if key == "" {
+		return nil
+	}
+	resp, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return tx.PutIdempotency(ctx, store.IdempotencyRecord{OrgID: tx.OrgID(), Scope: scope, Key: key,
+		RequestDigest: requestDigest, Response: resp, CreatedAt: now})
+}
