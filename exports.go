@@ -71,7 +71,7 @@ var exportEpoch = time.Unix(0, 0).UTC()
 // Artifact kinds of validation packs: the job record (Ref: its status) and
 // the pack's bytes in chunks (ID "<export id>/<n>", Ref: the export id).
 const (
-	kindExport      = "export"
+	kindExport      = artifact.KindExport
 	kindExportChunk = "export_chunk"
 )
 

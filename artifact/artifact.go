@@ -51,7 +51,9 @@ type Reader interface {
 	// ArtifactsByRefAllOrgs returns the records of kind whose Ref is ref in
 	// every org, ordered by (CreatedAt, OrgID, ID), at most limit of them
 	// (limit <= 0: all). It is meant for resuming background work after a
-	// restart, not for serving an org.
+	// restart, not for serving an org. Only the kinds that IndexedAllOrgs
+	// names are indexed across orgs; any other kind is refused with
+	// ErrInvalid.
 	ArtifactsByRefAllOrgs(ctx context.Context, kind, ref string, limit int) ([]Record, error)
 }
 
@@ -130,17 +132,35 @@ func ValidateRef(orgID, kind, ref string) error {
 	if err := checkString("org_id", orgID, 1); err != nil {
 		return err
 	}
-	return ValidateRefAllOrgs(kind, ref)
-}
-
-// ValidateRefAllOrgs reports why no record can have kind and ref, or nil:
-// the arguments of ArtifactsByRefAllOrgs.
-func ValidateRefAllOrgs(kind, ref string) error {
 	if err := checkKind(kind); err != nil {
 		return err
 	}
 	return checkString("ref", ref, 0)
 }
+
+// ValidateRefAllOrgs reports why no record can have kind and ref, or nil:
+// the arguments of ArtifactsByRefAllOrgs, whose kind must be one that
+// IndexedAllOrgs names.
+func ValidateRefAllOrgs(kind, ref string) error {
+	if err := checkKind(kind); err != nil {
+		return err
+	}
+	if !IndexedAllOrgs(kind) {
+		return invalid("kind", "%q is not indexed across orgs", kind)
+	}
+	return checkString("ref", ref, 0)
+}
+
+// KindExport is the kind of audit-export jobs, the one kind indexed across
+// orgs: a job's Ref is its state, and ArtifactsByRefAllOrgs finds the jobs
+// to resume after a restart.
+const KindExport = "export"
+
+// IndexedAllOrgs reports whether backends index the records of kind across
+// orgs, for ArtifactsByRefAllOrgs. Only KindExport is: every other kind
+// (chain memberships are written on every decision) costs no index entry
+// beyond the org's.
+func IndexedAllOrgs(kind string) bool { return kind == KindExport }
 
 func checkKey(orgID, kind, id string) error {
 	if err := checkString("org_id", orgID, 1); err != nil {

@@ -99,6 +99,7 @@ func TestArtifactValidateLookups(t *testing.T) {
 		{"EmptyArg", "org", "export", "", false, true, true},
 		{"EmptyOrg", "", "export", "x", false, false, true},
 		{"BadKind", "org", "Export", "x", false, false, false},
+		{"KindNotAllOrgs", "org", "override", "x", true, true, false},
 		{"EmptyKind", "org", "", "x", false, false, false},
 		{"NULArg", "org", "export", "\x00", false, false, false},
 		{"NULOrg", "o\x00", "export", "x", false, false, true},

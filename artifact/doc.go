@@ -17,7 +17,9 @@
 //
 // Lookups never cross orgs, except ArtifactsByRefAllOrgs, which exists to
 // resume background work after a restart (export jobs whose Ref is their
-// state, say "pending"). A lookup that finds nothing returns an error
+// state, say "pending"). It serves only the kinds that IndexedAllOrgs names
+// (KindExport): backends index no other kind across orgs, so the records
+// written on every decision cost one index entry, not two. A lookup that finds nothing returns an error
 // wrapping store.ErrNotFound. Listings are ordered by (CreatedAt, ID), and
 // across orgs by (CreatedAt, OrgID, ID), comparing strings byte by byte; a
 // limit <= 0 returns every match.

@@ -11,7 +11,6 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/clearancehq/clearance/artifact"
-	"github.com/clearancehq/clearance/store"
 )
 
 // Artifact keys. The org-scoped ones share one sub-table tag and a second
@@ -22,7 +21,7 @@ import (
 //	o <org> a x <kind (uvarint-prefixed)> <ref (uvarint-prefixed)> <created_at µs^sign> <id>
 //	                    empty: the org's ref index
 //	a <kind (uvarint-prefixed)> <ref (uvarint-prefixed)> <created_at µs^sign> <org> 0x00 <id>
-//	                    empty: the ref index of every org
+//	                    empty: the ref index of every org (opt-in kinds)
 //
 // created_at is Unix microseconds (CreatedAt is stored truncated to the
 // microsecond), as an int64 whose sign bit is flipped in keys so that
@@ -30,9 +29,10 @@ import (
 // (years 1..9999, no clamping). In the global index the org id is ended by a
 // NUL byte, which artifact.Validate refuses in ids, so entries with equal
 // times sort by org id, then id, bytewise, as PostgreSQL's COLLATE "C" does.
+// The global index holds only the kinds that artifact.IndexedAllOrgs names.
 // PutArtifact reads the record it replaces from the transaction's batch and
-// deletes its two index entries in that batch, so the record and both
-// indexes always change together.
+// deletes its index entries in that batch, so the record and its indexes
+// always change together.
 const (
 	tagArtifactRef = 'a' // a <lp kind> <lp ref> <created_at> <org> 0x00 <id> -> empty
 	subArtifact    = 'a' // .. a r|x ...                       -> see above
@@ -132,7 +132,11 @@ func readArtifact(r kv, orgID, kind, id string) (artifact.Record, error) {
 }
 
 // PutArtifact implements artifact.Tx. It replaces a record with the same
-// kind and id, deleting its index entries before writing the new ones.
+// kind and id, deleting its index entries before writing the new ones. The
+// global index entry is written only for a kind that
+// artifact.IndexedAllOrgs names; a replace deletes the old one whatever the
+// kind (databases written before the index became opt-in hold entries of
+// every kind).
 func (t *tx) PutArtifact(ctx context.Context, r artifact.Record) error {
 	if err := r.ValidateFor(t.org); err != nil {
 		return err
@@ -141,21 +145,34 @@ func (t *tx) PutArtifact(ctx context.Context, r artifact.Record) error {
 		return err
 	}
 	defer t.mu.Unlock()
-	switch old, err := readArtifact(t.b, t.org, r.Kind, r.ID); {
+	key := artifactKey(t.org, r.Kind, r.ID)
+	// A raw lookup: the usual record is new, and get would build a
+	// not-found error only to drop it.
+	switch v, closer, err := t.b.Get(key); {
 	case err == nil:
+		old, err := decodeArtifact(t.org, r.Kind, r.ID, v)
+		if cerr := closer.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
 		for _, k := range [][]byte{artifactRefKey(old), artifactGlobalKey(old)} {
 			if err := t.b.Delete(k, nil); err != nil {
 				return fmt.Errorf("pebblestore: write: %w", err)
 			}
 		}
-	case !errors.Is(err, store.ErrNotFound):
-		return err
+	case !errors.Is(err, pebble.ErrNotFound):
+		return fmt.Errorf("pebblestore: get %s artifact %q of org %q: %w", r.Kind, r.ID, t.org, err)
 	}
-	if err := t.set(artifactKey(t.org, r.Kind, r.ID), encodeArtifact(r)); err != nil {
+	if err := t.set(key, encodeArtifact(r)); err != nil {
 		return err
 	}
 	if err := t.set(artifactRefKey(r), []byte{}); err != nil {
 		return err
+	}
+	if !artifact.IndexedAllOrgs(r.Kind) {
+		return nil
 	}
 	return t.set(artifactGlobalKey(r), []byte{})
 }
