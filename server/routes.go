@@ -15,7 +15,7 @@ var (
 	scopeReconcileRead = []tenant.Scope{tenant.ScopeAuditRead, tenant.ScopeDecisionRead}
 	scopeReconcile     = []tenant.Scope{tenant.ScopeAuditWrite, tenant.ScopeDecisionWrite}
 	scopeOverride      = []tenant.Scope{tenant.ScopeAuditWrite}
-	scopeShareRevoke   = []tenant.Scope{tenant.ScopeAuditWrite}
+	scopeShareRevoke   = []tenant.Scope{tenant.ScopeAuditWrite} // making and revoking public links
 	scopeExportWrite   = []tenant.Scope{tenant.ScopeAuditWrite}
 	scopeExportRead    = []tenant.Scope{tenant.ScopeAuditRead, tenant.ScopeAuditWrite}
 
@@ -92,7 +92,7 @@ func (s *Server) routes() []route {
 		// line stays before the revocation: the bad-input suite sends each
 		// route's accepted request in table order.
 		{pattern: "GET /v1/public/decision-dossiers/{dossierId}/verify", auth: authPublic, handle: (*Server).verifySharedDossier},
-		{pattern: "POST /v1/protocol/dossiers/{dossierId}/share-links", auth: authKey, scopes: scopeDecisionRead, handle: (*Server).createShareLink},
+		{pattern: "POST /v1/protocol/dossiers/{dossierId}/share-links", auth: authKey, scopes: scopeShareRevoke, handle: (*Server).createShareLink},
 		{pattern: "DELETE /v1/protocol/share-links", auth: authKey, scopes: scopeShareRevoke, handle: (*Server).revokeShareLinks},
 
 		// Validation packs (audit exports): built in the background.

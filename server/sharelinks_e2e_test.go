@@ -68,15 +68,15 @@ func TestShareLinkVerifyJSONAndHTML(t *testing.T) {
 	x := newExecEnv(t, "")
 	dec := x.req(t, "POST", pathEvaluate, x.o.Key, shareDecision, nil).want(t, http.StatusOK)
 	id := dec.str("dossier_id")
-	reader := x.createKey(x.o, "decision:read")
+	sharer := x.createKey(x.o, "audit:write")
 
-	l := x.share(t, reader, id, `{"expires_in_seconds":3600}`).want(t, http.StatusCreated)
+	l := x.share(t, sharer, id, `{"expires_in_seconds":3600}`).want(t, http.StatusCreated)
 	wantExp := execStart.Add(time.Hour).Format(time.RFC3339)
 	if l.str("dossier_id") != id || l.str("expires_at") != wantExp || l.str("sig") == "" ||
 		l.str("url") != pathPublicDoss+id+"/verify?sig="+l.str("sig") {
 		t.Fatalf("share link: %s", l)
 	}
-	if d := x.share(t, reader, id, `{}`).want(t, http.StatusCreated); d.str("expires_at") != execStart.Add(7*24*time.Hour).Format(time.RFC3339) {
+	if d := x.share(t, sharer, id, `{}`).want(t, http.StatusCreated); d.str("expires_at") != execStart.Add(7*24*time.Hour).Format(time.RFC3339) {
 		t.Fatalf("default lifetime: %s", d)
 	}
 
@@ -267,12 +267,14 @@ func TestShareLinksRevokeAll(t *testing.T) {
 	oldB := x.share(t, b.Key, idB, `{}`).want(t, http.StatusCreated).str("url")
 	x.public(t, old, nil).want(t, http.StatusOK)
 
-	// Scopes: decision:read shares but cannot revoke; audit:write revokes.
+	// Scopes: only audit:write makes and revokes links; read-only keys do neither.
 	reader := x.createKey(x.o, "decision:read")
 	auditor := x.createKey(x.o, "audit:read")
 	writer := x.createKey(x.o, "audit:write")
-	x.share(t, auditor, id, `{}`).want(t, http.StatusCreated)
-	x.share(t, x.createKey(x.o, "decision:write"), id, `{}`).wantProblem(t, http.StatusForbidden, "INSUFFICIENT_SCOPE")
+	x.share(t, writer, id, `{}`).want(t, http.StatusCreated)
+	for _, k := range []string{reader, auditor, x.createKey(x.o, "decision:write")} {
+		x.share(t, k, id, `{}`).wantProblem(t, http.StatusForbidden, "INSUFFICIENT_SCOPE")
+	}
 	x.req(t, "DELETE", pathShareRevoke, reader, nil, nil).wantProblem(t, http.StatusForbidden, "INSUFFICIENT_SCOPE")
 	x.public(t, old, nil).want(t, http.StatusOK)
 
@@ -290,7 +292,7 @@ func TestShareLinksRevokeAll(t *testing.T) {
 	}
 
 	x.public(t, old, nil).wantProblem(t, http.StatusNotFound, clearance.CodeShareLinkInvalid)
-	fresh := x.share(t, reader, id, `{}`).want(t, http.StatusCreated).str("url")
+	fresh := x.share(t, writer, id, `{}`).want(t, http.StatusCreated).str("url")
 	x.public(t, fresh, nil).want(t, http.StatusOK)
 	// The other org's links are untouched.
 	x.public(t, oldB, nil).want(t, http.StatusOK)

@@ -144,7 +144,9 @@ func (s *Store) ArtifactsByRefAllOrgs(ctx context.Context, kind, ref string, lim
 	if err := s.enter(ctx); err != nil {
 		return nil, err
 	}
+	// The kind is a literal so that the planner can use the partial
+	// all-orgs index (migration 0004); ValidateRefAllOrgs admitted only it.
 	return readArtifacts(ctx, s.pool, fmt.Sprintf("%s artifacts of ref %q in every org", kind, ref), `
-		SELECT `+artifactColumns+` FROM artifacts WHERE kind = $1 AND ref = $2
-		ORDER BY created_at, org_id, id LIMIT $3`, kind, ref, sqlLimit(limit))
+		SELECT `+artifactColumns+` FROM artifacts WHERE kind = '`+artifact.KindExport+`' AND ref = $1
+		ORDER BY created_at, org_id, id LIMIT $2`, ref, sqlLimit(limit))
 }
