@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"io"
 	"net/http"
 	"strconv"
@@ -111,6 +112,13 @@ func (s *Server) downloadExport(c *call) error {
 	if err != nil {
 		return err
 	}
+	// Read the first piece before any header goes out, so that a store
+	// that cannot answer is a 503, not a 200 with an empty body.
+	br := bufio.NewReader(body)
+	if _, err := br.Peek(1); err != nil && x.SizeBytes > 0 {
+		return &clearance.Error{Kind: clearance.ErrUnavailable, Code: clearance.CodeStoreUnavailable,
+			Detail: "the validation pack cannot be read", Err: err}
+	}
 	h := c.w.Header()
 	h.Set("Content-Type", x.ContentType)
 	h.Set("Content-Length", strconv.FormatInt(x.SizeBytes, 10))
@@ -123,7 +131,7 @@ func (s *Server) downloadExport(c *call) error {
 	}
 	c.w.WriteHeader(http.StatusOK)
 	c.status = http.StatusOK
-	if _, err := io.Copy(deadlineWriter{c.w, http.NewResponseController(c.w)}, body); err != nil {
+	if _, err := io.Copy(deadlineWriter{c.w, http.NewResponseController(c.w)}, br); err != nil {
 		// The status is sent: the client sees a short body. Say why here.
 		s.log.Error("validation pack download broke off", "org_id", org, "export_id", id, "error", err.Error(), "request_id", c.requestID)
 	}
