@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/hex"
-	"encoding/json"
 	"time"
 
 	"github.com/clearancehq/clearance/capsule"
@@ -39,15 +38,11 @@ func (c Capsules) LatestVerified() bool {
 // them. The dossier stays the canonical record; effects come only from a
 // recorded finalization, never from the verdict.
 func (e *Engine) Capsules(ctx context.Context, orgID, dossierID string) (Capsules, error) {
-	r, err := e.Dossier(ctx, orgID, dossierID)
+	d, digest, err := e.dossierOf(ctx, orgID, dossierID)
 	if err != nil {
 		return Capsules{}, err
 	}
-	var d Dossier
-	if err := json.Unmarshal(r.Body, &d); err != nil {
-		return Capsules{}, unavailable("read dossier", err)
-	}
-	ev, err := e.capsuleEvidence(ctx, d, r.Digest)
+	ev, err := e.capsuleEvidence(ctx, d, digest)
 	if err != nil {
 		return Capsules{}, err
 	}
