@@ -1,6 +1,10 @@
 package capsule
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/clearancehq/clearance/internal/coded"
+)
 
 // Sentinel errors. Producer-side failures (Seal, Build, ComputeID) wrap one
 // of the first three; envelope failures are *EnvelopeError values that wrap
@@ -52,22 +56,12 @@ var envelopeCodes = map[error]string{
 	ErrEnvelopeSignature:        CodeEnvelopeSignature,
 }
 
-// EnvelopeError is why VerifyEnvelope rejected an envelope: one of the
-// Envelope sentinels (Err) and what exactly was wrong (Detail).
-type EnvelopeError struct {
-	Err    error
-	Detail string
-}
-
-func (e *EnvelopeError) Error() string { return e.Err.Error() + ": " + e.Detail }
-
-// Unwrap returns the sentinel.
-func (e *EnvelopeError) Unwrap() error { return e.Err }
-
-// Code is the stable finding code of the failure, e.g.
-// "envelope_signature_invalid".
-func (e *EnvelopeError) Code() string { return envelopeCodes[e.Err] }
+// EnvelopeError is why VerifyEnvelope rejected an envelope: it wraps one of
+// the Envelope sentinels (errors.Is) with what exactly was wrong, and Code
+// gives its stable finding code, e.g. "envelope_signature_invalid". It is
+// the one coded error shape of the domain packages.
+type EnvelopeError = coded.Error
 
 func envelopeErr(sentinel error, detail string) *EnvelopeError {
-	return &EnvelopeError{Err: sentinel, Detail: detail}
+	return coded.New(envelopeCodes[sentinel], sentinel, "%s", detail)
 }
