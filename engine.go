@@ -20,6 +20,10 @@ import (
 // Version is the Clearance release this build reports.
 const Version = "0.1.0"
 
+// InterfaceVersion is the version of the service interface this build
+// implements; it moves with the interface, Version with our releases.
+const InterfaceVersion = "0.5.0"
+
 // timeFormat is how Clearance writes timestamps: RFC 3339, UTC, nanoseconds.
 const timeFormat = time.RFC3339Nano
 
@@ -106,14 +110,15 @@ func Open(backend store.Backend, opts Options) (*Engine, error) {
 
 // Health reports whether the store answers.
 type Health struct {
-	Status  string `json:"status"` // "ok" or "degraded"
-	Store   string `json:"store"`  // "ok" or the error
-	Version string `json:"version"`
+	Status           string `json:"status"` // "ok" or "degraded"
+	Store            string `json:"store"`  // "ok" or the error
+	Version          string `json:"version"`
+	InterfaceVersion string `json:"interface_version"`
 }
 
 // Health checks the engine's dependencies.
 func (e *Engine) Health(ctx context.Context) Health {
-	h := Health{Status: "ok", Store: "ok", Version: Version}
+	h := Health{Status: "ok", Store: "ok", Version: Version, InterfaceVersion: InterfaceVersion}
 	if err := e.store.Ping(ctx); err != nil {
 		h.Status, h.Store = "degraded", err.Error()
 	}

@@ -40,6 +40,7 @@ type env struct {
 	opts     server.Options
 	store    store.Backend
 	engine   *clearance.Engine
+	server   *server.Server
 	srv      *httptest.Server
 	client   *http.Client
 	platform string // the platform key's secret
@@ -73,7 +74,8 @@ func (e *env) start() {
 	opts := e.opts
 	opts.Registerer = nil // a fresh private registry per server
 	e.store, e.engine = st, eng
-	e.srv = httptest.NewServer(server.New(eng, opts))
+	e.server = server.New(eng, opts)
+	e.srv = httptest.NewServer(e.server)
 	e.client = e.srv.Client()
 }
 
@@ -734,10 +736,10 @@ func parseLabels(s string) map[string]string {
 	return out
 }
 
-// metrics returns the /metrics page.
+// metrics returns the /metrics page, read with the platform key.
 func (e *env) metrics() string {
 	e.t.Helper()
-	r := e.do("GET", "/metrics", "", nil, nil).want(e.t, http.StatusOK)
+	r := e.do("GET", "/metrics", e.platform, nil, nil).want(e.t, http.StatusOK)
 	return string(r.Raw)
 }
 

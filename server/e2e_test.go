@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"slices"
 	"strconv"
@@ -1408,6 +1410,43 @@ func TestHealthAndMetrics(t *testing.T) {
 	}
 }
 
+// TestMetricsAreNotPublic: the counts cover every org, so on the API
+// listener /metrics needs the platform key; the separate metrics handler
+// (a private listener) serves only /metrics.
+func TestMetricsAreNotPublic(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, server.Options{})
+	o := e.createOrg("Acme")
+	e.decide(o.Key, `{"amount":2500}`)
+	e.do("GET", "/metrics", "", nil, nil).wantProblem(t, http.StatusUnauthorized, clearance.CodeUnauthenticated)
+	e.do("GET", "/metrics", o.Key, nil, nil).wantProblem(t, http.StatusForbidden, clearance.CodePlatformKeyRequired)
+	if metricSum(e.metrics(), "clearance_decisions_total", nil) != 1 {
+		t.Error("the platform key does not read the decision count")
+	}
+
+	private := httptest.NewServer(e.server.MetricsHandler())
+	defer private.Close()
+	res, err := http.Get(private.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || metricSum(string(page), "clearance_decisions_total", nil) != 1 {
+		t.Fatalf("metrics listener: %d %.200s", res.StatusCode, page)
+	}
+	for _, p := range []string{"/v1/health", "/v1/protocol/evaluate-decision", "/"} {
+		res, err := http.Get(private.URL + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusNotFound {
+			t.Errorf("metrics listener GET %s = %d, want 404", p, res.StatusCode)
+		}
+	}
+}
+
 // A store that stops answering never yields a decision: 503, and health says so.
 func TestStoreUnavailableFailsClosed(t *testing.T) {
 	t.Parallel()
@@ -1621,9 +1660,7 @@ func TestEveryRouteNeedsACredential(t *testing.T) {
 	if got := e.head(o.Key); got != head {
 		t.Fatalf("unauthenticated requests moved the head %d -> %d", head, got)
 	}
-	for _, p := range []string{pathHealth, "/metrics"} {
-		e.do("GET", p, "", nil, nil).want(t, http.StatusOK)
-	}
+	e.do("GET", pathHealth, "", nil, nil).want(t, http.StatusOK)
 }
 
 // ---------------------------------------------------------------------------

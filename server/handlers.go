@@ -45,6 +45,17 @@ func (s *Server) metricsPage(c *call) error {
 	return nil
 }
 
+// MetricsHandler serves the Prometheus metrics page without authentication,
+// for a listener of its own (clearance serve --metrics-addr): the counts
+// cover every org, so bind that listener to a private address. Every other
+// path is 404. On the API listener /metrics needs the platform key.
+func (s *Server) MetricsHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", s.wrap(route{pattern: "GET /metrics", auth: authPublic, handle: (*Server).metricsPage}))
+	mux.Handle("/", s.wrap(noRoute))
+	return mux
+}
+
 // decode strictly decodes the call's body into v, refusing unknown members.
 func (c *call) decode(v any) error {
 	return strictjson.Decode(c.body, v, strictjson.Options{RejectUnknown: true})

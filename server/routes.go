@@ -27,7 +27,9 @@ var (
 func (s *Server) routes() []route {
 	return []route{
 		{pattern: "GET /v1/health", auth: authPublic, handle: (*Server).health},
-		{pattern: "GET /metrics", auth: authPublic, handle: (*Server).metricsPage},
+		// Metrics count every org's traffic: the platform key only here;
+		// Server.MetricsHandler serves them on a private listener of its own.
+		{pattern: "GET /metrics", auth: authPlatform, handle: (*Server).metricsPage},
 
 		// Platform extension.
 		{pattern: "POST /v1/platform/orgs", auth: authPlatform, handle: (*Server).createOrg},

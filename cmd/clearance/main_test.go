@@ -288,6 +288,28 @@ func str(m map[string]any, k string) string {
 	return s
 }
 
+// TestMetricsListener: /metrics on the API address needs the platform key;
+// --metrics-addr serves it to an unauthenticated scraper on its own listener.
+func TestMetricsListener(t *testing.T) {
+	s := startServer(t, t.TempDir(), "--metrics-addr", "127.0.0.1:0")
+	mustCall(t, "GET", s.url+"/metrics", "", "", http.StatusUnauthorized)
+	mustCall(t, "GET", s.url+"/metrics", platformKey(t, s.dataDir), "", http.StatusOK)
+	var addr string
+	for _, m := range s.logLines() {
+		if m["msg"] == "metrics listening" {
+			addr = str(m, "addr")
+		}
+	}
+	if addr == "" {
+		t.Fatal("serve did not log the metrics listener")
+	}
+	page := mustCall(t, "GET", "http://"+addr+"/metrics", "", "", http.StatusOK)
+	if !strings.Contains(string(page.raw), "clearance_http_requests_total") {
+		t.Fatalf("metrics listener page: %.300s", page.raw)
+	}
+	mustCall(t, "GET", "http://"+addr+"/v1/health", "", "", http.StatusNotFound)
+}
+
 func TestVersion(t *testing.T) {
 	code, out, errOut := runCLI(t, nil, "version")
 	if code != 0 || out != "clearance "+clearance.Version+"\n" || errOut != "" {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"net/http"
 	neturl "net/url"
 	"os"
@@ -48,6 +49,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	data := fs.String("data", env("CLEARANCE_DATA", "clearance-data"), "data directory (env CLEARANCE_DATA)")
 	addr := fs.String("addr", env("CLEARANCE_ADDR", "127.0.0.1:8080"), "listen address (env CLEARANCE_ADDR)")
+	metricsAddr := fs.String("metrics-addr", env("CLEARANCE_METRICS_ADDR", ""), "listen address of an unauthenticated Prometheus /metrics listener, e.g. 127.0.0.1:9464; empty means none (on --addr, /metrics needs the platform key) (env CLEARANCE_METRICS_ADDR)")
 	storeURL := fs.String("store", env("CLEARANCE_STORE", ""), "storage backend; empty means embedded Pebble in the data directory (env CLEARANCE_STORE)")
 	rateLimit := fs.Float64("rate-limit", server.DefaultRateLimit, "requests per second per credential; negative disables")
 	rateBurst := fs.Int("rate-burst", server.DefaultRateBurst, "rate-limit burst per credential")
@@ -68,7 +70,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	log := slog.New(slog.NewJSONHandler(stdout, &slog.HandlerOptions{Level: level}))
-	if err := runServer(ctx, log, serveConfig{data: *data, addr: *addr, store: *storeURL, rateLimit: *rateLimit,
+	if err := runServer(ctx, log, serveConfig{data: *data, addr: *addr, metricsAddr: *metricsAddr, store: *storeURL, rateLimit: *rateLimit,
 		rateBurst: *rateBurst, maxBody: *maxBody, grantKeyFile: *grantKeyFile, ledgerKeyFile: *ledgerKeyFile, grantTTL: *grantTTL, claimLease: *claimLease,
 		shareSecretFile: *shareFile, exportSecretFile: *exportFile}); err != nil {
 		log.Error("server stopped", "error", err.Error())
@@ -79,6 +81,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 type serveConfig struct {
 	data, addr, store    string
+	metricsAddr          string
 	rateLimit            float64
 	rateBurst            int
 	maxBody              int64
@@ -163,6 +166,14 @@ func runServer(ctx context.Context, log *slog.Logger, cfg serveConfig) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	if cfg.metricsAddr != "" {
+		stopMetrics, err := serveMetrics(log, srv, cfg.metricsAddr)
+		if err != nil {
+			_ = ln.Close()
+			return err
+		}
+		defer stopMetrics()
+	}
 	log.Info("listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String(), "data", dataDir, "version", clearance.Version)
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
@@ -185,6 +196,23 @@ func runServer(ctx context.Context, log *slog.Logger, cfg serveConfig) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// serveMetrics serves the metrics page alone, without authentication, on
+// addr; it warns when addr is not a loopback address, since the counts
+// cover every org.
+func serveMetrics(log *slog.Logger, srv *server.Server, addr string) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics listen: %w", err)
+	}
+	if ap, err := netip.ParseAddrPort(ln.Addr().String()); err != nil || !ap.Addr().IsLoopback() {
+		log.Warn("the metrics listener is not on a loopback address: anyone who reaches it sees every org's traffic counts", "addr", ln.Addr().String())
+	}
+	hs := &http.Server{Handler: srv.MetricsHandler(), ReadHeaderTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	log.Info("metrics listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+"/metrics")
+	return func() { _ = hs.Close() }, nil
 }
 
 // ensureSigningKeys creates, on first start, the grant signing key and the

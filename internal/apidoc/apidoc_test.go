@@ -18,6 +18,8 @@ import (
 	"github.com/pb33f/libopenapi/datamodel"
 	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
 	"gopkg.in/yaml.v3"
+
+	"github.com/clearancehq/clearance"
 )
 
 // Paths relative to this package's directory (go test runs tests there).
@@ -378,6 +380,28 @@ func TestSpecIsOpenAPI31(t *testing.T) {
 	}
 	if m.Model.Info == nil || m.Model.Info.Title == "" || m.Model.Info.Version == "" {
 		t.Error("info.title and info.version are required")
+	}
+}
+
+// TestVersionsMatchTheBuild: info.version is the service interface the
+// document describes, x-clearance-version our release; both are the
+// build's constants, so neither can drift from what /v1/health reports.
+func TestVersionsMatchTheBuild(t *testing.T) {
+	spec, _ := loadSpec(t)
+	var doc struct {
+		Info struct {
+			Version          string `yaml:"version"`
+			ClearanceVersion string `yaml:"x-clearance-version"`
+		} `yaml:"info"`
+	}
+	if err := yaml.Unmarshal(spec, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Info.Version != clearance.InterfaceVersion {
+		t.Errorf("info.version = %q, want the interface version %q", doc.Info.Version, clearance.InterfaceVersion)
+	}
+	if doc.Info.ClearanceVersion != clearance.Version {
+		t.Errorf("info.x-clearance-version = %q, want the release %q", doc.Info.ClearanceVersion, clearance.Version)
 	}
 }
 
