@@ -43,6 +43,10 @@ type EvaluateRequest struct {
 	// ParentDecisionID names an earlier decision of the org whose chain this
 	// one joins (see Chain for the rule); "" for none.
 	ParentDecisionID string
+	// WantEnvelope asks for a signed verification envelope of the decision
+	// (the server sets it for agent-safe-pipeline/0.2.0 and later); it is
+	// given when grant signing is configured.
+	WantEnvelope bool
 }
 
 // Decision is the answer to an EvaluateRequest. Its JSON form is the
@@ -65,6 +69,9 @@ type Decision struct {
 	// ChainID names the decision chain the decision joined (see Chain).
 	ChainID          string `json:"chain_id,omitempty"`
 	ParentDecisionID string `json:"parent_decision_id,omitempty"`
+	// VerificationEnvelope is a signed summary of the decision, minted
+	// from the recorded decision for a client that asks (WantEnvelope).
+	VerificationEnvelope string `json:"verification_envelope,omitempty"`
 	// Replayed is true when an Idempotency-Key returned a stored decision.
 	Replayed bool `json:"-"`
 }
@@ -221,6 +228,11 @@ func (e *Engine) Evaluate(ctx context.Context, req EvaluateRequest) (Decision, e
 	}
 	// A replay's Update wrote nothing, but the backend returns only once what
 	// it read is durable, so a replayed answer is never ahead of the disk.
+	if req.WantEnvelope && e.opts.GrantKeys != nil {
+		if out.VerificationEnvelope, err = e.envelope(e.opts.GrantKeys, out, "", ""); err != nil {
+			return Decision{}, unavailable("sign envelope", err)
+		}
+	}
 	return out, nil
 }
 

@@ -105,9 +105,6 @@ type AuthorityDecision struct {
 	GrantID        string `json:"grant_id,omitempty"`
 	ExpiresAt      string `json:"expires_at,omitempty"`
 	EscalationMode string `json:"escalation_mode"`
-	// VerificationEnvelope is a signed summary of the decision; the server
-	// returns it only to agent-safe-pipeline/0.2.0 or later.
-	VerificationEnvelope string `json:"verification_envelope,omitempty"`
 }
 
 func (e *Engine) ring() (*grant.KeyRing, error) {
@@ -247,17 +244,18 @@ func (e *Engine) EnforceAndBind(ctx context.Context, req AuthorityRequest) (Auth
 		return AuthorityDecision{}, asEngineError("enforce and bind", err)
 	}
 	if req.WantEnvelope {
-		if out.VerificationEnvelope, err = e.envelope(ring, out); err != nil {
+		if out.VerificationEnvelope, err = e.envelope(ring, out.Decision, out.IntentHash, out.GrantID); err != nil {
 			return AuthorityDecision{}, unavailable("sign envelope", err)
 		}
 	}
 	return out, nil
 }
 
-// envelope signs a verification envelope of d. It is made from the stored
-// decision alone, so a replay gets the same envelope (Ed25519 is
-// deterministic) while the signing key is unchanged.
-func (e *Engine) envelope(ring *grant.KeyRing, d AuthorityDecision) (string, error) {
+// envelope signs a verification envelope of d (with the intent hash and
+// grant id of an enforce-and-bind answer; "" elsewhere). It is made from the
+// recorded decision alone, never stored, so a replay gets the same envelope
+// (Ed25519 is deterministic) while the signing key is unchanged.
+func (e *Engine) envelope(ring *grant.KeyRing, d Decision, intentHash, grantID string) (string, error) {
 	at, err := time.Parse(timeFormat, d.CreatedAt)
 	if err != nil {
 		return "", err
@@ -265,8 +263,8 @@ func (e *Engine) envelope(ring *grant.KeyRing, d AuthorityDecision) (string, err
 	return grant.MintEnvelope(ring.Active(), grant.Envelope{
 		Issuer: e.opts.Issuer, Audience: grant.AudDecision, OrgID: d.OrgID, ID: d.EvaluationID,
 		IssuedAt: at.Unix(), Expiry: at.Add(e.opts.GrantTTL).Unix(), DecisionID: d.DecisionID, DossierID: d.DossierID,
-		IntentHash: d.IntentHash, Outcome: string(d.Outcome), ReasonCodes: d.ReasonCodes, Mode: string(d.Mode),
-		PolicyVersion: d.PolicySnapshot.PolicyVersion, BundleDigest: d.PolicySnapshot.BundleDigest, GrantID: d.GrantID,
+		IntentHash: intentHash, Outcome: string(d.Outcome), ReasonCodes: d.ReasonCodes, Mode: string(d.Mode),
+		PolicyVersion: d.PolicySnapshot.PolicyVersion, BundleDigest: d.PolicySnapshot.BundleDigest, GrantID: grantID,
 	})
 }
 

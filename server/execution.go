@@ -69,7 +69,12 @@ func wantsEnvelope(ua string) bool {
 		if !ok {
 			continue
 		}
-		core, _, _ := strings.Cut(v, "-")
+		// The version core ends at a pre-release ("-") or build metadata
+		// ("+"), whose own dots do not count.
+		core := v
+		if i := strings.IndexAny(v, "-+"); i >= 0 {
+			core = v[:i]
+		}
 		v = "v" + v
 		// Exactly MAJOR.MINOR.PATCH: semver would also accept "0.2".
 		return strings.Count(core, ".") == 2 && semver.IsValid(v) && semver.Compare(v, envelopeMinVersion) >= 0

@@ -461,6 +461,9 @@ func TestExecVerificationEnvelopeByUserAgent(t *testing.T) {
 		{"acme-runner/3.1 agent-safe-pipeline/0.3.1 (linux)", true},
 		{"agent-safe-pipeline/0.1.9", false},
 		{"agent-safe-pipeline/0.2.0-rc.1", false},
+		{"agent-safe-pipeline/0.2.0+build.7", true}, // build metadata is not part of the version core
+		{"agent-safe-pipeline/0.3.0-beta.1+exp.sha.5114f85", true},
+		{"agent-safe-pipeline/0.2+build.7", false},
 		{"agent-safe-pipeline/garbage", false},
 		{"agent-safe-pipeline/0.2", false}, // not MAJOR.MINOR.PATCH
 		{"agent-safe-pipeline/1", false},
@@ -494,6 +497,38 @@ func TestExecVerificationEnvelopeByUserAgent(t *testing.T) {
 		t.Fatalf("BLOCK envelope %v", claims)
 	}
 	x.ledgerOK(t)
+}
+
+// TestVerificationEnvelopeOnEveryDecisionRoute: the spec gives the envelope
+// to any decision for a qualifying client, not only to enforce-and-bind; it
+// states the recorded decision, and a replay answers the same envelope.
+func TestVerificationEnvelopeOnEveryDecisionRoute(t *testing.T) {
+	t.Parallel()
+	x := newExecEnv(t, bandsBundle)
+	set := x.fetchJWKS(t)
+	body := map[string]any{"decision_type": "PAYMENT", "workflow_key": "ap.invoice", "amount": 20000}
+	ua := map[string]string{"User-Agent": "agent-safe-pipeline/0.2.0+build.7", "Idempotency-Key": "env-1"}
+	r := x.req(t, "POST", "/v1/protocol/evaluate-decision", x.o.Key, body, ua).want(t, http.StatusOK)
+	claims, _ := verifyOffline(t, r.str("verification_envelope"), grant.TypDecision, set)
+	if claims["decision_id"] != r.str("decision_id") || claims["dossier_id"] != r.str("dossier_id") ||
+		claims["outcome"] != r.str("outcome") || claims["mode"] != r.str("mode") || claims["org"] != x.o.ID ||
+		claims["intent_hash"] != nil || claims["grant_id"] != nil || claims["aud"] != grant.AudDecision {
+		t.Fatalf("evaluate-decision envelope %v for %s", claims, r)
+	}
+	replay := x.req(t, "POST", "/v1/protocol/evaluate-decision", x.o.Key, body, ua).want(t, http.StatusOK)
+	if replay.str("verification_envelope") != r.str("verification_envelope") {
+		t.Fatal("a replay answers another envelope")
+	}
+	plain := x.req(t, "POST", "/v1/protocol/evaluate-decision", x.o.Key, body, map[string]string{"Idempotency-Key": "env-1"}).want(t, http.StatusOK)
+	if _, ok := plain.JSON["verification_envelope"]; ok || plain.str("decision_id") != r.str("decision_id") {
+		t.Fatalf("a client that does not qualify gets an envelope, or another decision: %s", plain)
+	}
+	gate := x.req(t, "POST", "/v1/action-gate/evaluate", x.o.Key, body, map[string]string{"User-Agent": pipelineUA}).want(t, http.StatusOK)
+	d, _ := gate.JSON["decision"].(map[string]any)
+	env, _ := d["verification_envelope"].(string)
+	if claims, _ := verifyOffline(t, env, grant.TypDecision, set); claims["decision_id"] != d["decision_id"] {
+		t.Fatalf("action-gate envelope %v for %s", claims, gate)
+	}
 }
 
 // ---------------------------------------------------------------------------

@@ -258,6 +258,7 @@ func (s *Server) evaluateRequest(c *call, explicitOrg string, req clearance.Eval
 			Detail: "the correlation id must be 1 to 255 visible ASCII characters"}
 	}
 	req.OrgID, req.Raw, req.IdempotencyKey, req.CorrelationID, req.RequestID, req.Principal = org, c.body, key, corr, c.requestID, c.principal
+	req.WantEnvelope = wantsEnvelope(c.r.Header.Get("User-Agent"))
 	d, err := s.engine.Evaluate(c.r.Context(), req)
 	if err != nil {
 		return d, err
