@@ -2,12 +2,15 @@ package clearance
 
 import (
 	"context"
+	"errors"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/clearancehq/clearance/dossier"
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/policy"
+	"github.com/clearancehq/clearance/store"
 )
 
 // DossierRecord is a stored dossier: Body is its canonical JSON and Digest
@@ -91,9 +94,12 @@ func (e *Engine) Ledger(ctx context.Context, orgID string, afterSeq uint64, limi
 	return p, nil
 }
 
-// Reason reported by VerifyLedger when a ledgered record (dossier, override,
-// dispatch) no longer matches.
-const ReasonRecordDigestMismatch = "RECORD_DIGEST_MISMATCH"
+// Reasons reported by VerifyLedger when a ledgered record (dossier,
+// override, dispatch) no longer matches, or no longer decodes.
+const (
+	ReasonRecordDigestMismatch = "RECORD_DIGEST_MISMATCH"
+	ReasonRecordUnreadable     = "RECORD_UNREADABLE"
+)
 
 // VerifyLedger recomputes the org's hash chain and, for every decision,
 // override and dispatch entry, checks that the stored record still has the
@@ -131,6 +137,11 @@ func (e *Engine) VerifyLedgerAgainst(ctx context.Context, orgID string, checkpoi
 		}
 		for _, en := range page {
 			what, got, err := e.storedDigest(ctx, orgID, en)
+			if errors.Is(err, store.ErrCorrupt) {
+				rep.Valid, rep.FirstBrokenSeq, rep.Reason = false, en.Seq, ReasonRecordUnreadable
+				rep.Detail = "the record " + en.SubjectID + " of entry " + strconv.FormatUint(en.Seq, 10) + " cannot be decoded: " + err.Error()
+				return rep, nil
+			}
 			if err != nil {
 				return rep, unavailable("verify ledger", err)
 			}

@@ -22,6 +22,11 @@ type memLedger struct {
 	hashes      []tlog.Hash
 	checkpoints map[uint64]ledger.Checkpoint
 	hashReads   int // LedgerHashes/LedgerHashesInTx calls
+	// corruptSeq and corruptHead make reads of that entry (any read whose
+	// answer would hold it) and of the head fail as a backend does for
+	// bytes that no longer decode.
+	corruptSeq  uint64
+	corruptHead bool
 }
 
 func (m *memLedger) OrgID() string {
@@ -108,13 +113,21 @@ func (m *memLedger) LedgerEntries(_ context.Context, _ string, after uint64, lim
 	}
 	for _, e := range m.entries[from:] {
 		if e.Seq > after && len(out) < limit {
+			if e.Seq == m.corruptSeq {
+				return nil, fmt.Errorf("mem: entry %d: %w", e.Seq, ledger.ErrCorrupt)
+			}
 			out = append(out, e)
 		}
 	}
 	return out, nil
 }
 
-func (m *memLedger) LedgerHeadOf(context.Context, string) (ledger.Head, error) { return m.head, nil }
+func (m *memLedger) LedgerHeadOf(context.Context, string) (ledger.Head, error) {
+	if m.corruptHead {
+		return ledger.Head{}, fmt.Errorf("mem: head: %w", ledger.ErrCorrupt)
+	}
+	return m.head, nil
+}
 
 var t0 = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 
@@ -183,6 +196,25 @@ func TestVerifyFindsFirstBrokenSeq(t *testing.T) {
 				t.Fatalf("report %+v, want first broken %d reason %q", rep, c.seq, c.reason)
 			}
 		})
+	}
+}
+
+// TestVerifyReportsUnreadableRecords: a stored entry or head whose bytes no
+// longer decode is tampering to report (valid false, naming the seq), not
+// an unavailable store; it is found inside a page of many entries.
+func TestVerifyReportsUnreadableRecords(t *testing.T) {
+	ctx := context.Background()
+	m := build(t, 2500)
+	m.corruptSeq = 1700
+	rep, err := ledger.Verify(ctx, m, "org")
+	if err != nil || rep.Valid || rep.FirstBrokenSeq != 1700 || rep.Reason != ledger.ReasonUnreadable || rep.Detail == "" {
+		t.Fatalf("corrupt entry: %+v %v", rep, err)
+	}
+	m = build(t, 20)
+	m.corruptHead = true
+	rep, err = ledger.Verify(ctx, m, "org")
+	if err != nil || rep.Valid || rep.FirstBrokenSeq != 21 || rep.Reason != ledger.ReasonUnreadable {
+		t.Fatalf("corrupt head: %+v %v", rep, err)
 	}
 }
 

@@ -16,7 +16,13 @@ const (
 	ReasonHashMismatch = "ENTRY_HASH_MISMATCH" // entry changed after it was written
 	ReasonOrgMismatch  = "ORG_MISMATCH"        // entry belongs to another org
 	ReasonHeadMismatch = "HEAD_MISMATCH"       // chain does not end at the stored head (tail removed or added)
+	ReasonUnreadable   = "ENTRY_UNREADABLE"    // a stored entry (or the head) exists but does not decode (its bytes were changed)
 )
+
+// ErrCorrupt marks a stored record that exists but cannot be decoded. A
+// Reader wraps it for such an entry, so that Verify reports the entry as
+// broken (ReasonUnreadable) instead of failing as if the store were down.
+var ErrCorrupt = errors.New("corrupt stored record")
 
 // Reasons reported by VerifyWith when a signed checkpoint disagrees with the
 // ledger. They catch what the chain alone cannot: a rewrite whose every
@@ -114,19 +120,24 @@ func VerifyWith(ctx context.Context, r TreeReader, orgID string, opts VerifyOpti
 		return Report{OrgID: orgID}, err
 	}
 	var notes []namedNote
+	var bad *Report
 	stored, err := r.LatestCheckpoint(ctx, orgID)
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrCorrupt):
+		bad = &Report{Reason: ReasonCheckpointMalformed, Detail: "the latest stored checkpoint cannot be decoded: " + err.Error()}
+	case err != nil:
 		return Report{OrgID: orgID}, fmt.Errorf("ledger: read latest checkpoint: %w", err)
-	}
-	if !stored.IsZero() {
+	case !stored.IsZero():
 		notes = append(notes, namedNote{"the latest stored checkpoint", stored.Note, &stored})
 	}
 	if opts.Checkpoint != nil {
 		notes = append(notes, namedNote{"the given checkpoint", opts.Checkpoint, nil})
 	}
 	var cps []Checkpoint
-	var bad *Report
 	for _, n := range notes {
+		if bad != nil {
+			break
+		}
 		c, reason, detail := trust(v, opts.Origin, n)
 		if reason != "" {
 			bad = &Report{Reason: reason, Detail: detail}
@@ -137,7 +148,7 @@ func VerifyWith(ctx context.Context, r TreeReader, orgID string, opts VerifyOpti
 	if bad != nil {
 		rep := Report{OrgID: orgID, Reason: bad.Reason, Detail: bad.Detail}
 		head, err := r.LedgerHeadOf(ctx, orgID)
-		if err != nil {
+		if err != nil && !errors.Is(err, ErrCorrupt) {
 			return rep, fmt.Errorf("ledger: read head: %w", err)
 		}
 		rep.HeadSeq, rep.HeadHash = head.Seq, head.EntryHash
@@ -178,7 +189,8 @@ func trust(v note.Verifier, origin string, n namedNote) (Checkpoint, string, str
 func verify(ctx context.Context, r Reader, orgID string, cps []Checkpoint, locate func(size uint64) uint64) (Report, error) {
 	rep := Report{OrgID: orgID}
 	head, err := r.LedgerHeadOf(ctx, orgID)
-	if err != nil {
+	headErr := err // a corrupt head is reported after the walk, where the chain ends
+	if err != nil && !errors.Is(err, ErrCorrupt) {
 		return rep, fmt.Errorf("ledger: read head: %w", err)
 	}
 	rep.HeadSeq, rep.HeadHash = head.Seq, head.EntryHash
@@ -195,9 +207,21 @@ func verify(ctx context.Context, r Reader, orgID string, cps []Checkpoint, locat
 	}
 	var prev Entry
 	var after uint64
+	limit := verifyPage
 	for {
-		page, err := r.LedgerEntries(ctx, orgID, after, verifyPage)
-		if err != nil {
+		page, err := r.LedgerEntries(ctx, orgID, after, limit)
+		switch {
+		case errors.Is(err, ErrCorrupt) && limit > 1:
+			// Some entry of this page does not decode: read on one entry at
+			// a time to name it.
+			limit = 1
+			continue
+		case errors.Is(err, ErrCorrupt):
+			rep.FirstBrokenSeq = prev.Seq + 1
+			rep.Reason = ReasonUnreadable
+			rep.Detail = fmt.Sprintf("the entry after seq %d cannot be decoded: %v", prev.Seq, err)
+			return rep, nil
+		case err != nil:
 			return rep, fmt.Errorf("ledger: read entries: %w", err)
 		}
 		for _, e := range page {
@@ -223,10 +247,16 @@ func verify(ctx context.Context, r Reader, orgID string, cps []Checkpoint, locat
 				}
 			}
 		}
-		if len(page) < verifyPage {
+		if len(page) < limit {
 			break
 		}
 		after = page[len(page)-1].Seq
+	}
+	if headErr != nil {
+		rep.FirstBrokenSeq = prev.Seq + 1
+		rep.Reason = ReasonUnreadable
+		rep.Detail = fmt.Sprintf("the chain ends at seq %d but the stored head cannot be decoded: %v", prev.Seq, headErr)
+		return rep, nil
 	}
 	if prev.Seq != head.Seq || prev.EntryHash != head.EntryHash {
 		rep.FirstBrokenSeq = min(prev.Seq, head.Seq) + 1

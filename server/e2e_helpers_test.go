@@ -468,6 +468,11 @@ type rawDB interface {
 	putDossierBody(orgID, dossierID string, body []byte)
 	deleteDossier(orgID, dossierID string)
 	deleteScopeClaim(orgID, scope string)
+	// corruptEntry and corruptDossier overwrite the stored bytes with
+	// garbage (on PostgreSQL, whose columns are typed, garbage text in the
+	// hashed columns).
+	corruptEntry(orgID string, seq uint64)
+	corruptDossier(orgID, dossierID string)
 }
 
 // withRawDB runs fn on the database of dir, whose store must be closed, and
@@ -550,6 +555,16 @@ func (r pebbleRaw) deleteDossier(orgID, dossierID string) {
 	pebbleDelete(r.t, r.db, dossierKey(orgID, dossierID))
 }
 
+func (r pebbleRaw) corruptEntry(orgID string, seq uint64) {
+	r.t.Helper()
+	pebbleSet(r.t, r.db, ledgerEntryKey(orgID, seq), []byte("\xff\x00 not an entry"))
+}
+
+func (r pebbleRaw) corruptDossier(orgID, dossierID string) {
+	r.t.Helper()
+	pebbleSet(r.t, r.db, dossierKey(orgID, dossierID), []byte("\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff"))
+}
+
 func (r pebbleRaw) deleteScopeClaim(orgID, scope string) {
 	r.t.Helper()
 	pebbleDelete(r.t, r.db, append(orgKeyPrefix(orgID, 'c'), scope...))
@@ -623,6 +638,16 @@ func (r pgRaw) putDossierBody(orgID, dossierID string, body []byte) {
 func (r pgRaw) deleteDossier(orgID, dossierID string) {
 	r.t.Helper()
 	r.exec(`DELETE FROM dossiers WHERE org_id = $1 AND dossier_id = $2`, orgID, dossierID)
+}
+
+func (r pgRaw) corruptEntry(orgID string, seq uint64) {
+	r.t.Helper()
+	r.exec(`UPDATE ledger_entries SET recorded_at = 'not a time', entry_hash = 'garbage' WHERE org_id = $1 AND seq = $2`, orgID, int64(seq))
+}
+
+func (r pgRaw) corruptDossier(orgID, dossierID string) {
+	r.t.Helper()
+	r.exec(`UPDATE dossiers SET body = '\xff00'::bytea WHERE org_id = $1 AND dossier_id = $2`, orgID, dossierID)
 }
 
 func (r pgRaw) deleteScopeClaim(orgID, scope string) {

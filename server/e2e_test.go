@@ -1878,6 +1878,24 @@ func TestLedgerTamperingIsDetected(t *testing.T) {
 		e.tamper(func(db rawDB) { db.deleteDossier(o.ID, ds[1].str("dossier_id")) })
 		wantBroken(t, e, o.Key, 4, clearance.ReasonRecordDigestMismatch)
 	})
+	t.Run("entry bytes corrupted", func(t *testing.T) {
+		t.Parallel()
+		e, o, _ := tamperSetup(t)
+		e.tamper(func(db rawDB) { db.corruptEntry(o.ID, 4) })
+		// Pebble cannot decode the value; PostgreSQL's typed row reads back
+		// with garbage in hashed columns.
+		wantBroken(t, e, o.Key, 4, byBackend(t, ledger.ReasonUnreadable, ledger.ReasonHashMismatch))
+	})
+	t.Run("dossier bytes corrupted", func(t *testing.T) {
+		t.Parallel()
+		e, o, ds := tamperSetup(t)
+		id := ds[1].str("dossier_id") // seq 4
+		e.tamper(func(db rawDB) { db.corruptDossier(o.ID, id) })
+		v := wantBroken(t, e, o.Key, 4, byBackend(t, clearance.ReasonRecordUnreadable, clearance.ReasonRecordDigestMismatch))
+		if !strings.Contains(v.str("detail"), id) {
+			t.Fatalf("detail should name the dossier: %s", v)
+		}
+	})
 	t.Run("untouched reopen stays valid", func(t *testing.T) {
 		t.Parallel()
 		e, o, ds := tamperSetup(t)

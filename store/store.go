@@ -23,6 +23,11 @@ import (
 // ErrNotFound is returned (possibly wrapped) by every lookup that finds nothing.
 var ErrNotFound = errors.New("store: not found")
 
+// ErrCorrupt is returned (wrapped) by every read of a record that exists
+// but does not decode. It is ledger.ErrCorrupt, so that ledger verification
+// reports such an entry as tampering rather than as an unavailable store.
+var ErrCorrupt = ledger.ErrCorrupt
+
 // ErrClosed is returned after Close.
 var ErrClosed = errors.New("store: closed")
 

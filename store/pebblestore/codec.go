@@ -3,7 +3,6 @@ package pebblestore
 import (
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 
 	"github.com/clearancehq/clearance/dossier"
 	"github.com/clearancehq/clearance/ledger"
+	"github.com/clearancehq/clearance/store"
 )
 
 // dossierMeta is the indexed part of a stored dossier. The org and dossier
@@ -41,11 +41,11 @@ func encodeDossier(r dossier.Record) ([]byte, error) {
 func decodeDossier(orgID, dossierID string, v []byte) (dossier.Record, error) {
 	n, w := binary.Uvarint(v)
 	if w <= 0 || n > uint64(len(v)-w) {
-		return dossier.Record{}, errors.New("pebblestore: corrupt dossier value")
+		return dossier.Record{}, fmt.Errorf("pebblestore: dossier value: %w", store.ErrCorrupt)
 	}
 	var m dossierMeta
 	if err := json.Unmarshal(v[w:w+int(n)], &m); err != nil {
-		return dossier.Record{}, fmt.Errorf("pebblestore: decode dossier: %w", err)
+		return dossier.Record{}, fmt.Errorf("pebblestore: decode dossier: %w: %w", store.ErrCorrupt, err)
 	}
 	return dossier.Record{
 		OrgID:        orgID,
@@ -85,7 +85,7 @@ func encodeJSON(v any) ([]byte, error) {
 // plain JSON.
 func decodeJSON(b []byte, v any) error {
 	if err := jsonv2.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("pebblestore: decode %T: %w", v, err)
+		return fmt.Errorf("pebblestore: decode %T: %w: %w", v, store.ErrCorrupt, err)
 	}
 	return nil
 }
@@ -103,13 +103,13 @@ func encodeCheckpoint(c ledger.Checkpoint) []byte {
 func decodeCheckpoint(size uint64, v []byte) (ledger.Checkpoint, error) {
 	c := ledger.Checkpoint{Size: size}
 	if len(v) < tlog.HashSize {
-		return c, errors.New("pebblestore: corrupt checkpoint value")
+		return c, fmt.Errorf("pebblestore: checkpoint value: %w", store.ErrCorrupt)
 	}
 	copy(c.Root[:], v)
 	v = v[tlog.HashSize:]
 	n, w := binary.Uvarint(v)
 	if w <= 0 || n > uint64(len(v)-w) {
-		return c, errors.New("pebblestore: corrupt checkpoint value")
+		return c, fmt.Errorf("pebblestore: checkpoint value: %w", store.ErrCorrupt)
 	}
 	c.Origin = string(v[w : w+int(n)])
 	c.Note = append([]byte{}, v[w+int(n):]...)

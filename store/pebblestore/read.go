@@ -212,7 +212,7 @@ func readLatestCheckpoint(r kv, orgID string) (ledger.Checkpoint, error) {
 		return ledger.Checkpoint{}, err
 	}
 	if len(k) != len(p)+8 {
-		return ledger.Checkpoint{}, fmt.Errorf("pebblestore: corrupt checkpoint key of %q", orgID)
+		return ledger.Checkpoint{}, fmt.Errorf("pebblestore: checkpoint key of %q: %w", orgID, store.ErrCorrupt)
 	}
 	return decodeCheckpoint(binary.BigEndian.Uint64(k[len(p):]), v)
 }
