@@ -21,8 +21,13 @@
 //
 // # Setup
 //
-// The run starts with GET /v1/health. With Config.APIKey the org of that key is used; otherwise Config.PlatformKey
-// creates a fresh org named "loadtest-<run id>" (POST /v1/platform/orgs). For
+// The run starts with GET /v1/health. With Config.APIKey the org of that
+// key is used and every worker sends that key; otherwise Config.PlatformKey
+// creates a fresh org named "loadtest-<run id>" (POST /v1/platform/orgs) and
+// up to MaxClientKeys API keys for it (POST /v1/platform/orgs/{id}/api-keys,
+// scope decision:write), worker i sending key i mod the count: each client
+// is its own credential, like a fleet of agents, and the server's
+// per-credential rate limit (1,000 requests/s by default) meters each. For
 // cycle and mixed the tool generates an Ed25519 agent key, registers it
 // (POST /v1/execution/agent-keys) and publishes an ENFORCEMENT bundle
 // "clearance-loadtest", version "loadtest-<run id>" (amount ≥ 10,000 BLOCK,
@@ -63,9 +68,10 @@
 // policy's decision).
 //
 // A run passes when at least one operation was measured, no request got a
-// 5xx or failed in transport, every cycle got should_execute true and every
-// peer answer carried the starter policy's decision; 4xx answers (429 for
-// instance) are reported but do not fail the run.
+// 5xx or a 4xx or failed in transport, every cycle got should_execute true
+// and every peer answer carried the starter policy's decision. A refused
+// request (429 from the rate limit, for instance) fails the run: a run that
+// was partly refused measured the refusals, not the engine.
 //
 // # JSON document (Result, format 1)
 //

@@ -34,6 +34,12 @@ type testServer struct {
 
 func newServer(t *testing.T, signing bool) testServer {
 	t.Helper()
+	return newLimitedServer(t, signing, server.Options{RateLimit: -1})
+}
+
+// newLimitedServer is newServer with server options of its own.
+func newLimitedServer(t *testing.T, signing bool, sopts server.Options) testServer {
+	t.Helper()
 	st, err := pebblestore.Open(t.TempDir(), pebblestore.Options{Logger: quietPebble{}})
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +64,7 @@ func newServer(t *testing.T, signing bool) testServer {
 	if err := eng.EnsurePlatformKey(context.Background(), secret); err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(server.New(eng, server.Options{RateLimit: -1}))
+	hs := httptest.NewServer(server.New(eng, sopts))
 	t.Cleanup(hs.Close)
 	return testServer{url: hs.URL, platform: secret, engine: eng}
 }
@@ -196,6 +202,40 @@ func TestAPIKeyAndDuration(t *testing.T) {
 	}
 	if !strings.Contains(progress.String(), "warming up") || !strings.Contains(progress.String(), "ops/s") {
 		t.Fatalf("progress %q", progress.String())
+	}
+}
+
+// TestRefusedRequestsFailTheRun: a run the server's rate limit partly
+// refused measured the refusals, so it fails and says why; a run that
+// creates its org gives each client its own key, which the per-credential
+// limit meters separately.
+func TestRefusedRequestsFailTheRun(t *testing.T) {
+	// 30 requests of burst per key, refilled at 10/s: one key cannot carry
+	// 200 requests in under 17 s, eight keys carry 25 each at once.
+	srv := newLimitedServer(t, false, server.Options{RateLimit: 10, RateBurst: 30})
+	ctx := context.Background()
+	res, err := load.Run(ctx, load.Config{Scenario: load.Evaluate, Target: srv.url, PlatformKey: srv.platform, Concurrency: 8, Count: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Pass || res.Succeeded != 200 || res.Errors.Total != 0 {
+		t.Fatalf("eight clients with their own keys: %+v", res)
+	}
+	org, err := srv.engine.CreateOrg(ctx, "one key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err = load.Run(ctx, load.Config{Scenario: load.Evaluate, Target: srv.url, APIKey: org.Key.Secret, Concurrency: 8, Count: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Pass || res.Errors.ByStatus["429"] == 0 || len(res.Failures) != 1 || !strings.Contains(res.Failures[0], "rate limit") {
+		t.Fatalf("one shared key: pass %v errors %+v failures %v", res.Pass, res.Errors, res.Failures)
+	}
+	var table bytes.Buffer
+	_ = res.WriteTable(&table)
+	if !strings.Contains(table.String(), "FAIL") || !strings.Contains(table.String(), "--rate-limit -1") {
+		t.Fatalf("table:\n%s", table.String())
 	}
 }
 

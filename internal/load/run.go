@@ -53,10 +53,14 @@ type runner struct {
 	client *http.Client
 	base   string
 	key    string
-	orgID  string
-	agent  grant.Key
-	runID  string
-	share  float64
+	// clientKeys are the API keys workers send, worker i the key
+	// i mod len: each client is its own credential, as a fleet of agents
+	// is, so the server's per-credential rate limit meters each of them.
+	clientKeys []string
+	orgID      string
+	agent      grant.Key
+	runID      string
+	share      float64
 	// peerPath is the URL path of a peer's decision; "" for Clearance.
 	peerPath string
 
@@ -139,6 +143,9 @@ func (r *runner) setup(ctx context.Context) error {
 			return errors.New("create org: the answer has no api_key or org_id")
 		}
 		r.key, r.orgID = org.APIKey, org.OrgID
+		if err := r.createClientKeys(ctx); err != nil {
+			return err
+		}
 	}
 	if r.share == 0 {
 		return nil
@@ -169,6 +176,37 @@ func (r *runner) setup(ctx context.Context) error {
 	}
 	bundle := fmt.Appendf(nil, bundleTemplate, "loadtest-"+r.runID)
 	return r.setupCall(ctx, http.MethodPost, pathBundles, r.key, bundle, nil, "publish the loadtest bundle")
+}
+
+// MaxClientKeys bounds the API keys a run creates for its workers.
+const MaxClientKeys = 64
+
+// createClientKeys gives the workers of a run that created its org their
+// own API keys (up to MaxClientKeys; the org's first key is one of them).
+func (r *runner) createClientKeys(ctx context.Context) error {
+	r.clientKeys = []string{r.key}
+	body := []byte(`{"scopes":["decision:write"]}`)
+	for len(r.clientKeys) < min(r.cfg.Concurrency, MaxClientKeys) {
+		var k struct {
+			Secret string `json:"api_key"`
+		}
+		if err := r.setupCall(ctx, http.MethodPost, pathOrgs+"/"+r.orgID+"/api-keys", r.cfg.PlatformKey, body, &k, "create a client key"); err != nil {
+			return err
+		}
+		if k.Secret == "" {
+			return errors.New("create a client key: the answer has no api_key")
+		}
+		r.clientKeys = append(r.clientKeys, k.Secret)
+	}
+	return nil
+}
+
+// keyOf is the API key worker id sends.
+func (r *runner) keyOf(id int) string {
+	if len(r.clientKeys) == 0 {
+		return r.key
+	}
+	return r.clientKeys[id%len(r.clientKeys)]
 }
 
 func (r *runner) setupCall(ctx context.Context, method, path, key string, body []byte, out any, what string) error {
@@ -237,9 +275,9 @@ type answer struct {
 
 // step sends one request of an operation. canceled reports that ctx ended
 // the request: the operation is then discarded.
-func (r *runner) step(ctx context.Context, name, path string, body []byte, a *answer) (s stepResult, canceled bool) {
+func (r *runner) step(ctx context.Context, key, name, path string, body []byte, a *answer) (s stepResult, canceled bool) {
 	t0 := time.Now()
-	status, raw, err := r.do(ctx, http.MethodPost, path, r.key, body)
+	status, raw, err := r.do(ctx, http.MethodPost, path, key, body)
 	s = stepResult{step: name, status: status, latency: time.Since(t0)}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -284,6 +322,7 @@ func (r *runner) kindOf(n int64) string {
 
 func (r *runner) worker(ctx context.Context, id int) {
 	rng := mrand.New(mrand.NewPCG(uint64(time.Now().UnixNano()), uint64(id)))
+	key := r.keyOf(id)
 	var buf []byte
 	for {
 		now := time.Now()
@@ -303,9 +342,9 @@ func (r *runner) worker(ctx context.Context, id int) {
 		var op opResult
 		var canceled bool
 		if r.kindOf(n) == kindCycle {
-			op, canceled = r.cycle(ctx, rng)
+			op, canceled = r.cycle(ctx, key, rng)
 		} else {
-			buf, op, canceled = r.evaluate(ctx, rng, buf)
+			buf, op, canceled = r.evaluate(ctx, key, rng, buf)
 		}
 		if canceled {
 			return
@@ -347,7 +386,7 @@ func (r *runner) evaluateBody(buf []byte, cents int64) []byte {
 	return buf
 }
 
-func (r *runner) evaluate(ctx context.Context, rng *mrand.Rand, buf []byte) ([]byte, opResult, bool) {
+func (r *runner) evaluate(ctx context.Context, key string, rng *mrand.Rand, buf []byte) ([]byte, opResult, bool) {
 	c := amount(rng)
 	buf = r.evaluateBody(buf[:0], c)
 	path := pathEvaluate
@@ -356,7 +395,7 @@ func (r *runner) evaluate(ctx context.Context, rng *mrand.Rand, buf []byte) ([]b
 		path, want = r.peerPath, starterDecision(c)
 	}
 	var a answer
-	s, canceled := r.step(ctx, stepEvaluate, path, buf, &a)
+	s, canceled := r.step(ctx, key, stepEvaluate, path, buf, &a)
 	if s.ok && r.peerPath != "" {
 		if code := checkPeer(&a, want); code != "" {
 			s.ok, s.code = false, code
@@ -386,7 +425,7 @@ func (r *runner) intent(rng *mrand.Rand) (string, error) {
 	return grant.SignIntent(r.agent, payload)
 }
 
-func (r *runner) cycle(ctx context.Context, rng *mrand.Rand) (opResult, bool) {
+func (r *runner) cycle(ctx context.Context, key string, rng *mrand.Rand) (opResult, bool) {
 	op := opResult{kind: kindCycle}
 	jws, err := r.intent(rng)
 	if err != nil { // cannot happen with a valid key; count it, do not spin
@@ -397,7 +436,7 @@ func (r *runner) cycle(ctx context.Context, rng *mrand.Rand) (opResult, bool) {
 	t0 := time.Now()
 	var a answer
 	body, _ := json.Marshal(map[string]string{"signed_intent": jws})
-	s, canceled := r.step(ctx, stepBind, pathBind, body, &a)
+	s, canceled := r.step(ctx, key, stepBind, pathBind, body, &a)
 	if s.ok && a.ExecutionToken == "" {
 		s.ok, s.code = false, codeNoToken
 	}
@@ -408,7 +447,7 @@ func (r *runner) cycle(ctx context.Context, rng *mrand.Rand) (opResult, bool) {
 	}
 	token, hash := a.ExecutionToken, a.IntentHash
 	body, _ = json.Marshal(map[string]string{"execution_token": token, "intent_hash": hash})
-	s, canceled = r.step(ctx, stepClaim, pathClaim, body, &a)
+	s, canceled = r.step(ctx, key, stepClaim, pathClaim, body, &a)
 	if s.ok && (!a.ShouldExecute || a.ClaimToken == "") {
 		s.ok, s.code = false, codeNotExecuted
 	}
@@ -419,7 +458,7 @@ func (r *runner) cycle(ctx context.Context, rng *mrand.Rand) (opResult, bool) {
 	}
 	op.executed = true
 	body, _ = json.Marshal(map[string]string{"execution_token": token, "claim_token": a.ClaimToken, "outcome": "COMMITTED"})
-	s, canceled = r.step(ctx, stepFinalize, pathFinalize, body, &a)
+	s, canceled = r.step(ctx, key, stepFinalize, pathFinalize, body, &a)
 	op.steps[2], op.n = s, 3
 	op.latency = time.Since(t0)
 	op.ok = s.ok

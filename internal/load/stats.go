@@ -152,6 +152,7 @@ type stats struct {
 	requests  int64
 	errs      Errors
 	fivexx    int64
+	fourxx    int64
 	transport int64
 	mismatch  int64 // peer answers without the starter policy's decision
 	cycles    bool
@@ -207,8 +208,11 @@ func (st *stats) add(op *opResult, end time.Time) {
 		} else {
 			st.transport++
 		}
-		if s.status >= 500 {
+		switch {
+		case s.status >= 500:
 			st.fivexx++
+		case s.status >= 400:
+			st.fourxx++
 		}
 		switch s.code {
 		case codeNoResult, codeWrongOutcome, codeWrongRules:
@@ -257,6 +261,17 @@ func (st *stats) result(cfg Config, start, measureStart time.Time, m Machine) *R
 	}
 	if st.fivexx > 0 {
 		r.Failures = append(r.Failures, fmt.Sprintf("%d requests answered 5xx", st.fivexx))
+	}
+	// Every request the tool sends is one the server should accept: a
+	// refused one means the run measured something else (a rate limit, a
+	// missing scope), so it cannot pass.
+	if st.fourxx > 0 {
+		msg := fmt.Sprintf("%d requests were refused (4xx)", st.fourxx)
+		if n := st.errs.ByStatus["429"]; n > 0 {
+			msg += fmt.Sprintf(", %d of them by the server's rate limit (429): it is per API key, so give each client its own key"+
+				" (the tool does when it creates the org), or start the server with --rate-limit -1 to measure the engine alone", n)
+		}
+		r.Failures = append(r.Failures, msg)
 	}
 	if st.transport > 0 {
 		r.Failures = append(r.Failures, fmt.Sprintf("%d requests failed in transport", st.transport))
