@@ -146,7 +146,7 @@ func TestActivateBundle(t *testing.T) {
 	}
 
 	head := ledgerHead(t, x)
-	a, err := x.e.ActivateBundle(ctx, org, "v2")
+	a, err := x.e.ActivateBundle(ctx, clearance.ActivateRequest{OrgID: org, Version: "v2"})
 	if err != nil || !a.Changed || a.ActiveVersion != "v2" || a.PreviousVersion != "v1" || a.LedgerSeq != head+1 {
 		t.Fatalf("activate v2: %+v %v", a, err)
 	}
@@ -157,7 +157,7 @@ func TestActivateBundle(t *testing.T) {
 	}
 
 	head = ledgerHead(t, x)
-	again, err := x.e.ActivateBundle(ctx, org, "v2")
+	again, err := x.e.ActivateBundle(ctx, clearance.ActivateRequest{OrgID: org, Version: "v2"})
 	if err != nil || again.Changed || again.ActiveVersion != "v2" || again.LedgerSeq != a.LedgerSeq {
 		t.Fatalf("re-activating the active version: %+v %v", again, err)
 	}
@@ -165,8 +165,15 @@ func TestActivateBundle(t *testing.T) {
 		t.Fatalf("re-activation moved the ledger head to %d", h)
 	}
 
+	// An expectation on the active version guards a change, not a no-op.
+	_, err = x.e.ActivateBundle(ctx, clearance.ActivateRequest{OrgID: org, Version: "v1", ExpectedActiveVersion: "v1"})
+	wantCode(t, "activation expecting the wrong active version", err, clearance.ErrConflict, clearance.CodeActiveVersionMismatch)
+	if same, err := x.e.ActivateBundle(ctx, clearance.ActivateRequest{OrgID: org, Version: "v2", ExpectedActiveVersion: "v1"}); err != nil || same.Changed {
+		t.Fatalf("a retried activation succeeds: %+v %v", same, err)
+	}
+
 	// Roll back on purpose.
-	back, err := x.e.ActivateBundle(ctx, org, "v1")
+	back, err := x.e.ActivateBundle(ctx, clearance.ActivateRequest{OrgID: org, Version: "v1", ExpectedActiveVersion: "v2"})
 	if err != nil || !back.Changed || back.ActiveVersion != "v1" || back.PreviousVersion != "v2" {
 		t.Fatalf("roll back to v1: %+v %v", back, err)
 	}
@@ -178,10 +185,10 @@ func TestActivateBundle(t *testing.T) {
 		t.Fatalf("claim under the rolled-back version: %+v %v", c, err)
 	}
 
-	_, err = x.e.ActivateBundle(ctx, org, "v9")
+	_, err = x.e.ActivateBundle(ctx, clearance.ActivateRequest{OrgID: org, Version: "v9"})
 	wantCode(t, "activate an unknown version", err, clearance.ErrNotFound, clearance.CodePolicyNotFound)
 	other := newOrg(t, x.e)
-	_, err = x.e.ActivateBundle(ctx, other.Org.ID, "v1")
+	_, err = x.e.ActivateBundle(ctx, clearance.ActivateRequest{OrgID: other.Org.ID, Version: "v1"})
 	wantCode(t, "activate another org's version", err, clearance.ErrNotFound, clearance.CodePolicyNotFound)
 
 	page, err := x.e.Ledger(ctx, org, 0, 0)

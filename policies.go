@@ -124,34 +124,56 @@ type PolicyActivation struct {
 	PreviousVersion string `json:"previous_version,omitempty"`
 }
 
+// ActivateRequest asks ActivateBundle to make Version the org's active
+// policy. With ExpectedActiveVersion set, the change happens only while
+// that version is the active one (a guard against a concurrent change).
+type ActivateRequest struct {
+	OrgID                 string
+	Version               string
+	ExpectedActiveVersion string
+}
+
 // ActivateBundle makes a published version the org's active policy, the
 // only one that authorizes: a newer version, or an older one to roll back
-// or freeze on purpose. The change is ledgered; activating the active
-// version again changes nothing. An unknown version is ErrNotFound.
-func (e *Engine) ActivateBundle(ctx context.Context, orgID, version string) (PolicyActivation, error) {
+// or freeze on purpose. The change is ledgered. Activating the active
+// version again changes nothing and succeeds whatever ExpectedActiveVersion
+// says (so a retried activation succeeds). An unknown version is
+// ErrNotFound; a failed expectation ErrConflict.
+func (e *Engine) ActivateBundle(ctx context.Context, req ActivateRequest) (PolicyActivation, error) {
+	if !policy.ValidVersion(req.Version) {
+		return PolicyActivation{}, newError(ErrNotFound, CodePolicyNotFound, "policy version not found")
+	}
+	if x := req.ExpectedActiveVersion; x != "" && !policy.ValidVersion(x) {
+		return PolicyActivation{}, invalid(CodeInvalidRequest, "expected_active_version",
+			"expected_active_version must be 1..%d characters of [A-Za-z0-9._-]", policy.MaxVersionLen)
+	}
 	var out PolicyActivation
-	err := e.store.Update(ctx, orgID, func(tx store.Tx) error {
-		rec, err := tx.BundleInTx(ctx, version)
+	err := e.store.Update(ctx, req.OrgID, func(tx store.Tx) error {
+		rec, err := tx.BundleInTx(ctx, req.Version)
 		if isNotFound(err) {
-			return newError(ErrNotFound, CodePolicyNotFound, "policy version %q not found", version)
+			return newError(ErrNotFound, CodePolicyNotFound, "policy version %q not found", req.Version)
 		}
 		if err != nil {
 			return err
 		}
 		cur, err := tx.ActivationInTx(ctx)
 		switch {
-		case err == nil && cur.Version == version:
-			out = PolicyActivation{OrgID: orgID, ActiveVersion: version, BundleDigest: rec.Digest,
+		case err == nil && cur.Version == req.Version:
+			out = PolicyActivation{OrgID: req.OrgID, ActiveVersion: req.Version, BundleDigest: rec.Digest,
 				ActivatedAt: cur.ActivatedAt, LedgerSeq: cur.LedgerSeq}
 			return nil
 		case err != nil && !isNotFound(err):
 			return err
 		}
+		if x := req.ExpectedActiveVersion; x != "" && x != cur.Version {
+			return newError(ErrConflict, CodeActiveVersionMismatch,
+				"the active version is %q, not the expected %q", cur.Version, x)
+		}
 		a, err := e.activateInTx(ctx, tx, rec)
 		if err != nil {
 			return err
 		}
-		out = PolicyActivation{OrgID: orgID, ActiveVersion: version, BundleDigest: rec.Digest,
+		out = PolicyActivation{OrgID: req.OrgID, ActiveVersion: req.Version, BundleDigest: rec.Digest,
 			ActivatedAt: a.ActivatedAt, LedgerSeq: a.LedgerSeq, Changed: true, PreviousVersion: cur.Version}
 		return nil
 	})

@@ -70,6 +70,10 @@ func Resolve(src Source, pin string) (Resolution, error) {
 	return Resolution{Policy: c, Active: active}, nil
 }
 
+// ValidVersion reports whether s can name a bundle version (the grammar
+// Load enforces on a bundle's version).
+func ValidVersion(s string) bool { return validVersion(s) }
+
 // CodeInvalidPin is the InputError code of a malformed context.policy_version.
 const CodeInvalidPin = "INVALID_POLICY_VERSION"
 
