@@ -1515,9 +1515,10 @@ func TestBadInputOnEveryPostRoute(t *testing.T) {
 		})
 	}
 	// Nothing refused was recorded: the head moved only for the accepted
-	// bodies (two keys, two bundle versions, twice six decisions).
-	if got := e.head(o.Key); got != head+16 {
-		t.Fatalf("head %d, want %d", got, head+16)
+	// bodies (two keys, two bundle versions published and activated, twice
+	// six decisions).
+	if got := e.head(o.Key); got != head+18 {
+		t.Fatalf("head %d, want %d", got, head+18)
 	}
 	if v := e.verify(o.Key); lookup(v.JSON, "valid") != true {
 		t.Fatalf("verify: %s", v)
