@@ -28,10 +28,10 @@ type Resolution struct {
 }
 
 // Authorizes reports whether the evaluated policy is the active one: only
-// then may its answer authorize anything.
-func (r Resolution) Authorizes() bool {
-	return r.Policy == r.Active || r.Policy.Digest() == r.Active.Digest()
-}
+// then may its answer authorize anything. Resolve makes them the same
+// *Compiled; anything else, even an equal bundle loaded twice, does not
+// authorize (fail closed).
+func (r Resolution) Authorizes() bool { return r.Policy != nil && r.Policy == r.Active }
 
 // Mode is the decision's effective mode for a requested mode: EffectiveMode
 // of the evaluated bundle's mode, and SHADOW whenever the evaluated policy
