@@ -69,6 +69,9 @@ type Decision struct {
 	// ChainID names the decision chain the decision joined (see Chain).
 	ChainID          string `json:"chain_id,omitempty"`
 	ParentDecisionID string `json:"parent_decision_id,omitempty"`
+	// ActivePolicyVersion is set when the request pinned another version
+	// than the org's active one (this one): the answer is then SHADOW.
+	ActivePolicyVersion string `json:"active_policy_version,omitempty"`
 	// VerificationEnvelope is a signed summary of the decision, minted
 	// from the recorded decision for a client that asks (WantEnvelope).
 	VerificationEnvelope string `json:"verification_envelope,omitempty"`
@@ -108,6 +111,11 @@ type Dossier struct {
 	// the decision the request named as its parent (see Chain).
 	ChainID          string `json:"chain_id,omitempty"`
 	ParentDecisionID string `json:"parent_decision_id,omitempty"`
+	// PolicyPin and ActivePolicyVersion are set when context.policy_version
+	// pinned another version than the org's active one: the pinned version
+	// was evaluated and recorded, in SHADOW (a pin never authorizes).
+	PolicyPin           string `json:"policy_pin,omitempty"`
+	ActivePolicyVersion string `json:"active_policy_version,omitempty"`
 }
 
 // DossierActor records who asked: the credential, and the acting party the
@@ -163,12 +171,13 @@ func (e *Engine) Evaluate(ctx context.Context, req EvaluateRequest) (Decision, e
 		return Decision{}, err
 	}
 
-	c, err := e.resolvePolicy(ctx, req.OrgID, pin)
+	res, err := e.resolvePolicy(ctx, req.OrgID, pin)
 	if err != nil {
 		return Decision{}, err
 	}
+	c := res.Policy
 	pd := c.Evaluate(&in)
-	mode := policy.EffectiveMode(c.Mode(), in.RequestedMode)
+	mode := res.Mode(in.RequestedMode)
 
 	var ids [3]string
 	for i := range ids {
@@ -186,6 +195,7 @@ func (e *Engine) Evaluate(ctx context.Context, req EvaluateRequest) (Decision, e
 		CreatedAt: now.Format(timeFormat), ParentDecisionID: req.ParentDecisionID,
 	}
 	d.ChainID = chainFor(req.OrgID, parentChain, in.WorkflowKey, req.CorrelationID, d.DecisionID)
+	d.notePin(pin, res)
 	if pd.Err != nil {
 		d.EvaluationError = pd.Err.Error()
 	}
@@ -242,7 +252,7 @@ func decisionOf(d Dossier, digest string) Decision {
 		Outcome: d.Outcome, ReasonCodes: d.ReasonCodes, PolicySnapshot: d.PolicySnapshot, Mode: d.Mode,
 		DossierURL: "/v1/protocol/dossiers/" + d.DossierID, DossierDigest: digest, LedgerSeq: d.LedgerSeq,
 		CorrelationID: d.CorrelationID, IdempotencyKey: d.IdempotencyKey, CreatedAt: d.CreatedAt,
-		ChainID: d.ChainID, ParentDecisionID: d.ParentDecisionID,
+		ChainID: d.ChainID, ParentDecisionID: d.ParentDecisionID, ActivePolicyVersion: d.ActivePolicyVersion,
 	}
 }
 

@@ -34,6 +34,9 @@ const (
 	CodePolicyVersionConflict = "POLICY_VERSION_CONFLICT"
 	CodePolicyPinUnknown      = "POLICY_VERSION_UNKNOWN"
 	CodePolicyInvalid         = "POLICY_INVALID"
+	// CodeActiveVersionMismatch: an activation's expected_active_version is
+	// not the org's active version (409; nothing changed).
+	CodeActiveVersionMismatch = "ACTIVE_VERSION_MISMATCH"
 	CodeStoreUnavailable      = "STORE_UNAVAILABLE"
 )
 

@@ -147,12 +147,13 @@ func (e *Engine) EnforceAndBind(ctx context.Context, req AuthorityRequest) (Auth
 	if err != nil {
 		return AuthorityDecision{}, err
 	}
-	c, err := e.resolvePolicy(ctx, req.OrgID, pin)
+	res, err := e.resolvePolicy(ctx, req.OrgID, pin)
 	if err != nil {
 		return AuthorityDecision{}, err
 	}
+	c := res.Policy
 	pd := c.Evaluate(&in)
-	mode := policy.EffectiveMode(c.Mode(), in.RequestedMode)
+	mode := res.Mode(in.RequestedMode) // SHADOW unless c is the active version
 	payloadDigest, err := canon.DigestValue(intent.Action)
 	if err != nil {
 		return AuthorityDecision{}, invalid(CodeIntentMalformed, "action", "action cannot be canonicalized")
@@ -174,6 +175,7 @@ func (e *Engine) EnforceAndBind(ctx context.Context, req AuthorityRequest) (Auth
 		CreatedAt: now.Format(timeFormat), ParentDecisionID: intent.ParentDecisionID,
 	}
 	d.ChainID = chainFor(req.OrgID, parentChain, in.WorkflowKey, req.CorrelationID, d.DecisionID)
+	d.notePin(pin, res)
 	if pd.Err != nil {
 		d.EvaluationError = pd.Err.Error()
 	}
@@ -632,8 +634,9 @@ func (e *Engine) checkBinding(ctx context.Context, g claim.Grant, c grant.Claims
 	return nil
 }
 
-// checkCurrentPolicy re-evaluates the bound intent under the org's current
-// policy; any answer but ALLOW in ENFORCEMENT is a stale authorization.
+// checkCurrentPolicy re-evaluates the bound intent under the org's version
+// active now, whatever the intent pins; any answer but ALLOW in ENFORCEMENT
+// is a stale authorization.
 func (e *Engine) checkCurrentPolicy(ctx context.Context, g claim.Grant) error {
 	var intent ExecutionIntent
 	if err := strictjson.Decode(g.Intent, &intent, strictjson.Options{}); err != nil {
@@ -643,8 +646,7 @@ func (e *Engine) checkCurrentPolicy(ctx context.Context, g claim.Grant) error {
 	if err != nil {
 		return newError(ErrConflict, CodeStaleAuthorization, "the bound intent cannot be re-evaluated")
 	}
-	pin, _ := policy.Intent{Context: intent.Context}.PolicyPin()
-	c, err := e.resolvePolicy(ctx, g.OrgID, pin)
+	res, err := e.resolvePolicy(ctx, g.OrgID, "")
 	if err != nil {
 		var ee *Error
 		if errors.As(err, &ee) && errors.Is(err, ErrUnavailable) {
@@ -652,10 +654,11 @@ func (e *Engine) checkCurrentPolicy(ctx context.Context, g claim.Grant) error {
 		}
 		return &Error{Kind: ErrConflict, Code: CodeStaleAuthorization, Detail: "the current policy cannot be resolved", Err: err}
 	}
+	c := res.Policy
 	pd := c.Evaluate(&in)
-	if pd.Err != nil || pd.Outcome != policy.OutcomeAllow || policy.EffectiveMode(c.Mode(), "") != policy.ModeEnforcement {
+	if pd.Err != nil || pd.Outcome != policy.OutcomeAllow || res.Mode("") != policy.ModeEnforcement {
 		return newError(ErrConflict, CodeStaleAuthorization,
-			"under the current policy (%s) the action is %s in %s mode", c.Snapshot().PolicyVersion, pd.Outcome, policy.EffectiveMode(c.Mode(), ""))
+			"under the current policy (%s) the action is %s in %s mode", c.Snapshot().PolicyVersion, pd.Outcome, res.Mode(""))
 	}
 	return nil
 }

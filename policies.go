@@ -3,6 +3,7 @@ package clearance
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/clearancehq/clearance/internal/strictjson"
@@ -25,17 +26,29 @@ type BundleInfo struct {
 	Bundle      *policy.Bundle `json:"bundle,omitempty"`
 }
 
-// Published is the result of PublishBundle.
+// Published is the result of PublishBundle and StageBundle.
 type Published struct {
 	BundleInfo
 	Created bool `json:"-"` // false when the identical version already existed
 }
 
-// PublishBundle validates raw (a policy bundle as JSON) and publishes it as
-// an immutable version. The same version with the same content is returned
-// again (Created false); with other content it is ErrConflict. Publishing is
-// ledgered and the new version becomes the org's active one.
+// PublishBundle validates raw (a policy bundle as JSON), publishes it as an
+// immutable version and makes it the org's active policy. The same version
+// with the same content is returned again (Created false) and changes
+// nothing, not even which version is active; with other content it is
+// ErrConflict. Publishing and activating are both ledgered.
 func (e *Engine) PublishBundle(ctx context.Context, orgID string, raw []byte) (Published, error) {
+	return e.publish(ctx, orgID, raw, true)
+}
+
+// StageBundle is PublishBundle without the activation: the version can be
+// pinned (evaluated and recorded in SHADOW) and activated later with
+// ActivateBundle, while the active version keeps deciding.
+func (e *Engine) StageBundle(ctx context.Context, orgID string, raw []byte) (Published, error) {
+	return e.publish(ctx, orgID, raw, false)
+}
+
+func (e *Engine) publish(ctx context.Context, orgID string, raw []byte, activate bool) (Published, error) {
 	c, err := policy.Load(raw)
 	if err != nil {
 		return Published{}, bundleError(err)
@@ -49,11 +62,11 @@ func (e *Engine) PublishBundle(ctx context.Context, orgID string, raw []byte) (P
 				return newError(ErrConflict, CodePolicyVersionConflict,
 					"version %q is already published with other content (digest %s)", b.Version, prev.Digest)
 			}
-			latest, err := tx.LatestBundleInTx(ctx)
+			active, err := activeVersionInTx(ctx, tx)
 			if err != nil {
 				return err
 			}
-			out = Published{BundleInfo: infoOf(prev, latest.Version == prev.Version)}
+			out = Published{BundleInfo: infoOf(prev, active == prev.Version)}
 			return nil
 		}
 		if !isNotFound(err) {
@@ -77,7 +90,12 @@ func (e *Engine) PublishBundle(ctx context.Context, orgID string, raw []byte) (P
 		if err != nil {
 			return err
 		}
-		out = Published{BundleInfo: infoOf(rec, true), Created: true}
+		if activate {
+			if _, err := e.activateInTx(ctx, tx, rec); err != nil {
+				return err
+			}
+		}
+		out = Published{BundleInfo: infoOf(rec, activate), Created: true}
 		out.LedgerSeq = entry.Seq
 		return nil
 	})
@@ -88,6 +106,111 @@ func (e *Engine) PublishBundle(ctx context.Context, orgID string, raw []byte) (P
 		e.compiled.Store(bundleKey(orgID, b.Version), c)
 	}
 	return out, nil
+}
+
+// PolicyActivation is the org's active policy version as ActivateBundle
+// left it.
+type PolicyActivation struct {
+	OrgID         string    `json:"org_id"`
+	ActiveVersion string    `json:"active_version"`
+	BundleDigest  string    `json:"bundle_digest"`
+	ActivatedAt   time.Time `json:"activated_at"`
+	// LedgerSeq is the seq of the activation's policy.activated entry (absent
+	// for an activation carried over from before activations were recorded).
+	LedgerSeq uint64 `json:"ledger_seq,omitempty"`
+	// Changed is false when the version was already active (nothing was
+	// written); PreviousVersion is the version it replaced, if any.
+	Changed         bool   `json:"changed"`
+	PreviousVersion string `json:"previous_version,omitempty"`
+}
+
+// ActivateRequest asks ActivateBundle to make Version the org's active
+// policy. With ExpectedActiveVersion set, the change happens only while
+// that version is the active one (a guard against a concurrent change).
+type ActivateRequest struct {
+	OrgID                 string
+	Version               string
+	ExpectedActiveVersion string
+}
+
+// ActivateBundle makes a published version the org's active policy, the
+// only one that authorizes: a newer version, or an older one to roll back
+// or freeze on purpose. The change is ledgered. Activating the active
+// version again changes nothing and succeeds whatever ExpectedActiveVersion
+// says (so a retried activation succeeds). An unknown version is
+// ErrNotFound; a failed expectation ErrConflict.
+func (e *Engine) ActivateBundle(ctx context.Context, req ActivateRequest) (PolicyActivation, error) {
+	if !policy.ValidVersion(req.Version) {
+		return PolicyActivation{}, newError(ErrNotFound, CodePolicyNotFound, "policy version not found")
+	}
+	if x := req.ExpectedActiveVersion; x != "" && !policy.ValidVersion(x) {
+		return PolicyActivation{}, invalid(CodeInvalidRequest, "expected_active_version",
+			"expected_active_version must be 1..%d characters of [A-Za-z0-9._-]", policy.MaxVersionLen)
+	}
+	var out PolicyActivation
+	err := e.store.Update(ctx, req.OrgID, func(tx store.Tx) error {
+		rec, err := tx.BundleInTx(ctx, req.Version)
+		if isNotFound(err) {
+			return newError(ErrNotFound, CodePolicyNotFound, "policy version %q not found", req.Version)
+		}
+		if err != nil {
+			return err
+		}
+		cur, err := tx.ActivationInTx(ctx)
+		switch {
+		case err == nil && cur.Version == req.Version:
+			out = PolicyActivation{OrgID: req.OrgID, ActiveVersion: req.Version, BundleDigest: rec.Digest,
+				ActivatedAt: cur.ActivatedAt, LedgerSeq: cur.LedgerSeq}
+			return nil
+		case err != nil && !isNotFound(err):
+			return err
+		}
+		if x := req.ExpectedActiveVersion; x != "" && x != cur.Version {
+			return newError(ErrConflict, CodeActiveVersionMismatch,
+				"the active version is %q, not the expected %q", cur.Version, x)
+		}
+		a, err := e.activateInTx(ctx, tx, rec)
+		if err != nil {
+			return err
+		}
+		out = PolicyActivation{OrgID: req.OrgID, ActiveVersion: req.Version, BundleDigest: rec.Digest,
+			ActivatedAt: a.ActivatedAt, LedgerSeq: a.LedgerSeq, Changed: true, PreviousVersion: cur.Version}
+		return nil
+	})
+	if err != nil {
+		return PolicyActivation{}, asEngineError("activate bundle", err)
+	}
+	return out, nil
+}
+
+// activateInTx makes rec the active version, with its ledger entry.
+func (e *Engine) activateInTx(ctx context.Context, tx store.Tx, rec store.BundleRecord) (store.Activation, error) {
+	now := e.now()
+	entry, err := ledger.Append(ctx, tx, rec.OrgID, ledger.Record{
+		Kind: ledger.KindPolicyActivated, SubjectID: rec.Version, PayloadDigest: rec.Digest}, now)
+	if err != nil {
+		return store.Activation{}, err
+	}
+	a := store.Activation{OrgID: rec.OrgID, Version: rec.Version, ActivatedAt: now, LedgerSeq: entry.Seq}
+	return a, tx.PutActivation(ctx, a)
+}
+
+// activeVersionInTx returns the org's active version, "" when none is.
+func activeVersionInTx(ctx context.Context, tx store.Tx) (string, error) {
+	a, err := tx.ActivationInTx(ctx)
+	if isNotFound(err) {
+		return "", nil
+	}
+	return a.Version, err
+}
+
+// activeVersion returns the org's active version, "" when none is.
+func (e *Engine) activeVersion(ctx context.Context, orgID string) (string, error) {
+	a, err := e.store.Activation(ctx, orgID)
+	if isNotFound(err) {
+		return "", nil
+	}
+	return a.Version, err
 }
 
 func bundleError(err error) error {
@@ -115,15 +238,20 @@ func infoOf(r store.BundleRecord, active bool) BundleInfo {
 		Mode: policy.Mode(r.Mode), RuleCount: r.RuleCount, PublishedAt: r.PublishedAt, Active: active}
 }
 
-// Bundles lists the org's published versions, oldest first; the newest is active.
+// Bundles lists the org's published versions, oldest first, marking the
+// active one (none is active when the org only staged versions).
 func (e *Engine) Bundles(ctx context.Context, orgID string) ([]BundleInfo, error) {
 	recs, err := e.store.Bundles(ctx, orgID)
 	if err != nil {
 		return nil, unavailable("list bundles", err)
 	}
+	active, err := e.activeVersion(ctx, orgID)
+	if err != nil {
+		return nil, unavailable("list bundles", err)
+	}
 	out := make([]BundleInfo, len(recs))
 	for i, r := range recs {
-		out[i] = infoOf(r, i == len(recs)-1)
+		out[i] = infoOf(r, r.Version == active)
 	}
 	return out, nil
 }
@@ -141,26 +269,37 @@ func (e *Engine) Bundle(ctx context.Context, orgID, version string) (BundleInfo,
 	if err != nil {
 		return BundleInfo{}, err
 	}
-	latest, err := e.store.LatestBundle(ctx, orgID)
+	active, err := e.activeVersion(ctx, orgID)
 	if err != nil {
 		return BundleInfo{}, unavailable("read bundle", err)
 	}
-	info := infoOf(r, latest.Version == r.Version)
+	info := infoOf(r, active == r.Version)
 	b := c.Bundle()
 	info.Bundle = &b
 	return info, nil
 }
 
-// resolvePolicy applies policy.Resolve to the org's published versions.
-func (e *Engine) resolvePolicy(ctx context.Context, orgID, pin string) (*policy.Compiled, error) {
-	c, err := policy.Resolve(orgVersions{ctx: ctx, e: e, orgID: orgID}, pin)
+// resolvePolicy applies policy.Resolve to the org's published versions and
+// its active one. The active version is read from the store on every call,
+// never cached: another server on the same database may have activated
+// another version a moment ago. Compiled versions are cached (immutable).
+func (e *Engine) resolvePolicy(ctx context.Context, orgID, pin string) (policy.Resolution, error) {
+	r, err := policy.Resolve(orgVersions{ctx: ctx, e: e, orgID: orgID}, pin)
 	switch {
 	case errors.Is(err, policy.ErrUnknownVersion):
-		return nil, newError(ErrConflict, CodePolicyPinUnknown, "context.policy_version %q is not a published version", pin)
+		return r, newError(ErrConflict, CodePolicyPinUnknown, "context.policy_version %q is not a published version", pin)
 	case err != nil:
-		return nil, asEngineError("resolve policy", err)
+		return r, asEngineError("resolve policy", err)
 	}
-	return c, nil
+	return r, nil
+}
+
+// notePin records in d that a pin selected another version than the active
+// one: d is then evaluated under the pinned version, in SHADOW.
+func (d *Dossier) notePin(pin string, r policy.Resolution) {
+	if !r.Authorizes() {
+		d.PolicyPin, d.ActivePolicyVersion = pin, r.Active.Snapshot().PolicyVersion
+	}
 }
 
 // orgVersions is a policy.Source over one org's stored bundles.
@@ -184,15 +323,21 @@ func (v orgVersions) Version(version string) (*policy.Compiled, error) {
 	return v.e.compile(r)
 }
 
-func (v orgVersions) Latest() (*policy.Compiled, error) {
-	r, err := v.e.store.LatestBundle(v.ctx, v.orgID)
+func (v orgVersions) Active() (*policy.Compiled, error) {
+	a, err := v.e.store.Activation(v.ctx, v.orgID)
 	if isNotFound(err) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	return v.e.compile(r)
+	c, err := v.Version(a.Version)
+	if errors.Is(err, policy.ErrUnknownVersion) {
+		// The store keeps activations pointing at published versions; a
+		// missing one is damage, never a reason to fall back.
+		return nil, fmt.Errorf("active policy version %q of org %q is missing", a.Version, v.orgID)
+	}
+	return c, err
 }
 
 func (e *Engine) compile(r store.BundleRecord) (*policy.Compiled, error) {

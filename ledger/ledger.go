@@ -32,6 +32,9 @@ const (
 	KindOrgCreated      = "org.created"
 	KindAPIKeyCreated   = "api_key.created"
 	KindPolicyPublished = "policy.published"
+	// KindPolicyActivated: the subject version became the org's active
+	// policy (payload: its bundle digest).
+	KindPolicyActivated = "policy.activated"
 	KindDecision        = "decision.recorded"
 	KindGrantIssued     = "grant.issued"
 	KindClaimed         = "execution.claimed"

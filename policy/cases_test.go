@@ -19,9 +19,12 @@ type caseFile struct {
 	// Bundle is an inline JSON bundle, or "starter".
 	Bundle string `yaml:"bundle"`
 	// Published lists inline JSON bundles published in this order; cases
-	// then run against what Resolve picks (the newest, or their pin).
-	Published []string   `yaml:"published"`
-	Cases     []testCase `yaml:"cases"`
+	// then run against what Resolve picks (the active version, or their pin).
+	Published []string `yaml:"published"`
+	// Active is the active version among Published: "" means the newest,
+	// "none" that no version is active (the starter policy applies).
+	Active string     `yaml:"active"`
+	Cases  []testCase `yaml:"cases"`
 }
 
 type testCase struct {
@@ -41,6 +44,9 @@ type testCase struct {
 		ReasonCodes  []string `yaml:"reason_codes"`
 		MatchedRules []string `yaml:"matched_rules"`
 		EvalError    bool     `yaml:"eval_error"`
+		// Mode is the decision's effective mode (Resolution.Mode with the
+		// input's requested mode), checked when set.
+		Mode Mode `yaml:"mode"`
 		// Error is an *InputError or *strictjson.Error code from decoding,
 		// or POLICY_VERSION_UNKNOWN for a pin Resolve refuses.
 		Error string `yaml:"error"`
@@ -103,6 +109,7 @@ func TestCases(t *testing.T) {
 				if err != nil {
 					t.Fatalf("published bundles do not load: %v", err)
 				}
+				src.active = cf.Active
 				for _, tc := range cf.Cases {
 					t.Run(tc.Name, func(t *testing.T) {
 						in, err := DecodeIntent([]byte(tc.Input))
@@ -113,14 +120,20 @@ func TestCases(t *testing.T) {
 						if err != nil {
 							t.Fatal(err)
 						}
-						c, err := Resolve(src, pin)
+						r, err := Resolve(src, pin)
 						if errors.Is(err, ErrUnknownVersion) && tc.Expect.Error == "POLICY_VERSION_UNKNOWN" {
 							return
 						}
 						if err != nil {
 							t.Fatalf("Resolve(pin %q): %v", pin, err)
 						}
-						runCase(t, c, tc)
+						if want := tc.Expect.Mode; want != "" {
+							if got := r.Mode(in.Mode); got != want {
+								t.Errorf("mode %s; want %s (evaluated %s, active %s)", got, want,
+									r.Policy.Snapshot().PolicyVersion, r.Active.Snapshot().PolicyVersion)
+							}
+						}
+						runCase(t, r.Policy, tc)
 					})
 				}
 				return
@@ -231,8 +244,12 @@ func errorCode(err error) string {
 	return ""
 }
 
-// memSource is a Source over bundles published in order.
-type memSource struct{ order []*Compiled }
+// memSource is a Source over bundles published in order; active names the
+// active version ("" the newest, "none" no active version).
+type memSource struct {
+	order  []*Compiled
+	active string
+}
 
 func publish(bodies []string) (*memSource, error) {
 	m := &memSource{}
@@ -255,17 +272,20 @@ func (m *memSource) Version(v string) (*Compiled, error) {
 	return nil, ErrUnknownVersion
 }
 
-func (m *memSource) Latest() (*Compiled, error) {
-	if len(m.order) == 0 {
+func (m *memSource) Active() (*Compiled, error) {
+	switch {
+	case m.active == "none" || len(m.order) == 0:
 		return nil, nil
+	case m.active == "":
+		return m.order[len(m.order)-1], nil
 	}
-	return m.order[len(m.order)-1], nil
+	return m.Version(m.active)
 }
 
 func TestResolveWithoutBundlesIsStarter(t *testing.T) {
-	c, err := Resolve(&memSource{}, "")
-	if err != nil || c != Starter() || c.Mode() != ModeShadow {
-		t.Fatalf("%v %v", c, err)
+	r, err := Resolve(&memSource{}, "")
+	if err != nil || r.Policy != Starter() || r.Active != Starter() || !r.Authorizes() || r.Mode("") != ModeShadow {
+		t.Fatalf("%+v %v", r, err)
 	}
 	if _, err := Resolve(&memSource{}, "v1"); !errors.Is(err, ErrUnknownVersion) {
 		t.Fatalf("a pin without bundles must fail: %v", err)

@@ -15,34 +15,64 @@ type Source interface {
 	// Version returns the published version v, or an error wrapping
 	// ErrUnknownVersion when there is none.
 	Version(v string) (*Compiled, error)
-	// Latest returns the newest published version, or nil when the org has
-	// published none.
-	Latest() (*Compiled, error)
+	// Active returns the org's active version, or nil when none is active
+	// (the starter policy applies).
+	Active() (*Compiled, error)
 }
 
-// Resolve picks the policy a decision uses: the pinned version when pin is
-// set (an unknown pin is an error, never a fallback), else the newest
-// published version, else the starter policy.
-func Resolve(src Source, pin string) (*Compiled, error) {
-	if pin != "" {
-		c, err := src.Version(pin)
-		if err != nil {
-			return nil, err
-		}
-		if c == nil {
-			return nil, fmt.Errorf("%w: %q", ErrUnknownVersion, pin)
-		}
-		return c, nil
+// Resolution is what Resolve picked: the policy a decision evaluates and
+// records, and the org's active policy, the only one that authorizes.
+type Resolution struct {
+	Policy *Compiled // evaluated and recorded
+	Active *Compiled // the org's active version, or the starter policy
+}
+
+// Authorizes reports whether the evaluated policy is the active one: only
+// then may its answer authorize anything. Resolve makes them the same
+// *Compiled; anything else, even an equal bundle loaded twice, does not
+// authorize (fail closed).
+func (r Resolution) Authorizes() bool { return r.Policy != nil && r.Policy == r.Active }
+
+// Mode is the decision's effective mode for a requested mode: EffectiveMode
+// of the evaluated bundle's mode, and SHADOW whenever the evaluated policy
+// is not the active one.
+func (r Resolution) Mode(requested Mode) Mode {
+	if !r.Authorizes() {
+		return ModeShadow
 	}
-	c, err := src.Latest()
+	return EffectiveMode(r.Policy.Mode(), requested)
+}
+
+// Resolve picks the policy a decision uses. Without a pin it is the active
+// version, else the starter policy. A pin selects what is evaluated and
+// recorded, never what authorizes: a pin to another published version than
+// the active one resolves to that version with Authorizes false; a pin that
+// names no published version is an error, never a fallback.
+func Resolve(src Source, pin string) (Resolution, error) {
+	active, err := src.Active()
 	if err != nil {
-		return nil, err
+		return Resolution{}, err
+	}
+	published := active != nil
+	if !published {
+		active = Starter()
+	}
+	if pin == "" || published && pin == active.Snapshot().PolicyVersion {
+		return Resolution{Policy: active, Active: active}, nil
+	}
+	c, err := src.Version(pin)
+	if err != nil {
+		return Resolution{}, err
 	}
 	if c == nil {
-		return Starter(), nil
+		return Resolution{}, fmt.Errorf("%w: %q", ErrUnknownVersion, pin)
 	}
-	return c, nil
+	return Resolution{Policy: c, Active: active}, nil
 }
+
+// ValidVersion reports whether s can name a bundle version (the grammar
+// Load enforces on a bundle's version).
+func ValidVersion(s string) bool { return validVersion(s) }
 
 // CodeInvalidPin is the InputError code of a malformed context.policy_version.
 const CodeInvalidPin = "INVALID_POLICY_VERSION"

@@ -335,7 +335,8 @@ func TestBadInputOnEveryRoute(t *testing.T) {
 
 	// Each route's accepted request is accepted: the bad variants were
 	// refused for their defect, not for something the base already had.
-	// Publishing goes last: a new active bundle makes the grants stale.
+	// Publishing and activating go last: a new active bundle makes the
+	// grants stale.
 	order := make([]int, len(table))
 	for i := range order {
 		order[i] = i
@@ -682,6 +683,26 @@ func (s *badSuite) specs(a specArgs) map[string]routeSpec {
 		},
 	}
 	bundlesGet := routeSpec{org: orgQuery}
+	// The accepted activation rolls back to v1 from bad-1, which the accepted
+	// publish (sent before it) activates; during the battery v1 is active,
+	// so it could change nothing, and every bad variant is refused anyway.
+	activate := routeSpec{org: orgQuery, params: map[string]string{"version": "v1"}, paramCodes: []string{"POLICY_VERSION_NOT_FOUND"},
+		body: `{"expected_active_version":"bad-1"}`, idents: []string{`{"expected_active_version":@@}`},
+		extra: func(q req) []badCase {
+			out := s.values(q, []string{`{"expected_active_version":""}`, `{"expected_active_version":null}`,
+				`{"expected_active_version":"v 1"}`, `{"expected_active_version":"v1/../v2"}`,
+				`{"expected_active_version":` + lit(strings.Repeat("v", 101)) + `}`})
+			for _, c := range []struct{ name, path, code string }{
+				{"unknown version", "never-published", "POLICY_VERSION_NOT_FOUND"},
+				{"a version of bad grammar", "v%201", "POLICY_VERSION_NOT_FOUND"},
+				{"a version that was refused", "bad-1", "POLICY_VERSION_NOT_FOUND"},
+			} {
+				p := q
+				p.path = strings.Replace(q.path, "/v1/activate", "/"+c.path+"/activate", 1)
+				out = append(out, s.variant(p, catPath, c.name, p.body, c.code))
+			}
+			return out
+		}}
 	bundleGet := routeSpec{org: orgQuery, params: map[string]string{"version": "v1"},
 		paramCodes: []string{"POLICY_VERSION_NOT_FOUND"}}
 
@@ -903,12 +924,14 @@ func (s *badSuite) specs(a specArgs) map[string]routeSpec {
 					`{"scopes":["audit:read "]}`})
 			}},
 
-		"POST /v1/protocol/policies/bundles":          bundles,
-		"POST /v1/policies":                           bundles,
-		"GET /v1/protocol/policies/bundles":           bundlesGet,
-		"GET /v1/policies":                            bundlesGet,
-		"GET /v1/protocol/policies/bundles/{version}": bundleGet,
-		"GET /v1/policies/{version}":                  bundleGet,
+		"POST /v1/protocol/policies/bundles":                    bundles,
+		"POST /v1/policies":                                     bundles,
+		"GET /v1/protocol/policies/bundles":                     bundlesGet,
+		"GET /v1/policies":                                      bundlesGet,
+		"GET /v1/protocol/policies/bundles/{version}":           bundleGet,
+		"GET /v1/policies/{version}":                            bundleGet,
+		"POST /v1/protocol/policies/bundles/{version}/activate": activate,
+		"POST /v1/policies/{version}/activate":                  activate,
 
 		"POST /v1/protocol/evaluate-decision":    evaluate,
 		"POST /v1/decisions/evaluate":            evaluate,

@@ -980,10 +980,13 @@ func TestPolicyBundles(t *testing.T) {
 		!strings.HasPrefix(p1.str("bundle_digest"), "sha256:") || p1.str("published_at") == "" {
 		t.Fatalf("publish answer: %s", p1)
 	}
+	// Published, then activated (publishing activates by default).
 	entries := e.entries(o.Key)
-	if last := entries[len(entries)-1]; last["kind"] != ledger.KindPolicyPublished || last["subject_id"] != "2026-01-01" ||
-		last["payload_digest"] != p1.str("bundle_digest") {
-		t.Fatalf("publish ledger entry: %v", last)
+	for i, kind := range []string{ledger.KindPolicyPublished, ledger.KindPolicyActivated} {
+		en := entries[len(entries)-2+i]
+		if en["kind"] != kind || en["subject_id"] != "2026-01-01" || en["payload_digest"] != p1.str("bundle_digest") {
+			t.Fatalf("publish ledger entry %d: %v", i, en)
+		}
 	}
 
 	// The identical version again (other whitespace and member order): 200, same digest, not ledgered.
@@ -995,7 +998,7 @@ func TestPolicyBundles(t *testing.T) {
 	if again.str("bundle_digest") != p1.str("bundle_digest") || lookup(again.JSON, "ledger_seq") != nil {
 		t.Fatalf("identical republish: %s", again)
 	}
-	if got := e.head(o.Key); got != h+1 {
+	if got := e.head(o.Key); got != h+2 {
 		t.Fatalf("identical republish moved the head to %d", got)
 	}
 
@@ -1026,8 +1029,8 @@ func TestPolicyBundles(t *testing.T) {
 	e.publish(o.Key, `{"bundle_id":"b","version":"x","mode":"SHADOW","rules":[],"default":{"outcome":"ALLOW","reason_codes":[]},"owner":"me"}`).
 		wantProblem(t, 400, "UNKNOWN_MEMBER")
 	e.publish(o.Key, `{"bundle_id":"b","bundle_id":"c"}`).wantProblem(t, 400, "DUPLICATE_MEMBER")
-	if got := e.head(o.Key); got != h+2 {
-		t.Fatalf("refused publishes moved the head: %d, want %d", got, h+2)
+	if got := e.head(o.Key); got != h+4 {
+		t.Fatalf("refused publishes moved the head: %d, want %d", got, h+4)
 	}
 
 	// List, oldest first; the newest is active.
@@ -1060,7 +1063,9 @@ func TestPolicyBundles(t *testing.T) {
 	e.do("GET", pathPolicies+"/2099-01-01", o.Key, nil, nil).wantProblem(t, 404, clearance.CodePolicyNotFound)
 	e.do("GET", pathBundles+"/2026-01-01", other.Key, nil, nil).wantProblem(t, 404, clearance.CodePolicyNotFound)
 
-	// Decisions use the newest version unless context.policy_version pins one.
+	// Decisions use the active (here the newest) version unless
+	// context.policy_version pins one; a pin to another version is
+	// evaluated and recorded, in SHADOW: it never authorizes.
 	d := e.decide(o.Key, `{"amount":5}`)
 	if d.str("policy_snapshot.policy_version") != "2026-02-01" || d.str("policy_snapshot.bundle_digest") != p2.str("bundle_digest") ||
 		d.str("mode") != "SHADOW" || d.str("outcome") != "ALLOW" {
@@ -1068,7 +1073,7 @@ func TestPolicyBundles(t *testing.T) {
 	}
 	d = e.decide(o.Key, `{"amount":50,"context":{"policy_version":"2026-01-01"}}`)
 	if d.str("policy_snapshot.policy_version") != "2026-01-01" || d.str("policy_snapshot.bundle_digest") != p1.str("bundle_digest") ||
-		d.str("mode") != "ENFORCEMENT" || d.str("outcome") != "ALLOW" {
+		d.str("mode") != "SHADOW" || d.str("outcome") != "ALLOW" || d.str("active_policy_version") != "2026-02-01" {
 		t.Fatalf("pinned decision: %s", d)
 	}
 	// A request can turn enforcement off, never on.
@@ -1549,9 +1554,10 @@ func TestBadInputOnEveryPostRoute(t *testing.T) {
 		})
 	}
 	// Nothing refused was recorded: the head moved only for the accepted
-	// bodies (two keys, two bundle versions, twice six decisions).
-	if got := e.head(o.Key); got != head+16 {
-		t.Fatalf("head %d, want %d", got, head+16)
+	// bodies (two keys, two bundle versions published and activated, twice
+	// six decisions).
+	if got := e.head(o.Key); got != head+18 {
+		t.Fatalf("head %d, want %d", got, head+18)
 	}
 	if v := e.verify(o.Key); lookup(v.JSON, "valid") != true {
 		t.Fatalf("verify: %s", v)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -102,6 +103,24 @@ func (c *call) query(name string) (string, error) {
 	}
 }
 
+// boolQuery returns a true/false query parameter, def when absent; any
+// other value, an empty one included, is INVALID_QUERY.
+func (c *call) boolQuery(name string, def bool) (bool, error) {
+	v, err := c.query(name)
+	if err != nil {
+		return false, err
+	}
+	switch {
+	case v == "true":
+		return true, nil
+	case v == "false":
+		return false, nil
+	case v == "" && !c.r.URL.Query().Has(name):
+		return def, nil
+	}
+	return false, badQuery(name, name+" must be true or false")
+}
+
 // pathName returns the path wildcard name; ok is false when the value
 // cannot name anything stored (it is not UTF-8, or holds a control
 // character: PostgreSQL text cannot even hold NUL), and the caller answers
@@ -161,7 +180,15 @@ func (s *Server) publishBundle(c *call) error {
 	if err != nil {
 		return err
 	}
-	p, err := s.engine.PublishBundle(c.r.Context(), org, c.body)
+	activate, err := c.boolQuery("activate", true)
+	if err != nil {
+		return err
+	}
+	publish := s.engine.PublishBundle
+	if !activate {
+		publish = s.engine.StageBundle
+	}
+	p, err := publish(c.r.Context(), org, c.body)
 	if err != nil {
 		return err
 	}
@@ -188,8 +215,10 @@ func (s *Server) listBundles(c *call) error {
 		return err
 	}
 	out := bundleList{OrgID: org, Bundles: list}
-	if n := len(list); n > 0 {
-		out.ActiveVersion = list[n-1].Version
+	for _, b := range list {
+		if b.Active {
+			out.ActiveVersion = b.Version
+		}
 	}
 	return c.writeJSON(http.StatusOK, out)
 }
@@ -208,6 +237,61 @@ func (s *Server) getBundle(c *call) error {
 		return err
 	}
 	return c.writeJSON(http.StatusOK, b)
+}
+
+// activateRequest is the activation body ({} for no precondition).
+type activateRequest struct {
+	// A value, not a pointer: its UnmarshalJSON then sees null too.
+	ExpectedActiveVersion versionName `json:"expected_active_version"`
+}
+
+// versionName is a bundle version on the wire: a JSON string of the
+// version grammar. null, "" and the rest are refused, so that they never
+// mean "no precondition".
+type versionName struct {
+	v   string
+	set bool
+}
+
+func (n *versionName) UnmarshalJSON(b []byte) error {
+	var s string
+	if len(b) == 0 || b[0] != '"' || json.Unmarshal(b, &s) != nil || !policy.ValidVersion(s) {
+		return errVersionName
+	}
+	n.v, n.set = s, true
+	return nil
+}
+
+// versionNameError is a refused version name; strictjson reports its code.
+type versionNameError struct{}
+
+var errVersionName = versionNameError{}
+
+func (versionNameError) Error() string {
+	return "expected_active_version must be a policy version: 1 to " + strconv.Itoa(policy.MaxVersionLen) +
+		" characters of [A-Za-z0-9._-]"
+}
+func (versionNameError) ErrorCode() string { return policy.CodeInvalidPin }
+
+func (s *Server) activateBundle(c *call) error {
+	org, err := c.queryOrg()
+	if err != nil {
+		return err
+	}
+	var req activateRequest
+	if err := c.decode(&req); err != nil {
+		return err
+	}
+	version, ok := c.pathName("version")
+	if !ok {
+		return &clearance.Error{Kind: clearance.ErrNotFound, Code: clearance.CodePolicyNotFound, Detail: "policy version not found"}
+	}
+	a, err := s.engine.ActivateBundle(c.r.Context(), clearance.ActivateRequest{OrgID: org, Version: version,
+		ExpectedActiveVersion: req.ExpectedActiveVersion.v})
+	if err != nil {
+		return err
+	}
+	return c.writeJSON(http.StatusOK, a)
 }
 
 // decisionRequest is the evaluate-decision body.

@@ -42,6 +42,8 @@ func (s *Server) routes() []route {
 		{pattern: "GET /v1/policies", auth: authKey, scopes: scopePolicyRead, handle: (*Server).listBundles},
 		{pattern: "GET /v1/protocol/policies/bundles/{version}", auth: authKey, scopes: scopePolicyRead, handle: (*Server).getBundle},
 		{pattern: "GET /v1/policies/{version}", auth: authKey, scopes: scopePolicyRead, handle: (*Server).getBundle},
+		{pattern: "POST /v1/protocol/policies/bundles/{version}/activate", auth: authKey, scopes: scopePolicyWrite, handle: (*Server).activateBundle},
+		{pattern: "POST /v1/policies/{version}/activate", auth: authKey, scopes: scopePolicyWrite, handle: (*Server).activateBundle},
 
 		// Decisions: one evaluation path behind every entry point.
 		{pattern: "POST /v1/protocol/evaluate-decision", auth: authKey, scopes: scopeDecisionWrite, handle: (*Server).evaluateDecision},

@@ -44,6 +44,19 @@ type BundleRecord struct {
 	Body        []byte    `json:"body"` // canonical JSON of the bundle
 }
 
+// Activation names the org's active policy bundle version: the only one
+// that authorizes. An org without one has no active version (the starter
+// policy applies).
+type Activation struct {
+	OrgID       string    `json:"org_id"`
+	Version     string    `json:"version"` // a published bundle version of the org
+	ActivatedAt time.Time `json:"activated_at"`
+	// LedgerSeq is the seq of the activation's ledger entry; 0 for an
+	// activation carried over from data written before activations were
+	// recorded (the newest published version was then the active one).
+	LedgerSeq uint64 `json:"ledger_seq"`
+}
+
 // IdempotencyRecord remembers the answer given to one Idempotency-Key.
 type IdempotencyRecord struct {
 	OrgID         string    `json:"org_id"`
@@ -70,6 +83,11 @@ type Tx interface {
 	// LatestBundleInTx returns the org's newest bundle as of this transaction.
 	LatestBundleInTx(ctx context.Context) (BundleRecord, error)
 	BundleInTx(ctx context.Context, version string) (BundleRecord, error)
+	// PutActivation replaces the org's activation; a.Version must be a
+	// bundle version published in the org.
+	PutActivation(ctx context.Context, a Activation) error
+	// ActivationInTx returns the org's activation as of this transaction.
+	ActivationInTx(ctx context.Context) (Activation, error)
 	Idempotency(ctx context.Context, scope, key string) (IdempotencyRecord, error)
 	PutIdempotency(ctx context.Context, r IdempotencyRecord) error
 }
@@ -89,6 +107,8 @@ type Reader interface {
 	LatestBundle(ctx context.Context, orgID string) (BundleRecord, error)
 	// Bundles lists the org's bundles in publish order.
 	Bundles(ctx context.Context, orgID string) ([]BundleRecord, error)
+	// Activation returns the org's activation (ErrNotFound when none).
+	Activation(ctx context.Context, orgID string) (Activation, error)
 }
 
 // Backend is a complete storage backend.

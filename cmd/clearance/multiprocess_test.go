@@ -63,6 +63,9 @@ const mpBundle = `{"bundle_id":"mp","version":"v1","mode":"ENFORCEMENT","rules":
  {"id":"big","match":[{"field":"amount","op":"ge","value":10000}],"outcome":"BLOCK","reason_codes":["TOO_BIG"]}],
  "default":{"outcome":"ALLOW","reason_codes":["OK"]}}`
 
+// mpFreeze (v2) blocks everything.
+const mpFreeze = `{"bundle_id":"mp","version":"v2","mode":"ENFORCEMENT","rules":[],"default":{"outcome":"BLOCK","reason_codes":["FROZEN"]}}`
+
 // mpIntent signs an execution intent of orgID with agent.
 func mpIntent(t *testing.T, agent grant.Key, orgID string, n int) string {
 	t.Helper()
@@ -142,7 +145,7 @@ func TestMultiProcessOnePostgres(t *testing.T) {
 	}
 	A.want(t, "POST", "/v1/execution/agent-keys", map[string]any{"kid": agent.KID(), "public_jwk": agent.PublicJWK()}, http.StatusCreated)
 	A.want(t, "POST", "/v1/protocol/policies/bundles", mpBundle, http.StatusCreated)
-	ledgerEntries := 4 // org.created, api_key.created, key.registered, policy.published
+	ledgerEntries := 5 // org.created, api_key.created, key.registered, policy.published, policy.activated
 
 	// Both servers publish the one shared key.
 	for _, s := range servers {
@@ -288,6 +291,22 @@ func TestMultiProcessOnePostgres(t *testing.T) {
 			t.Fatalf("server %s: ledger does not verify after the lapsed lease: %s", s.name, v.raw)
 		}
 	}
+
+	// The active policy version is read from the database on every request:
+	// an activation through one server governs the other at once.
+	B.want(t, "POST", "/v1/protocol/policies/bundles?activate=false", mpFreeze, http.StatusCreated)
+	token, hash = mpBind(t, A, mpIntent(t, agent, orgID, 3)) // v1 is still active
+	B.want(t, "POST", "/v1/protocol/policies/bundles/v2/activate", `{"expected_active_version":"v1"}`, http.StatusOK)
+	if r := A.want(t, "POST", "/v1/execution/claim-token", map[string]any{"execution_token": token, "intent_hash": hash},
+		http.StatusConflict); str(r.json, "code") != "STALE_AUTHORIZATION" || r.json["should_execute"] != false {
+		t.Fatalf("claim through A after B activated the freeze: %s", r.raw)
+	}
+	if r := A.want(t, "POST", "/v1/authority/enforce-and-bind", map[string]any{"signed_intent": mpIntent(t, agent, orgID, 4)},
+		http.StatusOK); str(r.json, "outcome") != "BLOCK" || str(r.json, "execution_token") != "" {
+		t.Fatalf("bind through A after B activated the freeze: %s", r.raw)
+	}
+	A.want(t, "POST", "/v1/policies/v1/activate", `{"expected_active_version":"v2"}`, http.StatusOK)
+	mpBind(t, B, mpIntent(t, agent, orgID, 5)) // rolled back through A: B grants again
 
 	// Both stop cleanly on SIGTERM.
 	httpc.CloseIdleConnections()

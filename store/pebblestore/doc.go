@@ -61,13 +61,14 @@
 // times are int64 Unix nanoseconds with the sign bit flipped (clamped to the
 // years 1678..2262). Values are JSON unless noted.
 //
-//	m "format"                          layout version ("1")
+//	m "format"                          layout version ("2")
 //	k <hash>                            tenant.APIKey (global lookup by key hash)
 //	o <org> o                           tenant.Org
 //	o <org> h                           ledger.Head
 //	o <org> l <seq u64>                 ledger.Entry
 //	o <org> b <seq u64>                 store.BundleRecord, in publish order
 //	o <org> v <version>                 <seq u64> of that bundle version
+//	o <org> u                           store.Activation, the org's active bundle version
 //	o <org> d <dossier id>              uvarint(len(meta)) meta-JSON body-bytes
 //	o <org> x <decision id>             <dossier id>
 //	o <org> s <created_at> <dossier id> dossier summary, for time-range reports
@@ -89,7 +90,10 @@
 // RegisteredKeys scans "o <org> r <kind>" in kid order. LatestCheckpoint
 // is a reverse seek over "o <org> p"; the tree hashes a proof needs are
 // point reads of "o <org> t". Databases written before the tree existed
-// simply have no "t" and "p" keys (sealed size 0), so the layout version
-// stays "1". A dossier's body
+// simply have no "t" and "p" keys (sealed size 0). Layout "1" had no
+// activations ("u"): the newest bundle was active. Open upgrades such a
+// database in one synced batch, giving each org with bundles its newest one
+// as activation and stamping "2", so a build that would ignore activations
+// refuses it. A dossier's body
 // is stored as the exact bytes given.
 package pebblestore

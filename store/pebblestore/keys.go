@@ -33,12 +33,15 @@ const (
 	subRegKey      = 'r' // .. r <lp kind> <kid>           -> registry.Key (JSON)
 	subTreeHash    = 't' // .. t <index u64be>             -> 32-byte ledger tree hash
 	subCheckpoint  = 'p' // .. p <size u64be>              -> ledger checkpoint (see codec.go)
+	subActivation  = 'u' // .. u                           -> store.Activation (JSON): the version in use
 )
 
 // formatKey holds the layout version; Open refuses an unknown one.
 var formatKey = []byte{tagMeta, 'f', 'o', 'r', 'm', 'a', 't'}
 
-const formatVersion = "1"
+// formatVersion 2 adds activations; Open upgrades a version 1 database
+// (see upgradeActivations).
+const formatVersion = "2"
 
 func apiKeyKey(hash string) []byte {
 	return append([]byte{tagAPIKey}, hash...)
@@ -53,8 +56,9 @@ func orgPrefix(orgID string, sub byte, extra int) []byte {
 	return append(k, sub)
 }
 
-func orgKey(orgID string) []byte  { return orgPrefix(orgID, subOrg, 0) }
-func headKey(orgID string) []byte { return orgPrefix(orgID, subHead, 0) }
+func orgKey(orgID string) []byte        { return orgPrefix(orgID, subOrg, 0) }
+func headKey(orgID string) []byte       { return orgPrefix(orgID, subHead, 0) }
+func activationKey(orgID string) []byte { return orgPrefix(orgID, subActivation, 0) }
 
 func entryKey(orgID string, seq uint64) []byte {
 	return binary.BigEndian.AppendUint64(orgPrefix(orgID, subEntry, 8), seq)

@@ -100,6 +100,26 @@ func last(r kv, lower, upper []byte) ([]byte, bool, error) {
 	return out, found, nil
 }
 
+// firstKey returns copies of the least key in [lower, upper) and its value.
+func firstKey(r kv, lower, upper []byte) (k, v []byte, found bool, err error) {
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return nil, nil, false, fmt.Errorf("pebblestore: iterate: %w", err)
+	}
+	if found = it.First(); found {
+		val, err := it.ValueAndErr()
+		if err != nil {
+			_ = it.Close()
+			return nil, nil, false, fmt.Errorf("pebblestore: iterate: %w", err)
+		}
+		k, v = append([]byte(nil), it.Key()...), append([]byte(nil), val...)
+	}
+	if err := it.Close(); err != nil {
+		return nil, nil, false, fmt.Errorf("pebblestore: iterate: %w", err)
+	}
+	return k, v, found, nil
+}
+
 // lastKey returns copies of the greatest key in [lower, upper) and its value.
 func lastKey(r kv, lower, upper []byte) (k, v []byte, found bool, err error) {
 	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
@@ -256,6 +276,15 @@ func readLatestBundle(r kv, orgID string) (store.BundleRecord, error) {
 		return b, fmt.Errorf("pebblestore: no bundle in org %q: %w", orgID, store.ErrNotFound)
 	}
 	return b, decodeJSON(v, &b)
+}
+
+func readActivation(r kv, orgID string) (store.Activation, error) {
+	var a store.Activation
+	v, err := get(r, activationKey(orgID), "activation of org %q", orgID)
+	if err != nil {
+		return a, err
+	}
+	return a, decodeJSON(v, &a)
 }
 
 func readBundles(r kv, orgID string) ([]store.BundleRecord, error) {
@@ -430,6 +459,15 @@ func (s *Store) LatestBundle(ctx context.Context, orgID string) (store.BundleRec
 	}
 	defer s.leave()
 	return readLatestBundle(s.db, orgID)
+}
+
+// Activation implements store.Reader.
+func (s *Store) Activation(ctx context.Context, orgID string) (store.Activation, error) {
+	if err := s.enter(ctx); err != nil {
+		return store.Activation{}, err
+	}
+	defer s.leave()
+	return readActivation(s.db, orgID)
 }
 
 // Bundles implements store.Reader.

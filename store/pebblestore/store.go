@@ -2,6 +2,7 @@ package pebblestore
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
@@ -86,8 +87,8 @@ func Open(dir string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// checkFormat stamps a new database with the layout version and refuses a
-// database written with another layout.
+// checkFormat stamps a new database with the layout version, upgrades a
+// version 1 database, and refuses a database written with another layout.
 func checkFormat(db *pebble.DB) error {
 	v, err := get(db, formatKey, "format")
 	switch {
@@ -98,8 +99,57 @@ func checkFormat(db *pebble.DB) error {
 		return nil
 	case err != nil:
 		return err
+	case string(v) == "1":
+		return upgradeActivations(db)
 	case string(v) != formatVersion:
 		return fmt.Errorf("pebblestore: unsupported layout version %q (want %q)", v, formatVersion)
+	}
+	return nil
+}
+
+// upgradeActivations takes a version 1 database to version 2: layout 1 had
+// no activations, and an org's newest published bundle was its active one,
+// so each org with bundles gets that version as its activation (ledger seq
+// 0: no entry recorded it). One synced batch with the new format stamp, so
+// the upgrade happens completely or not at all; a build that knows only
+// layout 1, and would ignore activations, then refuses the database.
+func upgradeActivations(db *pebble.DB) error {
+	b := db.NewBatch()
+	defer b.Close()
+	lower, upper := []byte{tagOrg}, []byte{tagOrg + 1}
+	for {
+		k, _, found, err := firstKey(db, lower, upper)
+		if err != nil {
+			return err
+		}
+		if !found {
+			break
+		}
+		n, w := binary.Uvarint(k[1:])
+		if w <= 0 || uint64(len(k)-1-w) < n {
+			return fmt.Errorf("pebblestore: upgrade: malformed org key %x", k)
+		}
+		orgID := string(k[1+w : 1+w+int(n)])
+		switch latest, err := readLatestBundle(db, orgID); {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			return err
+		default:
+			a, err := encodeJSON(store.Activation{OrgID: orgID, Version: latest.Version, ActivatedAt: latest.PublishedAt})
+			if err != nil {
+				return err
+			}
+			if err := b.Set(activationKey(orgID), a, nil); err != nil {
+				return fmt.Errorf("pebblestore: upgrade: %w", err)
+			}
+		}
+		lower = upperBound(k[:1+w+int(n)])
+	}
+	if err := b.Set(formatKey, []byte(formatVersion), nil); err != nil {
+		return fmt.Errorf("pebblestore: upgrade: %w", err)
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("pebblestore: upgrade to layout %s: %w", formatVersion, err)
 	}
 	return nil
 }

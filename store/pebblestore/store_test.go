@@ -3,6 +3,7 @@ package pebblestore
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -458,5 +459,68 @@ func TestKeyLayout(t *testing.T) {
 	}
 	if got := upperBound([]byte{'o', 1, 'a', 0xff}); !bytes.Equal(got, []byte{'o', 1, 'b'}) {
 		t.Fatalf("upperBound = %q", got)
+	}
+}
+
+// A layout 1 database had no activations: its orgs' newest bundles were
+// active. Open carries that over as their activations and stamps layout 2.
+func TestUpgradeCarriesOverActivations(t *testing.T) {
+	fs := vfs.NewMem()
+	s, err := Open("db", Options{FS: fs, Logger: quiet{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	published := map[string][]string{"org_a": {"v1", "v2"}, "org_ab": {"x"}, "org_b": {"only"}, "org_c": nil}
+	for org, versions := range published {
+		if err := s.Update(ctx, org, func(tx store.Tx) error {
+			if err := tx.PutOrg(ctx, tenant.Org{ID: org, Name: org, CreatedAt: at}); err != nil {
+				return err
+			}
+			for i, v := range versions {
+				if err := tx.PutBundle(ctx, store.BundleRecord{OrgID: org, Version: v, Seq: uint64(i + 1),
+					PublishedAt: at.Add(time.Duration(i) * time.Hour), Body: []byte("{}")}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Make it a layout 1 database.
+	if err := s.db.Set(formatKey, []byte("1"), pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err = Open("db", Options{FS: fs, Logger: quiet{}})
+	if err != nil {
+		t.Fatalf("Open of a layout 1 database: %v", err)
+	}
+	defer s.Close()
+	want := map[string]store.Activation{
+		"org_a":  {OrgID: "org_a", Version: "v2", ActivatedAt: at.Add(time.Hour)},
+		"org_ab": {OrgID: "org_ab", Version: "x", ActivatedAt: at},
+		"org_b":  {OrgID: "org_b", Version: "only", ActivatedAt: at},
+	}
+	for org := range published {
+		got, err := s.Activation(ctx, org)
+		w, ok := want[org]
+		if !ok {
+			if !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("%s has no bundle: Activation = %+v, %v; want ErrNotFound", org, got, err)
+			}
+			continue
+		}
+		if err != nil || got.Version != w.Version || !got.ActivatedAt.Equal(w.ActivatedAt) || got.LedgerSeq != 0 || got.OrgID != org {
+			t.Errorf("%s: Activation = %+v, %v; want %+v", org, got, err, w)
+		}
+	}
+	if v, err := get(s.db, formatKey, "format"); err != nil || string(v) != formatVersion {
+		t.Fatalf("layout after the upgrade = %q, %v; want %q", v, err, formatVersion)
 	}
 }

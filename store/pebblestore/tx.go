@@ -306,6 +306,35 @@ func (t *tx) LatestBundleInTx(ctx context.Context) (store.BundleRecord, error) {
 	return readLatestBundle(t.b, t.org)
 }
 
+// PutActivation implements store.Tx; the version must be published in the
+// transaction's org.
+func (t *tx) PutActivation(ctx context.Context, a store.Activation) error {
+	if err := t.lock(ctx); err != nil {
+		return err
+	}
+	defer t.mu.Unlock()
+	if err := t.checkOrg("activation", a.OrgID); err != nil {
+		return err
+	}
+	published, err := has(t.b, bundleVersionKey(t.org, a.Version))
+	if err != nil {
+		return err
+	}
+	if !published {
+		return fmt.Errorf("pebblestore: activation of version %q, which org %q has not published", a.Version, t.org)
+	}
+	return t.set(activationKey(t.org), a)
+}
+
+// ActivationInTx implements store.Tx.
+func (t *tx) ActivationInTx(ctx context.Context) (store.Activation, error) {
+	if err := t.lock(ctx); err != nil {
+		return store.Activation{}, err
+	}
+	defer t.mu.Unlock()
+	return readActivation(t.b, t.org)
+}
+
 // Idempotency implements store.Tx.
 func (t *tx) Idempotency(ctx context.Context, scope, key string) (store.IdempotencyRecord, error) {
 	if err := t.lock(ctx); err != nil {

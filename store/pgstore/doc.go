@@ -27,6 +27,7 @@
 //	orgs(org_id)                             tenant.Org
 //	api_keys(hash)                           tenant.APIKey
 //	bundles(org_id, version), UNIQUE(org_id, seq)
+//	policy_activations(org_id)               store.Activation, referencing bundles (0005)
 //	dossiers(org_id, dossier_id), UNIQUE(org_id, decision_id),
 //	                                         INDEX(org_id, created_at, dossier_id)
 //	ledger_entries(org_id, seq), ledger_heads(org_id)
@@ -58,7 +59,9 @@
 // at the number stored, and PutCheckpoint only when no larger checkpoint
 // is stored (replacing one of the same size); a dossier id or
 // decision id, and a bundle version, are stored once (INSERT … ON CONFLICT DO
-// NOTHING, then an error); bundle seqs follow each other from 1; PutNonce
+// NOTHING, then an error); bundle seqs follow each other from 1;
+// PutActivation names only a version the org published (INSERT … SELECT …
+// WHERE EXISTS, then an error); PutNonce
 // refuses a nonce that names another grant; PutOrg requires o.ID to be the
 // transaction's org; PutAPIKey is allowed in any org's transaction (the
 // platform key is written in tenant.PlatformOrgID's). PutOrg, PutAPIKey,

@@ -253,3 +253,51 @@ func TestPanicReleasesTheOrg(t *testing.T) {
 		t.Fatalf("Org = %v; the panicking Update's write must not land", err)
 	}
 }
+
+// TestMigrationCarriesOverActivations: before migration 0005 an org's newest
+// published bundle was its active one; the migration records it as the
+// org's activation (ledger seq 0).
+func TestMigrationCarriesOverActivations(t *testing.T) {
+	t.Parallel()
+	s, schema := open(t, pgstore.Options{})
+	ctx := t.Context()
+	published := map[string][]string{"org_a": {"v1", "v2", "v3"}, "org_b": {"only"}, "org_c": nil}
+	for org, versions := range published {
+		if err := s.Update(ctx, org, func(tx store.Tx) error {
+			if err := tx.PutOrg(ctx, tenant.Org{ID: org, Name: org, CreatedAt: at}); err != nil {
+				return err
+			}
+			for i, v := range versions {
+				if err := tx.PutBundle(ctx, store.BundleRecord{OrgID: org, Version: v, Seq: uint64(i + 1),
+					PublishedAt: at.Add(time.Duration(i) * time.Hour), Body: []byte("{}")}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	// Take the schema back to before 0005.
+	raw(t, schema, `DROP TABLE policy_activations; DELETE FROM schema_migrations WHERE version = 5`)
+
+	s = openIn(t, schema, pgstore.Options{})
+	want := map[string]store.Activation{
+		"org_a": {OrgID: "org_a", Version: "v3", ActivatedAt: at.Add(2 * time.Hour)},
+		"org_b": {OrgID: "org_b", Version: "only", ActivatedAt: at},
+	}
+	for org := range published {
+		got, err := s.Activation(ctx, org)
+		w, ok := want[org]
+		if !ok {
+			if !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("%s has no bundle: Activation = %+v, %v; want ErrNotFound", org, got, err)
+			}
+			continue
+		}
+		if err != nil || got != w {
+			t.Errorf("%s: Activation = %+v, %v; want %+v", org, got, err, w)
+		}
+	}
+}

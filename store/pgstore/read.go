@@ -250,6 +250,18 @@ func readLatestBundle(ctx context.Context, q querier, orgID string) (store.Bundl
 		orgID, "no bundle in org %q", orgID)
 }
 
+func readActivation(ctx context.Context, q querier, orgID string) (store.Activation, error) {
+	a := store.Activation{OrgID: orgID}
+	var seq int64
+	err := scanOne(q.QueryRow(ctx, `SELECT version, activated_at, ledger_seq FROM policy_activations WHERE org_id = $1`, orgID),
+		[]any{&a.Version, &a.ActivatedAt, &seq}, "activation of org %q", orgID)
+	if err != nil {
+		return store.Activation{}, err
+	}
+	a.ActivatedAt, a.LedgerSeq = a.ActivatedAt.UTC(), uint64(seq)
+	return a, nil
+}
+
 func readBundles(ctx context.Context, q querier, orgID string) ([]store.BundleRecord, error) {
 	rows, err := q.Query(ctx, `SELECT `+bundleColumns+` FROM bundles WHERE org_id = $1 ORDER BY seq`, orgID)
 	if err != nil {
@@ -457,6 +469,14 @@ func (s *Store) LatestBundle(ctx context.Context, orgID string) (store.BundleRec
 		return store.BundleRecord{}, err
 	}
 	return readLatestBundle(ctx, s.pool, orgID)
+}
+
+// Activation implements store.Reader.
+func (s *Store) Activation(ctx context.Context, orgID string) (store.Activation, error) {
+	if err := s.enter(ctx); err != nil {
+		return store.Activation{}, err
+	}
+	return readActivation(ctx, s.pool, orgID)
 }
 
 // Bundles implements store.Reader.

@@ -392,6 +392,45 @@ func (t *tx) LatestBundleInTx(ctx context.Context) (store.BundleRecord, error) {
 	return readLatestBundle(ctx, t.conn, t.org)
 }
 
+// PutActivation implements store.Tx; the version must be published in the
+// transaction's org (checked in the statement, so a refusal does not abort
+// the transaction).
+func (t *tx) PutActivation(ctx context.Context, a store.Activation) error {
+	if err := t.checkOrg("activation", a.OrgID); err != nil {
+		return err
+	}
+	if a.LedgerSeq > math.MaxInt64 {
+		return fmt.Errorf("pgstore: activation ledger seq %d out of range", a.LedgerSeq)
+	}
+	if err := t.write(ctx); err != nil {
+		return err
+	}
+	defer t.mu.Unlock()
+	tag, err := t.conn.Exec(ctx, `
+		INSERT INTO policy_activations (org_id, version, activated_at, ledger_seq)
+		SELECT $1::text, $2::text, $3::timestamptz, $4::bigint
+		WHERE EXISTS (SELECT 1 FROM bundles WHERE org_id = $1 AND version = $2)
+		ON CONFLICT (org_id) DO UPDATE SET version = excluded.version, activated_at = excluded.activated_at,
+			ledger_seq = excluded.ledger_seq`,
+		t.org, a.Version, a.ActivatedAt, int64(a.LedgerSeq))
+	if err != nil {
+		return fmt.Errorf("pgstore: put activation: %w", err)
+	}
+	if tag.RowsAffected() != 1 {
+		return fmt.Errorf("pgstore: activation of version %q, which org %q has not published", a.Version, t.org)
+	}
+	return nil
+}
+
+// ActivationInTx implements store.Tx.
+func (t *tx) ActivationInTx(ctx context.Context) (store.Activation, error) {
+	if err := t.lock(ctx); err != nil {
+		return store.Activation{}, err
+	}
+	defer t.mu.Unlock()
+	return readActivation(ctx, t.conn, t.org)
+}
+
 // Idempotency implements store.Tx.
 func (t *tx) Idempotency(ctx context.Context, scope, key string) (store.IdempotencyRecord, error) {
 	if err := t.lock(ctx); err != nil {

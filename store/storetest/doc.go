@@ -13,6 +13,9 @@
 //   - bundles read back by version, LatestBundle is the last published,
 //     Bundles lists them in publish order, a version is published once, and
 //     orgs do not see each other's bundles;
+//   - an org's activation reads back and is replaced by the next, names
+//     only a version the org published (a refusal leaves the transaction
+//     usable), and is store.ErrNotFound until the first;
 //   - idempotency records are keyed by (org, scope, key);
 //   - reads inside a transaction see the transaction's own writes, and
 //     writes of another org's records are refused;

@@ -39,6 +39,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Backend) {
 		{"APIKeys", testAPIKeys},
 		{"Bundles", testBundles},
 		{"BundleVersionPublishedOnce", testBundleOnce},
+		{"Activations", testActivations},
 		{"Idempotency", testIdempotency},
 		{"ReadsSeeOwnWrites", testOwnWrites},
 		{"WritesStayInTheTxOrg", testTxOrg},
@@ -222,6 +223,63 @@ func testBundleOnce(t *testing.T, b store.Backend) {
 	wantEqual(t, "Bundles", list, err, []store.BundleRecord{first})
 }
 
+func testActivations(t *testing.T, b store.Backend) {
+	_, err := b.Activation(t.Context(), orgA)
+	wantNotFound(t, "Activation(none)", err)
+	publish(t, b, orgA, "v1")
+	publish(t, b, orgA, "v2")
+	publish(t, b, orgB, "b1")
+	_, err = b.Activation(t.Context(), orgA)
+	wantNotFound(t, "Activation(published, none activated)", err)
+
+	first := store.Activation{OrgID: orgA, Version: "v1", ActivatedAt: base.Add(time.Minute), LedgerSeq: 4}
+	update(t, b, orgA, func(ctx context.Context, tx store.Tx) error {
+		_, err := tx.ActivationInTx(ctx)
+		wantNotFound(t, "ActivationInTx(before put)", err)
+		if err := tx.PutActivation(ctx, first); err != nil {
+			return err
+		}
+		got, err := tx.ActivationInTx(ctx)
+		wantEqual(t, "ActivationInTx(own write)", got, err, first)
+		return nil
+	})
+	got, err := b.Activation(t.Context(), orgA)
+	wantEqual(t, "Activation", got, err, first)
+	_, err = b.Activation(t.Context(), orgB)
+	wantNotFound(t, "Activation(org B)", err)
+
+	// Versions the org has not published are refused, and the refusal does
+	// not spoil the transaction.
+	second := store.Activation{OrgID: orgA, Version: "v2", ActivatedAt: base.Add(2 * time.Minute), LedgerSeq: 9}
+	update(t, b, orgA, func(ctx context.Context, tx store.Tx) error {
+		for _, v := range []string{"v404", "b1"} {
+			bad := second
+			bad.Version = v
+			if err := tx.PutActivation(ctx, bad); err == nil {
+				t.Errorf("PutActivation(%s) of a version org A has not published succeeded", v)
+			}
+		}
+		got, err := tx.ActivationInTx(ctx)
+		wantEqual(t, "ActivationInTx(after refusals)", got, err, first)
+		return tx.PutActivation(ctx, second)
+	})
+	got, err = b.Activation(t.Context(), orgA)
+	wantEqual(t, "Activation(replaced)", got, err, second)
+
+	// A failed Update leaves the activation as it was.
+	err = b.Update(t.Context(), orgA, func(tx store.Tx) error {
+		if err := tx.PutActivation(t.Context(), first); err != nil {
+			return err
+		}
+		return errBoom
+	})
+	if !errors.Is(err, errBoom) {
+		t.Fatalf("Update = %v, want the fn's error", err)
+	}
+	got, err = b.Activation(t.Context(), orgA)
+	wantEqual(t, "Activation(after failed Update)", got, err, second)
+}
+
 func idem(orgID, scope, key, response string) store.IdempotencyRecord {
 	return store.IdempotencyRecord{
 		OrgID:         orgID,
@@ -344,6 +402,12 @@ func testTxOrg(t *testing.T, b store.Backend) {
 			return tx.PutOrg(ctx, tenant.Org{ID: orgB, Name: "B", CreatedAt: base})
 		}},
 		{"PutBundle", func(ctx context.Context, tx store.Tx) error { return tx.PutBundle(ctx, bundle(orgB, 1, "v1")) }},
+		{"PutActivation", func(ctx context.Context, tx store.Tx) error {
+			if err := tx.PutBundle(ctx, bundle(orgA, 1, "v1")); err != nil {
+				return err
+			}
+			return tx.PutActivation(ctx, store.Activation{OrgID: orgB, Version: "v1", ActivatedAt: base})
+		}},
 		{"PutIdempotency", func(ctx context.Context, tx store.Tx) error {
 			return tx.PutIdempotency(ctx, idem(orgB, "s", "k", "{}"))
 		}},
