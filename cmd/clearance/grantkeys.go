@@ -36,7 +36,7 @@ type grantKeyFile struct {
 // openGrantKeys reads the grant key ring at start: the operator's file, or
 // the data dir's ring, created on first start.
 func openGrantKeys(log *slog.Logger, dataDir, file string) (*grantKeyFile, error) {
-	g := &grantKeyFile{path: file, log: log}
+	g := &grantKeyFile{path: absPath(file), log: log}
 	if file == "" {
 		if _, err := dataDirKey(log, dataDir, "grant"); err != nil {
 			return nil, err

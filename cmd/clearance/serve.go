@@ -102,6 +102,24 @@ func runServer(ctx context.Context, log *slog.Logger, cfg serveConfig) error {
 		return fmt.Errorf("create data dir: %w", err)
 	}
 	dataDir, _ := filepath.Abs(cfg.data)
+	// Keys before the store: a missing key file is refused before the
+	// database is touched. SIGHUP (reread the grant key file) is caught from
+	// here on, so that it never ends the process.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	grantKeys, err := openGrantKeys(log, dataDir, cfg.grantKeyFile)
+	if err != nil {
+		return err
+	}
+	ledgerKey, ledgerKID, err := loadLedgerKey(log, dataDir, cfg.ledgerKeyFile)
+	if err != nil {
+		return err
+	}
+	producer, err := dataDirKey(log, dataDir, "producer")
+	if err != nil {
+		return err
+	}
 	backend, err := openStore(ctx, log, cfg.store, dataDir)
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
@@ -120,23 +138,6 @@ func runServer(ctx context.Context, log *slog.Logger, cfg serveConfig) error {
 			log.Error("close store", "error", err.Error())
 		}
 	}()
-	// SIGHUP rereads the grant key file; caught from the start, so that it
-	// never ends the process.
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	grantKeys, err := openGrantKeys(log, dataDir, cfg.grantKeyFile)
-	if err != nil {
-		return err
-	}
-	ledgerKey, ledgerKID, err := loadLedgerKey(log, dataDir, cfg.ledgerKeyFile)
-	if err != nil {
-		return err
-	}
-	producer, err := dataDirKey(log, dataDir, "producer")
-	if err != nil {
-		return err
-	}
 	shareSecret, err := loadShareSecret(log, dataDir, cfg.shareSecretFile)
 	if err != nil {
 		return err
