@@ -84,6 +84,7 @@ func (g *grantKeyFile) check(forced bool) {
 	inUse := g.engine.GrantKeys()
 	data, err := os.ReadFile(g.path)
 	if err == nil && !forced && sha256.Sum256(data) == g.seen {
+		g.recovered(inUse)
 		return
 	}
 	var ring *grant.KeyRing
@@ -98,8 +99,8 @@ func (g *grantKeyFile) check(forced bool) {
 		g.failed = err.Error()
 		return
 	}
-	g.failed = ""
 	g.seen = sha256.Sum256(data)
+	g.recovered(inUse)
 	if sameRing(ring, inUse) {
 		if forced {
 			g.log.Info("grant keys unchanged", "file", g.path, "active_kid", inUse.Active().KID())
@@ -109,6 +110,15 @@ func (g *grantKeyFile) check(forced bool) {
 	g.engine.SetGrantKeys(ring)
 	g.log.Info("grant keys reloaded", "file", g.path, "active_kid", ring.Active().KID(),
 		"previous", previousKIDs(ring), "revoked", revokedKIDs(ring))
+}
+
+// recovered reports, once, that the file reads again after a failure.
+func (g *grantKeyFile) recovered(inUse *grant.KeyRing) {
+	if g.failed == "" {
+		return
+	}
+	g.failed = ""
+	g.log.Info("grant key file readable again", "file", g.path, "active_kid", inUse.Active().KID())
 }
 
 // sameRing reports whether two rings sign, publish and accept alike.

@@ -275,7 +275,9 @@ func TestServeReloadsTheGrantKeyFile(t *testing.T) {
 		t.Fatalf("JWKS after a bad file %v", got)
 	}
 	c.want(t, "POST", "/v1/execution/verify-token", map[string]any{"execution_token": tokB, "intent_hash": hashB}, http.StatusOK)
+	n = len(p.logLines())
 	replaceFile(t, grantFile, good)
+	awaitLog(t, p, n, "grant key file readable again")
 
 	// A revoked: its grants are refused at once, though A still drains.
 	runKeys(t, "revoke", "--grant-key-file", grantFile, "--kid", kidA)
