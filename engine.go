@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -37,7 +38,8 @@ type Options struct {
 	Logger *slog.Logger
 	// GrantKeys signs grants, claim attestations and verification
 	// envelopes; nil means signing is not configured (execution routes
-	// answer 503 and the JWKS 404).
+	// answer 503 and the JWKS 404). It is the ring the Engine starts with:
+	// Engine.SetGrantKeys replaces it while the Engine runs.
 	GrantKeys *grant.KeyRing
 	// ProducerKey signs the COSE producer envelopes of Agent Action
 	// Capsules; the zero Key means the active grant key.
@@ -88,6 +90,8 @@ type Engine struct {
 	raw   store.Backend // the backend itself, for sealing
 	grown *grownOrgs
 	opts  Options
+	// grantKeys is the ring in use: read once per operation, swapped whole.
+	grantKeys atomic.Pointer[grant.KeyRing]
 
 	compiled sync.Map     // bundleKey -> *policy.Compiled (published bundles are immutable)
 	keys     sync.Map     // key hash -> cachedKey
@@ -105,8 +109,22 @@ func Open(backend store.Backend, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	grown := &grownOrgs{}
-	return &Engine{store: trackingBackend{Backend: backend, grown: grown}, raw: backend, grown: grown, opts: opts}, nil
+	e := &Engine{store: trackingBackend{Backend: backend, grown: grown}, raw: backend, grown: grown, opts: opts}
+	e.grantKeys.Store(opts.GrantKeys)
+	return e, nil
 }
+
+// SetGrantKeys replaces the grant key ring while the Engine runs, e.g. after
+// a rotation or a revocation was written to the key file. Every operation
+// that starts afterwards signs with the new active key and verifies against
+// the new ring (a key no longer in it, or revoked, verifies nothing); the
+// JWKS follows. An operation already under way finishes with the ring it
+// started with. nil turns signing off.
+func (e *Engine) SetGrantKeys(r *grant.KeyRing) { e.grantKeys.Store(r) }
+
+// GrantKeys returns the grant key ring in use; nil when signing is not
+// configured.
+func (e *Engine) GrantKeys() *grant.KeyRing { return e.grantKeys.Load() }
 
 // Health reports whether the store answers.
 type Health struct {

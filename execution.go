@@ -107,11 +107,14 @@ type AuthorityDecision struct {
 	EscalationMode string `json:"escalation_mode"`
 }
 
+// ring is the grant key ring in use, read once per operation so that an
+// operation signs and verifies with one ring even while it is replaced.
 func (e *Engine) ring() (*grant.KeyRing, error) {
-	if e.opts.GrantKeys == nil {
+	r := e.grantKeys.Load()
+	if r == nil {
 		return nil, newError(ErrUnavailable, CodeSigningNotConfigured, "grant signing is not configured")
 	}
-	return e.opts.GrantKeys, nil
+	return r, nil
 }
 
 // EnforceAndBind verifies a signed execution intent, evaluates it and, for

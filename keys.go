@@ -114,12 +114,13 @@ func registryError(op string, err error) error {
 	return unavailable(op, err)
 }
 
-// JWKS returns the public grant-signing keys (the active key and every
-// previous key until its grants drain); ok is false when signing is not
-// configured.
+// JWKS returns the public grant-signing keys of the ring in use (the active
+// key and every previous key until its grants drain, never a revoked one);
+// ok is false when signing is not configured.
 func (e *Engine) JWKS() (jose.JSONWebKeySet, bool) {
-	if e.opts.GrantKeys == nil {
+	r := e.grantKeys.Load()
+	if r == nil {
 		return jose.JSONWebKeySet{}, false
 	}
-	return e.opts.GrantKeys.JWKS(e.now()), true
+	return r.JWKS(e.now()), true
 }

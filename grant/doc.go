@@ -12,10 +12,13 @@
 //
 // A KeyRing is the active Key plus previous keys, each kept until KeepUntil:
 // the moment the last grant it could have signed has expired and the longest
-// claim lease after it has run out. Rings are immutable values; Rotate and
-// Prune return new rings, so a *KeyRing may be shared between goroutines.
-// JWKS publishes the active key and every previous key whose KeepUntil is
-// still in the future, and never any private member.
+// claim lease after it has run out. Rings are immutable values; Rotate,
+// Revoke and Prune return new rings, so a *KeyRing may be shared between
+// goroutines. JWKS publishes, and Lookup (hence every Verify) accepts, the
+// active key and every previous key whose KeepUntil is still in the future;
+// a revoked key (one that leaked) is neither published nor accepted from the
+// moment the ring holding its revocation is in use. JWKS never holds a
+// private member.
 //
 // # Registered public keys
 //

@@ -37,13 +37,13 @@ func ExampleKeyRing_Rotate() {
 	fmt.Println("signing with new key:", ring.Active().KID() == newKey.KID())
 	fmt.Println("keys published now:", len(ring.JWKS(now).Keys))
 	fmt.Println("keys published after drain:", len(ring.JWKS(now.Add(drain)).Keys))
-	_, ok := ring.Prune(now.Add(drain)).Lookup(oldKey.KID())
-	fmt.Println("old key after prune:", ok)
+	_, ok := ring.Lookup(oldKey.KID(), now.Add(drain))
+	fmt.Println("old key verifies after drain:", ok)
 	// Output:
 	// signing with new key: true
 	// keys published now: 2
 	// keys published after drain: 1
-	// old key after prune: false
+	// old key verifies after drain: false
 }
 
 func ExampleParsePublicJWK() {

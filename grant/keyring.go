@@ -1,6 +1,7 @@
 package grant
 
 import (
+	"errors"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
@@ -15,13 +16,26 @@ type RetiredKey struct {
 	KeepUntil time.Time
 }
 
-// KeyRing is the active signing key plus previous keys, newest retired first.
-// A KeyRing never changes after construction: Rotate and Prune return new
-// rings, so a *KeyRing is safe for concurrent use. A nil *KeyRing is an empty
-// ring: no active key, nothing to look up, an empty JWKS.
+// RevokedKey is a key withdrawn before its time, because it leaked or may
+// have: only its kid is kept, and the ring never publishes or accepts it.
+type RevokedKey struct {
+	KID       string
+	RevokedAt time.Time
+}
+
+// ErrRevokeActive is returned by Revoke for the active key: rotate to a new
+// key first, then revoke the old one.
+var ErrRevokeActive = errors.New("grant: the active key cannot be revoked; rotate first")
+
+// KeyRing is the active signing key plus previous keys, newest retired first,
+// and the kids of revoked keys. A KeyRing never changes after construction:
+// Rotate, Revoke and Prune return new rings, so a *KeyRing is safe for
+// concurrent use. A nil *KeyRing is an empty ring: no active key, nothing to
+// look up, an empty JWKS.
 type KeyRing struct {
 	active   Key
 	previous []RetiredKey
+	revoked  []RevokedKey
 }
 
 // NewKeyRing returns a ring whose active key is active. Previous keys are
@@ -70,10 +84,19 @@ func (r *KeyRing) Previous() []RetiredKey {
 	return append([]RetiredKey(nil), r.previous...)
 }
 
-// Lookup returns the active or a previous key with this kid. It ignores
-// KeepUntil (JWKS and Prune apply it); a verifier still checks each token's
-// own expiry.
-func (r *KeyRing) Lookup(kid string) (Key, bool) {
+// Revoked returns a copy of the revoked keys, oldest revocation first.
+func (r *KeyRing) Revoked() []RevokedKey {
+	if r == nil || len(r.revoked) == 0 {
+		return nil
+	}
+	return append([]RevokedKey(nil), r.revoked...)
+}
+
+// Lookup returns the key with this kid that may verify a token at: the
+// active key, or a previous key whose KeepUntil is after at (the rule the
+// JWKS applies). A revoked key is never found. A verifier still checks each
+// token's own expiry.
+func (r *KeyRing) Lookup(kid string, at time.Time) (Key, bool) {
 	if r == nil || kid == "" {
 		return Key{}, false
 	}
@@ -82,7 +105,7 @@ func (r *KeyRing) Lookup(kid string) (Key, bool) {
 	}
 	for _, p := range r.previous {
 		if p.Key.kid == kid {
-			return p.Key, true
+			return p.Key, p.KeepUntil.After(at)
 		}
 	}
 	return Key{}, false
@@ -93,13 +116,17 @@ func (r *KeyRing) Lookup(kid string) (Key, bool) {
 // where drain should be the longest grant lifetime plus the longest claim
 // lease (a negative drain counts as zero). If next is already the active key,
 // Rotate returns r; if next was a previous key, it is reinstated.
-// Rotate panics if next is the zero Key.
+// Revoked keys stay revoked. Rotate panics if next is the zero Key or a
+// revoked key.
 func (r *KeyRing) Rotate(next Key, now time.Time, drain time.Duration) *KeyRing {
 	if next.IsZero() {
 		panic("grant: KeyRing.Rotate with the zero Key")
 	}
 	if r == nil {
 		return NewKeyRing(next)
+	}
+	if r.isRevoked(next.kid) {
+		panic("grant: KeyRing.Rotate to a revoked key")
 	}
 	if next.kid == r.active.kid {
 		return r
@@ -109,7 +136,46 @@ func (r *KeyRing) Rotate(next Key, now time.Time, drain time.Duration) *KeyRing 
 	prev := make([]RetiredKey, 0, len(r.previous)+1)
 	prev = append(prev, RetiredKey{Key: r.active, RetiredAt: now, KeepUntil: now.Add(drain)})
 	prev = append(prev, r.previous...)
-	return NewKeyRing(next, prev...)
+	out := NewKeyRing(next, prev...)
+	out.revoked = r.revoked
+	return out
+}
+
+// Revoke returns a ring in which the key kid is revoked at now: it is no
+// longer published nor found by Lookup, at once and without a drain, and
+// only its kid is kept. Revoking a kid the ring does not hold records it all
+// the same; revoking a revoked kid returns r. The active key cannot be
+// revoked (ErrRevokeActive): Rotate away from it first.
+func (r *KeyRing) Revoke(kid string, now time.Time) (*KeyRing, error) {
+	if r == nil {
+		return nil, errors.New("grant: Revoke on an empty ring")
+	}
+	if kid == "" {
+		return nil, errors.New("grant: Revoke with an empty kid")
+	}
+	if kid == r.active.kid {
+		return nil, ErrRevokeActive
+	}
+	if r.isRevoked(kid) {
+		return r, nil
+	}
+	out := &KeyRing{active: r.active, previous: make([]RetiredKey, 0, len(r.previous))}
+	for _, p := range r.previous {
+		if p.Key.kid != kid {
+			out.previous = append(out.previous, p)
+		}
+	}
+	out.revoked = append(append(make([]RevokedKey, 0, len(r.revoked)+1), r.revoked...), RevokedKey{KID: kid, RevokedAt: now.Round(0)})
+	return out, nil
+}
+
+func (r *KeyRing) isRevoked(kid string) bool {
+	for _, k := range r.revoked {
+		if k.KID == kid {
+			return true
+		}
+	}
+	return false
 }
 
 // Prune returns a ring without the previous keys whose KeepUntil is not after
@@ -127,7 +193,7 @@ func (r *KeyRing) Prune(now time.Time) *KeyRing {
 	if len(kept) == len(r.previous) {
 		return r
 	}
-	return &KeyRing{active: r.active, previous: kept}
+	return &KeyRing{active: r.active, previous: kept, revoked: r.revoked}
 }
 
 // JWKS returns the public keys a verifier needs at now: the active key first,

@@ -2,6 +2,7 @@ package grant
 
 import (
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -52,23 +53,73 @@ func TestRotateKeepsOldKeyUntilKeepUntil(t *testing.T) {
 		}
 	}
 
-	// Lookup ignores KeepUntil; Prune applies it.
-	if k, ok := r2.Lookup(k1.KID()); !ok || !k.Equal(k1) {
-		t.Fatal("Lookup of the previous key failed")
+	// Lookup applies KeepUntil as the JWKS does; Prune drops the key.
+	if k, ok := r2.Lookup(k1.KID(), t0.Add(drain-time.Nanosecond)); !ok || !k.Equal(k1) {
+		t.Fatal("Lookup of the previous key before KeepUntil failed")
+	}
+	if _, ok := r2.Lookup(k1.KID(), t0.Add(drain)); ok {
+		t.Fatal("Lookup found the previous key at KeepUntil")
 	}
 	if r2.Prune(t0.Add(drain-time.Nanosecond)) != r2 {
 		t.Error("Prune before KeepUntil returned a different ring")
 	}
 	pruned := r2.Prune(t0.Add(drain))
-	if _, ok := pruned.Lookup(k1.KID()); ok {
+	if _, ok := pruned.Lookup(k1.KID(), t0); ok {
 		t.Error("Lookup found a pruned key")
 	}
-	if _, ok := r2.Lookup(k1.KID()); !ok {
+	if _, ok := r2.Lookup(k1.KID(), t0); !ok {
 		t.Error("Prune changed the original ring")
 	}
-	if k, ok := pruned.Lookup(k2.KID()); !ok || !k.Equal(k2) {
+	if k, ok := pruned.Lookup(k2.KID(), t0.Add(24*time.Hour)); !ok || !k.Equal(k2) {
 		t.Error("Prune lost the active key")
 	}
+}
+
+// A revoked key is neither published nor found, at once, and stays revoked
+// across rotations and pruning; the active key cannot be revoked.
+func TestRevokedKeyIsRefusedAtOnce(t *testing.T) {
+	k1, k2, k3 := seedKey(t, 1), seedKey(t, 2), seedKey(t, 3)
+	r := NewKeyRing(k1).Rotate(k2, t0, time.Hour)
+	revoked, err := r.Revoke(k1.KID(), t0.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := revoked.Lookup(k1.KID(), t0.Add(time.Minute)); ok {
+		t.Fatal("Lookup found a revoked key within its KeepUntil")
+	}
+	if _, ok := r.Lookup(k1.KID(), t0.Add(time.Minute)); !ok {
+		t.Fatal("Revoke changed the original ring")
+	}
+	if got := jwksKIDs(revoked.JWKS(t0.Add(time.Minute))); !slices.Equal(got, []string{k2.KID()}) {
+		t.Fatalf("JWKS after revocation = %v, want only the active key", got)
+	}
+	if got := revoked.Revoked(); len(got) != 1 || got[0].KID != k1.KID() || !got[0].RevokedAt.Equal(t0.Add(time.Minute)) || len(revoked.Previous()) != 0 {
+		t.Fatalf("Revoked = %+v, Previous = %+v", got, revoked.Previous())
+	}
+	if again, err := revoked.Revoke(k1.KID(), t0.Add(time.Hour)); err != nil || again != revoked {
+		t.Fatalf("revoking again: %v (same ring %v)", err, again == revoked)
+	}
+	if _, err := revoked.Revoke(k2.KID(), t0); !errors.Is(err, ErrRevokeActive) {
+		t.Fatalf("revoking the active key: %v, want ErrRevokeActive", err)
+	}
+	later := revoked.Rotate(k3, t0.Add(2*time.Minute), time.Hour).Prune(t0.Add(3 * time.Hour))
+	if got := later.Revoked(); len(got) != 1 || got[0].KID != k1.KID() {
+		t.Fatalf("Revoked after Rotate and Prune = %+v", got)
+	}
+	// The leaked active key: rotate away (no drain), then revoke it.
+	fresh, err := later.Rotate(k2, t0.Add(4*time.Hour), 0).Revoke(k3.KID(), t0.Add(4*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := fresh.Lookup(k3.KID(), t0.Add(4*time.Hour)); ok || !fresh.Active().Equal(k2) {
+		t.Fatal("the revoked former active key is still found")
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("Rotate to a revoked key did not panic")
+		}
+	}()
+	fresh.Rotate(k1, t0.Add(5*time.Hour), 0)
 }
 
 func TestRotateChain(t *testing.T) {
@@ -165,7 +216,7 @@ func TestNilAndZeroRing(t *testing.T) {
 	if !r.Active().IsZero() || r.Previous() != nil || r.Prune(t0) != nil {
 		t.Fatal("nil ring is not empty")
 	}
-	if _, ok := r.Lookup("x"); ok {
+	if _, ok := r.Lookup("x", t0); ok {
 		t.Fatal("nil ring Lookup found a key")
 	}
 	raw, _ := json.Marshal(r.JWKS(t0))
@@ -175,7 +226,7 @@ func TestNilAndZeroRing(t *testing.T) {
 	if got := r.Rotate(seedKey(t, 1), t0, time.Hour); !got.Active().Equal(seedKey(t, 1)) {
 		t.Fatal("Rotate on a nil ring")
 	}
-	if _, ok := NewKeyRing(seedKey(t, 1)).Lookup(""); ok {
+	if _, ok := NewKeyRing(seedKey(t, 1)).Lookup("", t0); ok {
 		t.Fatal(`Lookup("") found a key`)
 	}
 	for name, f := range map[string]func(){
@@ -200,7 +251,7 @@ func TestKeyRingConcurrentReaders(t *testing.T) {
 		wg.Go(func() {
 			for range 100 {
 				_ = r.JWKS(t0)
-				_, _ = r.Lookup(seedKey(t, 1).KID())
+				_, _ = r.Lookup(seedKey(t, 1).KID(), t0)
 				_ = r.Prune(t0.Add(time.Duration(i) * time.Hour))
 				_, _ = r.Active().Sign([]byte("m"))
 			}

@@ -114,10 +114,11 @@ type Envelope struct {
 	GrantID       string   `json:"grant_id,omitempty"`
 }
 
-// KeySet finds a signing key by kid. *KeyRing implements it; its Lookup
-// ignores KeepUntil, so prune the ring to stop accepting a retired key.
+// KeySet finds the key with a kid that may verify a token at a moment (the
+// verifier's clock, VerifyOptions.Now). *KeyRing implements it: a retired
+// key verifies until its KeepUntil, a revoked key never.
 type KeySet interface {
-	Lookup(kid string) (Key, bool)
+	Lookup(kid string, at time.Time) (Key, bool)
 }
 
 var _ KeySet = (*KeyRing)(nil)
@@ -263,7 +264,7 @@ func verifyInto(token, typ string, keys KeySet, o VerifyOptions, v any) error {
 	}
 	var pub ed25519.PublicKey
 	if keys != nil {
-		if k, ok := keys.Lookup(j.kid); ok && !k.IsZero() {
+		if k, ok := keys.Lookup(j.kid, o.Now); ok && !k.IsZero() {
 			pub = k.Public()
 		}
 	}

@@ -839,3 +839,28 @@ func flip(c string) string {
 	}
 	return "A"
 }
+
+// A retired key verifies until its KeepUntil and nothing from then on, with
+// the unpruned ring: the rule the JWKS applies, at the verifier's clock.
+func TestRetiredKeyVerifiesNothingPastKeepUntil(t *testing.T) {
+	oldKey, newKey := seedKey(t, 1), seedKey(t, 2)
+	tok := mustMint(t, oldKey, testClaims())
+	drain := 150 * time.Second
+	ring := grant.NewKeyRing(oldKey).Rotate(newKey, t0, drain)
+	keepUntil := t0.Add(drain)
+	// IgnoreExpiry isolates the key check from the token's own lifetime.
+	if _, err := grant.Verify(tok, ring, grant.VerifyOptions{Now: keepUntil.Add(-time.Nanosecond), IgnoreExpiry: true}); err != nil {
+		t.Fatalf("before KeepUntil: %v", err)
+	}
+	for _, at := range []time.Time{keepUntil, keepUntil.Add(time.Hour)} {
+		_, err := grant.Verify(tok, ring, grant.VerifyOptions{Now: at, IgnoreExpiry: true})
+		wantErr(t, err, grant.ErrUnknownKey)
+	}
+	a := testAttestation()
+	att, err := grant.MintAttestation(oldKey, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = grant.VerifyAttestation(att, ring, grant.VerifyOptions{Now: keepUntil, IgnoreExpiry: true})
+	wantErr(t, err, grant.ErrUnknownKey)
+}

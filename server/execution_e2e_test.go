@@ -764,13 +764,87 @@ func TestExecKeyRotation(t *testing.T) {
 	if kids := jwksKIDs(x.fetchJWKS(t)); !slices.Equal(kids, []string{keyB.KID()}) {
 		t.Fatalf("JWKS after the drain %v, want [%s]", kids, keyB.KID())
 	}
-	wantFailedClaim(t, x.claim(t, pathClaim, never.token, never.hash), "GRANT_EXPIRED")
-	// A restart with the pruned ring no longer knows A at all.
+	// Past its keep-until A verifies nothing, pruned or not.
+	wantFailedClaim(t, x.claim(t, pathClaim, never.token, never.hash), "GRANT_INVALID")
 	x.reopen(x.ring.Prune(x.clock()))
 	x.req(t, "POST", pathVerifyToken, x.o.Key, map[string]any{"execution_token": never.token, "intent_hash": never.hash}, nil).
 		wantProblem(t, http.StatusConflict, "GRANT_INVALID")
 	g := x.grantFor(t, intentSpec{})
 	x.claimed(t, g)
+	x.ledgerOK(t)
+}
+
+// A running server takes a new key ring at once, without a restart: after a
+// rotation it signs with the new key and still accepts the old one while it
+// drains; once the old key is revoked, its grants are refused at every
+// route, and the JWKS and health say which keys are in use.
+func TestExecKeyRingSwapWithoutRestart(t *testing.T) {
+	t.Parallel()
+	x := newExecEnv(t, bandsBundle)
+	keyA, keyB, keyC := x.ring.Active(), mustKey(t, 9), mustKey(t, 10)
+	healthKID := func() string {
+		t.Helper()
+		return x.req(t, "GET", pathHealth, "", nil, nil).want(t, http.StatusOK).str("keys.grant")
+	}
+	if got := healthKID(); got != keyA.KID() {
+		t.Fatalf("health grant kid %q, want %s", got, keyA.KID())
+	}
+	byA1, byA2, byA3 := x.grantFor(t, intentSpec{}), x.grantFor(t, intentSpec{}), x.grantFor(t, intentSpec{})
+
+	rotated := x.ring.Rotate(keyB, x.clock(), 150*time.Second)
+	x.engine.SetGrantKeys(rotated)
+	if kids := jwksKIDs(x.fetchJWKS(t)); !slices.Equal(kids, []string{keyB.KID(), keyA.KID()}) {
+		t.Fatalf("JWKS after the swap %v, want [%s %s]", kids, keyB.KID(), keyA.KID())
+	}
+	if got := healthKID(); got != keyB.KID() {
+		t.Fatalf("health grant kid after the swap %q, want %s", got, keyB.KID())
+	}
+	fresh := x.grantFor(t, intentSpec{})
+	if _, kid := verifyOffline(t, fresh.token, grant.TypGrant, x.fetchJWKS(t)); kid != keyB.KID() {
+		t.Fatalf("grant after the swap signed by %q, want %s", kid, keyB.KID())
+	}
+	x.req(t, "POST", pathVerifyToken, x.o.Key, map[string]any{"execution_token": byA1.token, "intent_hash": byA1.hash}, nil).
+		want(t, http.StatusOK)
+	claimedByA := x.claimed(t, byA2)
+
+	// A leaked: revoked, refused at once though its drain has not ended.
+	revoked, err := rotated.Revoke(keyA.KID(), x.clock())
+	if err != nil {
+		t.Fatal(err)
+	}
+	x.engine.SetGrantKeys(revoked)
+	if kids := jwksKIDs(x.fetchJWKS(t)); !slices.Equal(kids, []string{keyB.KID()}) {
+		t.Fatalf("JWKS after revoking A %v, want [%s]", kids, keyB.KID())
+	}
+	x.req(t, "POST", pathVerifyToken, x.o.Key, map[string]any{"execution_token": byA1.token, "intent_hash": byA1.hash}, nil).
+		wantProblem(t, http.StatusConflict, "GRANT_INVALID")
+	wantFailedClaim(t, x.claim(t, pathClaim, byA3.token, byA3.hash), "GRANT_INVALID")
+	wantFailedClaim(t, x.claim(t, pathConsume, byA3.token, byA3.hash), "GRANT_INVALID")
+	fin := x.finalize(t, byA2.token, claimedByA.str("claim_token"), "COMMITTED", nil)
+	fin.wantProblem(t, http.StatusConflict, "GRANT_INVALID")
+	neverExecutes(t, fin)
+	x.claimed(t, fresh)
+
+	// B leaked too, while active: C becomes active and B is refused.
+	leaked, err := revoked.Rotate(keyC, x.clock(), 0).Revoke(keyB.KID(), x.clock())
+	if err != nil {
+		t.Fatal(err)
+	}
+	x.engine.SetGrantKeys(leaked)
+	if kids := jwksKIDs(x.fetchJWKS(t)); !slices.Equal(kids, []string{keyC.KID()}) {
+		t.Fatalf("JWKS after revoking the active key %v, want [%s]", kids, keyC.KID())
+	}
+	if got := healthKID(); got != keyC.KID() {
+		t.Fatalf("health grant kid %q, want %s", got, keyC.KID())
+	}
+	late := x.grantFor(t, intentSpec{})
+	x.req(t, "POST", pathVerifyToken, x.o.Key, map[string]any{"execution_token": fresh.token, "intent_hash": fresh.hash}, nil).
+		wantProblem(t, http.StatusConflict, "GRANT_INVALID")
+	c := x.claimed(t, late)
+	if _, kid := verifyOffline(t, c.str("claim_attestation"), grant.TypAttestation, x.fetchJWKS(t)); kid != keyC.KID() {
+		t.Fatalf("attestation signed by %q, want %s", kid, keyC.KID())
+	}
+	x.finalize(t, late.token, c.str("claim_token"), "COMMITTED", nil).want(t, http.StatusOK)
 	x.ledgerOK(t)
 }
 

@@ -25,15 +25,26 @@ type healthResponse struct {
 }
 
 func (s *Server) health(c *call) error {
-	h := healthResponse{Health: s.engine.Health(c.r.Context()), Keys: s.opts.Keys}
-	if h.Keys == nil {
-		h.Keys = map[string]string{}
-	}
+	h := healthResponse{Health: s.engine.Health(c.r.Context()), Keys: s.keyIDs()}
 	status := http.StatusOK
 	if h.Status != "ok" {
 		status = http.StatusServiceUnavailable
 	}
 	return c.writeJSON(status, h)
+}
+
+// keyIDs names the signing keys in use: Options.Keys, with "grant" the
+// active key of the engine's ring now (it changes when the ring is
+// replaced).
+func (s *Server) keyIDs() map[string]string {
+	ids := make(map[string]string, len(s.opts.Keys)+1)
+	for role, kid := range s.opts.Keys {
+		ids[role] = kid
+	}
+	if r := s.engine.GrantKeys(); r != nil {
+		ids["grant"] = r.Active().KID()
+	}
+	return ids
 }
 
 func (s *Server) metricsPage(c *call) error {

@@ -58,8 +58,9 @@ type Options struct {
 	RateBurst int
 	// Now is the clock for report defaults; nil means time.Now.
 	Now func() time.Time
-	// Keys names the service's signing keys by role ("grant", "ledger") with
-	// their kids; /v1/health reports them.
+	// Keys names the service's signing keys by role (e.g. "ledger") with
+	// their kids; /v1/health reports them, with "grant" always the active
+	// key of the engine's ring in use.
 	Keys map[string]string
 }
 

@@ -2,7 +2,9 @@
 //
 //	clearance serve                      # embedded store under ./clearance-data, 127.0.0.1:8080
 //	clearance admin org create --name N  # create an org with the platform key
+//	clearance keys init --grant-key-file F  # the first key file servers share
 //	clearance keys rotate                # new grant signing key; the old one drains
+//	clearance keys revoke --kid K        # withdraw a leaked grant key at once
 //	clearance verify packet --ledger-key K packet.json  # offline verification
 //	clearance version
 package main
@@ -21,7 +23,7 @@ func main() {
 const usage = `usage:
   clearance serve [flags]                 run the server (see clearance serve -h)
   clearance admin org create --name NAME  create an organization and print its API key
-  clearance keys rotate [--data DIR]      rotate the grant signing key (restart to use it)
+  clearance keys init|rotate|revoke       create, rotate or revoke signing keys (see clearance keys help)
   clearance loadtest [flags]              drive a server with evaluate, cycle or mixed load
   clearance migrate --store postgres://…  apply the PostgreSQL schema migrations
   clearance verify packet|capsule|ledger  verify evidence offline with public keys (see clearance verify)

@@ -334,3 +334,129 @@ func containsKID(raw []byte, kid string) bool {
 	}
 	return false
 }
+
+// TestMultiProcessKeyRotationAndRevocation runs two `clearance serve`
+// processes on one PostgreSQL schema sharing key files made by `clearance
+// keys init`. A rotation and then revocations through `clearance keys` on
+// the shared file reach both running servers without a restart: both sign
+// with the new key, and both refuse every grant of a revoked key.
+func TestMultiProcessKeyRotationAndRevocation(t *testing.T) {
+	pgtest.Admin(t)
+	schema := pgtest.NewSchema(t, "clearance_mpkeys_")
+	storeURL := pgtest.SchemaURL(t, schema)
+	keysDir := t.TempDir()
+	grantFile, ledgerFile := filepath.Join(keysDir, "grant.json"), filepath.Join(keysDir, "ledger.json")
+	if code, _, stderr := runCLI(t, nil, "keys", "init", "--grant-key-file", grantFile, "--ledger-key-file", ledgerFile); code != 0 {
+		t.Fatalf("keys init: exit %d: %s", code, stderr)
+	}
+	first, err := keyfile.ReadRing(grantFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k1 := first.Active().KID()
+
+	common := []string{"--store", storeURL, "--grant-key-file", grantFile, "--ledger-key-file", ledgerFile, "--rate-limit", "-1"}
+	dirA, dirB := t.TempDir(), t.TempDir()
+	pa := startServer(t, dirA, common...)
+	pb := startServer(t, dirB, common...)
+	httpc := &http.Client{Timeout: 30 * time.Second}
+	defer httpc.CloseIdleConnections()
+	plat := mpClient{name: "A", url: pa.url, key: platformKey(t, dirA), httpc: httpc}
+	org := plat.want(t, "POST", "/v1/platform/orgs", `{"name":"MultiProcessKeys"}`, http.StatusCreated)
+	orgID, apiKey := str(org.json, "org_id"), str(org.json, "api_key")
+	A := mpClient{name: "A", url: pa.url, key: apiKey, httpc: httpc}
+	B := mpClient{name: "B", url: pb.url, key: apiKey, httpc: httpc}
+	agent, err := grant.NewKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	A.want(t, "POST", "/v1/execution/agent-keys", map[string]any{"kid": agent.KID(), "public_jwk": agent.PublicJWK()}, http.StatusCreated)
+	A.want(t, "POST", "/v1/protocol/policies/bundles", mpBundle, http.StatusCreated)
+	awaitJWKS(t, []string{k1}, A, B)
+
+	type issuedGrant struct{ token, hash string }
+	n := 0
+	bind := func(c mpClient, wantKID string) issuedGrant {
+		t.Helper()
+		n++
+		tok, hash := mpBind(t, c, mpIntent(t, agent, orgID, 100+n))
+		if got := kidOf(t, tok); got != wantKID {
+			t.Fatalf("server %s signed with %s, want %s", c.name, got, wantKID)
+		}
+		return issuedGrant{tok, hash}
+	}
+	accepted := func(g issuedGrant, servers ...mpClient) {
+		t.Helper()
+		for _, s := range servers {
+			s.want(t, "POST", "/v1/execution/verify-token", map[string]any{"execution_token": g.token, "intent_hash": g.hash}, http.StatusOK)
+		}
+	}
+	refused := func(g issuedGrant, servers ...mpClient) {
+		t.Helper()
+		for _, s := range servers {
+			r := s.want(t, "POST", "/v1/execution/verify-token", map[string]any{"execution_token": g.token, "intent_hash": g.hash}, http.StatusConflict)
+			c := s.want(t, "POST", "/v1/execution/claim-token", map[string]any{"execution_token": g.token, "intent_hash": g.hash}, http.StatusConflict)
+			if str(r.json, "code") != "GRANT_INVALID" || str(c.json, "code") != "GRANT_INVALID" || c.json["should_execute"] != false {
+				t.Fatalf("server %s: a grant of a revoked key: verify %s, claim %s", s.name, r.raw, c.raw)
+			}
+		}
+	}
+	byK1a, byK1b := bind(A, k1), bind(B, k1)
+
+	// Rotation: both sign with K2 and still accept K1 while it drains.
+	code, out, stderr := runCLI(t, nil, "keys", "rotate", "--grant-key-file", grantFile)
+	if code != 0 {
+		t.Fatalf("keys rotate: exit %d: %s", code, stderr)
+	}
+	var rot keysOutput
+	if err := json.Unmarshal([]byte(out), &rot); err != nil {
+		t.Fatalf("keys rotate output: %v: %s", err, out)
+	}
+	k2 := rot.Active
+	awaitJWKS(t, []string{k2, k1}, A, B)
+	byK2a, byK2b := bind(A, k2), bind(B, k2)
+	accepted(byK1a, A, B)
+	accepted(byK2b, A, B)
+
+	// K1 leaked: revoked on both at once, drain or not.
+	if code, _, stderr := runCLI(t, nil, "keys", "revoke", "--grant-key-file", grantFile, "--kid", k1); code != 0 {
+		t.Fatalf("keys revoke: exit %d: %s", code, stderr)
+	}
+	awaitJWKS(t, []string{k2}, A, B)
+	refused(byK1a, A, B)
+	refused(byK1b, A, B)
+	accepted(byK2a, A, B)
+
+	// K2, the active key, leaked: a fresh key signs on both, K2 is refused.
+	if code, out, stderr = runCLI(t, nil, "keys", "revoke", "--grant-key-file", grantFile, "--kid", k2); code != 0 {
+		t.Fatalf("keys revoke of the active key: exit %d: %s", code, stderr)
+	}
+	var leaked keysOutput
+	if err := json.Unmarshal([]byte(out), &leaked); err != nil {
+		t.Fatalf("keys revoke output: %v: %s", err, out)
+	}
+	k3 := leaked.Active
+	awaitJWKS(t, []string{k3}, A, B)
+	for _, s := range []mpClient{A, B} {
+		if got := healthKeys(t, s)["grant"]; got != k3 {
+			t.Fatalf("server %s health grant kid %v, want %s", s.name, got, k3)
+		}
+	}
+	refused(byK2a, A, B)
+	refused(byK2b, A, B)
+	fresh := bind(B, k3)
+	if c := A.want(t, "POST", "/v1/execution/claim-token", map[string]any{"execution_token": fresh.token, "intent_hash": fresh.hash}, http.StatusOK); c.json["should_execute"] != true {
+		t.Fatalf("claim of a grant of the new key through A: %s", c.raw)
+	}
+	for _, p := range []*proc{pa, pb} {
+		if !p.hasLog("grant keys reloaded") {
+			t.Fatalf("no reload logged: %v", p.logLines())
+		}
+	}
+	httpc.CloseIdleConnections()
+	for _, p := range []*proc{pa, pb} {
+		if code := p.signal(syscall.SIGTERM); code != 0 {
+			t.Fatalf("SIGTERM: exit %d (%v), stderr %s", code, p.waitErr, p.stderr.String())
+		}
+	}
+}

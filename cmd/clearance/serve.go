@@ -57,11 +57,16 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	logLevel := fs.String("log-level", env("CLEARANCE_LOG_LEVEL", "info"), "log level: debug, info, warn, error")
 	ledgerKeyFile := fs.String("ledger-key-file", env("CLEARANCE_LEDGER_KEY_FILE", ""), "ledger checkpoint signing key file (PEM PKCS#8 Ed25519 or JSON); empty means the ledger key in the data directory (env CLEARANCE_LEDGER_KEY_FILE)")
 	grantKeyFile := fs.String("grant-key-file", env("CLEARANCE_GRANT_KEY_FILE", ""), "grant signing key file (JSON ring or PEM PKCS#8 Ed25519); empty means the key ring in the data directory (env CLEARANCE_GRANT_KEY_FILE)")
+	keyReload := fs.Duration("key-reload-interval", defaultKeyReloadInterval, "how often the grant key file is checked for a rotation or revocation; 0 means only on SIGHUP")
 	grantTTL := fs.Duration("grant-ttl", clearance.DefaultGrantTTL, "execution grant lifetime")
 	claimLease := fs.Duration("claim-lease", clearance.DefaultClaimLease, "claim lease")
 	shareFile := fs.String("share-secret-file", env("CLEARANCE_SHARE_SECRET_FILE", ""), "dossier share-link secret file (0600, at least 32 characters); empty means "+shareSecretFile+" in the data directory, created on first start (env CLEARANCE_SHARE_SECRET_FILE)")
 	exportFile := fs.String("export-secret-file", env("CLEARANCE_EXPORT_SECRET_FILE", ""), "validation-pack HMAC secret file (0600); empty means "+exportSecretFile+" in the data directory, created on first start (env CLEARANCE_EXPORT_SECRET_FILE)")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *keyReload < 0 {
+		fmt.Fprintf(stderr, "clearance: bad --key-reload-interval %v: negative\n", *keyReload)
 		return 2
 	}
 	var level slog.Level
@@ -72,7 +77,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	log := slog.New(slog.NewJSONHandler(stdout, &slog.HandlerOptions{Level: level}))
 	if err := runServer(ctx, log, serveConfig{data: *data, addr: *addr, metricsAddr: *metricsAddr, store: *storeURL, rateLimit: *rateLimit,
 		rateBurst: *rateBurst, maxBody: *maxBody, grantKeyFile: *grantKeyFile, ledgerKeyFile: *ledgerKeyFile, grantTTL: *grantTTL, claimLease: *claimLease,
-		shareSecretFile: *shareFile, exportSecretFile: *exportFile}); err != nil {
+		shareSecretFile: *shareFile, exportSecretFile: *exportFile, keyReloadInterval: *keyReload}); err != nil {
 		log.Error("server stopped", "error", err.Error())
 		return 1
 	}
@@ -90,6 +95,9 @@ type serveConfig struct {
 	grantTTL, claimLease time.Duration
 	shareSecretFile      string
 	exportSecretFile     string
+	// keyReloadInterval is how often the grant key file is checked for a
+	// change; 0 means only on SIGHUP.
+	keyReloadInterval time.Duration
 }
 
 func runServer(ctx context.Context, log *slog.Logger, cfg serveConfig) error {
@@ -97,6 +105,24 @@ func runServer(ctx context.Context, log *slog.Logger, cfg serveConfig) error {
 		return fmt.Errorf("create data dir: %w", err)
 	}
 	dataDir, _ := filepath.Abs(cfg.data)
+	// Keys before the store: a missing key file is refused before the
+	// database is touched. SIGHUP (reread the grant key file) is caught from
+	// here on, so that it never ends the process.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	grantKeys, err := openGrantKeys(log, dataDir, cfg.grantKeyFile)
+	if err != nil {
+		return err
+	}
+	ledgerKey, ledgerKID, err := loadLedgerKey(log, dataDir, cfg.ledgerKeyFile)
+	if err != nil {
+		return err
+	}
+	producer, err := dataDirKey(log, dataDir, "producer")
+	if err != nil {
+		return err
+	}
 	backend, err := openStore(ctx, log, cfg.store, dataDir)
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
@@ -115,23 +141,6 @@ func runServer(ctx context.Context, log *slog.Logger, cfg serveConfig) error {
 			log.Error("close store", "error", err.Error())
 		}
 	}()
-	kids, err := ensureSigningKeys(log, dataDir)
-	if err != nil {
-		return err
-	}
-	ring, err := grantRing(dataDir, cfg.grantKeyFile)
-	if err != nil {
-		return err
-	}
-	kids["grant"] = ring.Active().KID()
-	ledgerKey, err := loadLedgerKey(dataDir, cfg.ledgerKeyFile)
-	if err != nil {
-		return err
-	}
-	producer, _, err := keyfile.LoadOrCreate(dataDir, "producer")
-	if err != nil {
-		return fmt.Errorf("producer key: %w", err)
-	}
 	shareSecret, err := loadShareSecret(log, dataDir, cfg.shareSecretFile)
 	if err != nil {
 		return err
@@ -140,7 +149,7 @@ func runServer(ctx context.Context, log *slog.Logger, cfg serveConfig) error {
 	if err != nil {
 		return err
 	}
-	engine, err := clearance.Open(backend, clearance.Options{Logger: log, ShareSecret: shareSecret, GrantKeys: ring, LedgerKey: ledgerKey,
+	engine, err := clearance.Open(backend, clearance.Options{Logger: log, ShareSecret: shareSecret, GrantKeys: grantKeys.ring, LedgerKey: ledgerKey,
 		ProducerKey: producer, GrantTTL: cfg.grantTTL, ClaimLease: cfg.claimLease, ExportSecret: exportSecret})
 	if err != nil {
 		return err
@@ -156,11 +165,16 @@ func runServer(ctx context.Context, log *slog.Logger, cfg serveConfig) error {
 	if err := ensurePlatformKey(ctx, log, engine, dataDir); err != nil {
 		return err
 	}
+	grantKeys.engine = engine
+	reloadCtx, stopReload := context.WithCancel(ctx)
+	reloadDone := make(chan struct{})
+	go func() { defer close(reloadDone); grantKeys.run(reloadCtx, cfg.keyReloadInterval, hup) }()
+	defer func() { stopReload(); <-reloadDone }()
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	srv := server.New(engine, server.Options{Logger: log, Registerer: reg, RateLimit: cfg.rateLimit,
-		RateBurst: cfg.rateBurst, MaxBodyBytes: cfg.maxBody, Keys: kids})
+		RateBurst: cfg.rateBurst, MaxBodyBytes: cfg.maxBody, Keys: map[string]string{"ledger": ledgerKID}})
 	hs := srv.HTTPServer(cfg.addr)
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
@@ -215,60 +229,40 @@ func serveMetrics(log *slog.Logger, srv *server.Server, addr string) (stop func(
 	return func() { _ = hs.Close() }, nil
 }
 
-// ensureSigningKeys creates, on first start, the grant signing key and the
-// ledger key in the data dir (0600), and says where.
-func ensureSigningKeys(log *slog.Logger, dataDir string) (map[string]string, error) {
-	kids := map[string]string{}
-	for _, name := range []string{"grant", "ledger"} {
-		k, created, err := keyfile.LoadOrCreate(dataDir, name)
-		if err != nil {
-			return nil, fmt.Errorf("%s key: %w", name, err)
-		}
-		kids[name] = k.KID()
-		if created {
-			log.Info("created signing key", "key", name, "kid", k.KID(), "dir", filepath.Join(dataDir, "keys"))
-		}
+// dataDirKey is the active key of the named ring in the data dir, created
+// (0600) on first start; a creation is logged.
+func dataDirKey(log *slog.Logger, dataDir, name string) (grant.Key, error) {
+	k, created, err := keyfile.LoadOrCreate(dataDir, name)
+	if err != nil {
+		return grant.Key{}, fmt.Errorf("%s key: %w", name, err)
 	}
-	return kids, nil
+	if created {
+		log.Info("created signing key", "key", name, "kid", k.KID(), "dir", filepath.Join(dataDir, "keys"))
+	}
+	return k, nil
 }
 
-// loadLedgerKey is the key that signs ledger checkpoints: an operator's key
-// file, or the ledger key in the data dir.
-func loadLedgerKey(dataDir, keyFile string) (*ledger.Key, error) {
+// loadLedgerKey is the key that signs ledger checkpoints, and its kid: an
+// operator's key file, or the ledger key in the data dir (created only
+// then).
+func loadLedgerKey(log *slog.Logger, dataDir, keyFile string) (*ledger.Key, string, error) {
 	var (
 		k   grant.Key
 		err error
 	)
 	if keyFile != "" {
-		k, err = keyfile.LoadFile(keyFile)
-	} else {
-		k, _, err = keyfile.LoadOrCreate(dataDir, "ledger")
+		if k, err = keyfile.LoadFile(keyFile); err != nil {
+			return nil, "", fmt.Errorf("ledger key file: %w", err)
+		}
+	} else if k, err = dataDirKey(log, dataDir, "ledger"); err != nil {
+		return nil, "", err
 	}
-	if err != nil {
-		return nil, fmt.Errorf("ledger key: %w", err)
-	}
-	return ledger.NewKey(ledgerKeyName, k.Seed())
+	lk, err := ledger.NewKey(ledgerKeyName, k.Seed())
+	return lk, k.KID(), err
 }
 
 // ledgerKeyName names the ledger key in signed notes.
 const ledgerKeyName = "clearance-ledger"
-
-// grantRing is the grant signing key ring: an operator's key file, or the
-// ring in the data dir (with previous keys kept until their grants drain).
-func grantRing(dataDir, keyFile string) (*grant.KeyRing, error) {
-	if keyFile != "" {
-		k, err := keyfile.LoadFile(keyFile)
-		if err != nil {
-			return nil, fmt.Errorf("grant key file: %w", err)
-		}
-		return grant.NewKeyRing(k), nil
-	}
-	ring, err := keyfile.LoadRing(dataDir, "grant", time.Now())
-	if err != nil {
-		return nil, fmt.Errorf("grant key ring: %w", err)
-	}
-	return ring, nil
-}
 
 // ensurePlatformKey creates the platform API key on first start (0600) and
 // registers it with the store.

@@ -10,17 +10,24 @@
 //	  "version": 1,
 //	  "active":   {"kid": "…", "seed": "<base64url>", "created_at": "<RFC 3339>"},
 //	  "previous": [{"kid": "…", "seed": "…", "created_at": "…",
-//	                "retired_at": "…", "keep_until": "…"}]
+//	                "retired_at": "…", "keep_until": "…"}],
+//	  "revoked":  [{"kid": "…", "revoked_at": "…"}]
 //	}
 //
 // where seed is the 32-byte Ed25519 seed in unpadded base64url and kid its
-// RFC 7638 thumbprint, checked on every load. LoadOrCreate makes the file on
-// first use and returns the active key; LoadRing reads the whole ring and
+// RFC 7638 thumbprint, checked on every load; "revoked" (kids only, no
+// seeds) is present only once a key was revoked. LoadOrCreate makes the file
+// on first use and returns the active key; LoadRing reads the whole ring and
 // Rotate replaces the active key, keeping the old one until now + drain.
-// LoadFile reads an operator-provided key: a ring file, a single
-// {"kid"?, "seed", "created_at"?} object, or a PEM PKCS#8 Ed25519 private
-// key ("BEGIN PRIVATE KEY", unencrypted). WriteSecret and ReadSecret keep a
-// one-line secret such as the platform API key.
+//
+// The same ring format can live anywhere, as an operator's key file shared
+// by several servers: Create makes one (never over an existing file),
+// ReadRing reads it (or a single key, as a ring of one), RotateFile rotates
+// it and RevokeFile revokes a leaked key (a fresh key first if it is the
+// active one). LoadFile reads an operator-provided key's active key: a ring
+// file, a single {"kid"?, "seed", "created_at"?} object, or a PEM PKCS#8
+// Ed25519 private key ("BEGIN PRIVATE KEY", unencrypted). WriteSecret and
+// ReadSecret keep a one-line secret such as the platform API key.
 //
 // # Guarantees
 //
@@ -39,6 +46,6 @@
 // Windows. A malformed file, unknown member, wrong-length seed or kid that
 // does not match the seed is refused with ErrCorrupt.
 //
-// Rotate is a read-modify-write of one file; do not rotate the same ring
-// from two processes at once.
+// Rotate, RotateFile and RevokeFile are a read-modify-write of one file; do
+// not change the same ring from two processes at once.
 package keyfile

@@ -17,4 +17,11 @@ var (
 
 	// ErrInvalidName: a key name is not [a-z0-9][a-z0-9_-]{0,63}.
 	ErrInvalidName = errors.New("keyfile: invalid key name")
+
+	// ErrNotRing: rotation or revocation was asked of a file holding a
+	// single key (PEM or a bare key object) rather than a ring.
+	ErrNotRing = errors.New("keyfile: not a key ring file")
+
+	// ErrUnknownKID: RevokeFile was given a kid the ring does not hold.
+	ErrUnknownKID = errors.New("keyfile: no such key in the ring")
 )

@@ -39,10 +39,21 @@ type retiredEntry struct {
 	KeepUntil string `json:"keep_until"`
 }
 
+// revokedEntry is a revoked key of a ring file: its kid only, the seed is
+// gone.
+type revokedEntry struct {
+	KID       string `json:"kid"`
+	RevokedAt string `json:"revoked_at"`
+}
+
+// ringFile is the on-disk ring. "revoked" is left out while empty, so a file
+// without revocations stays readable by earlier releases (which refuse one
+// with revocations rather than accept the revoked keys).
 type ringFile struct {
 	Version  int            `json:"version"`
 	Active   activeEntry    `json:"active"`
 	Previous []retiredEntry `json:"previous"`
+	Revoked  []revokedEntry `json:"revoked,omitempty"`
 }
 
 // anyFile is every JSON form LoadFile accepts: a ring file, or a bare
@@ -51,6 +62,7 @@ type anyFile struct {
 	Version   *int           `json:"version"`
 	Active    *activeEntry   `json:"active"`
 	Previous  []retiredEntry `json:"previous"`
+	Revoked   []revokedEntry `json:"revoked"`
 	KID       string         `json:"kid"`
 	Seed      string         `json:"seed"`
 	CreatedAt string         `json:"created_at"`
@@ -124,17 +136,76 @@ func LoadRing(dir, name string, now time.Time) (*grant.KeyRing, error) {
 }
 
 // Rotate replaces the active key of the ring file <dir>/keys/<name>.json with
-// a fresh key from crypto/rand. The old active key is kept, retired at now,
-// until now + drain (the longest grant lifetime plus the longest claim
-// lease); previous keys past their keep_until are dropped. The file is
-// rewritten atomically and the new ring returned. A missing file is an error
-// wrapping fs.ErrNotExist.
+// a fresh key from crypto/rand, as RotateFile does, after checking the keys
+// directory. A missing file is an error wrapping fs.ErrNotExist.
 func Rotate(dir, name string, now time.Time, drain time.Duration) (*grant.KeyRing, error) {
 	path, err := ringPath(dir, name)
 	if err != nil {
 		return nil, err
 	}
-	st, err := readRing(path)
+	if err := checkDir(filepath.Dir(path)); err != nil {
+		return nil, err
+	}
+	return RotateFile(path, now, drain)
+}
+
+// RingPath is where the data dir dir keeps the ring file of the key name:
+// <dir>/keys/<name>.json.
+func RingPath(dir, name string) (string, error) { return ringPath(dir, name) }
+
+// Create writes a new ring file at path holding one fresh key from
+// crypto/rand, creating a missing parent directory (0700). It never
+// replaces a file: if path exists, the error wraps fs.ErrExist.
+func Create(path string) (grant.Key, error) {
+	if err := os.MkdirAll(filepath.Dir(path), dirMode); err != nil {
+		return grant.Key{}, err
+	}
+	key, err := grant.NewKey(rand.Reader)
+	if err != nil {
+		return grant.Key{}, err
+	}
+	data, err := encodeRing(grant.NewKeyRing(key), map[string]time.Time{key.KID(): time.Now()})
+	if err != nil {
+		return grant.Key{}, err
+	}
+	if err := writeAtomic(path, data, false); err != nil {
+		return grant.Key{}, err
+	}
+	return key, nil
+}
+
+// ReadRing reads the key ring at path: a ring file with its previous keys
+// (whatever their keep_until: KeyRing.Lookup and JWKS apply it) and its
+// revocations, or a single key in any form LoadFile accepts as a ring of
+// one. The file must be 0600 or stricter.
+func ReadRing(path string) (*grant.KeyRing, error) {
+	data, err := readPrivate(path)
+	if err != nil {
+		return nil, err
+	}
+	if !isRingFile(data) {
+		key, err := parseKeyFile(data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return grant.NewKeyRing(key), nil
+	}
+	st, err := parseRing(bytes.TrimSpace(data))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return st.ring, nil
+}
+
+// RotateFile replaces the active key of the ring file at path with a fresh
+// key from crypto/rand. The old active key is kept, retired at now, until
+// now + drain (the longest grant lifetime plus the longest claim lease);
+// previous keys past their keep_until are dropped and revocations kept. The
+// file is rewritten atomically and the new ring returned. A file holding a
+// single key is refused with ErrNotRing; a missing one is an error wrapping
+// fs.ErrNotExist.
+func RotateFile(path string, now time.Time, drain time.Duration) (*grant.KeyRing, error) {
+	st, err := readRingFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -142,8 +213,67 @@ func Rotate(dir, name string, now time.Time, drain time.Duration) (*grant.KeyRin
 	if err != nil {
 		return nil, err
 	}
-	ring := st.ring.Prune(now).Rotate(next, now, drain)
 	st.created[next.KID()] = now
+	return st.write(path, st.ring.Prune(now).Rotate(next, now, drain))
+}
+
+// RevokeFile revokes the key kid in the ring file at path at now: it is
+// dropped from the file (seed included) and its kid recorded as revoked, so
+// a server that reloads the file neither publishes nor accepts it. If kid is
+// the active key, a fresh key from crypto/rand becomes active first and the
+// old one is not kept. Revoking a revoked kid changes nothing; a kid the
+// ring never held is refused with ErrUnknownKID. The file is rewritten
+// atomically and the new ring returned.
+func RevokeFile(path, kid string, now time.Time) (*grant.KeyRing, error) {
+	st, err := readRingFile(path)
+	if err != nil {
+		return nil, err
+	}
+	ring := st.ring
+	for _, r := range ring.Revoked() {
+		if r.KID == kid {
+			return ring, nil
+		}
+	}
+	if _, held := st.created[kid]; !held {
+		return nil, fmt.Errorf("%w: %s is not in %s", ErrUnknownKID, kid, path)
+	}
+	if ring.Active().KID() == kid {
+		next, err := grant.NewKey(rand.Reader)
+		if err != nil {
+			return nil, err
+		}
+		st.created[next.KID()] = now
+		ring = ring.Rotate(next, now, 0)
+	}
+	if ring, err = ring.Revoke(kid, now); err != nil {
+		return nil, err
+	}
+	return st.write(path, ring.Prune(now))
+}
+
+// readRingFile reads the ring file at path, refusing a single-key file.
+func readRingFile(path string) (stored, error) {
+	data, err := readPrivate(path)
+	if err != nil {
+		return stored{}, err
+	}
+	if !isRingFile(data) {
+		if _, err := parseKeyFile(data); err != nil {
+			return stored{}, fmt.Errorf("%s: %w", path, err)
+		}
+		return stored{}, fmt.Errorf("%w: %s holds a single key; rotation and revocation need a ring file (clearance keys init)", ErrNotRing, path)
+	}
+	st, err := parseRing(bytes.TrimSpace(data))
+	if err != nil {
+		return stored{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return st, nil
+}
+
+// write replaces the ring file at path with ring, keeping the created_at of
+// every key st knows.
+func (st stored) write(path string, ring *grant.KeyRing) (*grant.KeyRing, error) {
 	data, err := encodeRing(ring, st.created)
 	if err != nil {
 		return nil, err
@@ -152,6 +282,17 @@ func Rotate(dir, name string, now time.Time, drain time.Duration) (*grant.KeyRin
 		return nil, err
 	}
 	return ring, nil
+}
+
+// isRingFile reports whether data is a JSON ring file rather than a single
+// key: an object with a "version" member. What it is not is left to the
+// parsers to say.
+func isRingFile(data []byte) bool {
+	var probe struct {
+		Version json.RawMessage `json:"version"`
+	}
+	trimmed := bytes.TrimSpace(data)
+	return bytes.HasPrefix(trimmed, []byte("{")) && json.Unmarshal(trimmed, &probe) == nil && probe.Version != nil
 }
 
 // LoadFile reads an operator-provided signing key from path: a ring file (its
@@ -180,7 +321,7 @@ func parseKeyFile(data []byte) (grant.Key, error) {
 	if err := strictjson.Decode(trimmed, &f, strictjson.Options{RejectUnknown: true}); err != nil {
 		return grant.Key{}, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
-	if f.Active != nil || f.Version != nil || f.Previous != nil {
+	if f.Active != nil || f.Version != nil || f.Previous != nil || f.Revoked != nil {
 		if f.KID != "" || f.Seed != "" || f.CreatedAt != "" {
 			return grant.Key{}, fmt.Errorf("%w: both a ring and a bare key", ErrCorrupt)
 		}
@@ -301,6 +442,23 @@ func parseRing(data []byte) (stored, error) {
 		previous = append(previous, grant.RetiredKey{Key: key, RetiredAt: retired, KeepUntil: keep})
 	}
 	st.ring = grant.NewKeyRing(active, previous...)
+	for i, e := range f.Revoked {
+		at, err := parseTime("revoked_at", e.RevokedAt)
+		if err != nil {
+			return stored{}, fmt.Errorf("revoked[%d]: %w", i, err)
+		}
+		if e.KID == "" {
+			return stored{}, fmt.Errorf("%w: revoked[%d]: missing kid", ErrCorrupt, i)
+		}
+		if e.KID == active.KID() {
+			return stored{}, fmt.Errorf("%w: the active key %s is revoked", ErrCorrupt, e.KID)
+		}
+		// A previous key also listed as revoked is dropped: revocation wins.
+		if st.ring, err = st.ring.Revoke(e.KID, at); err != nil {
+			return stored{}, fmt.Errorf("%w: revoked[%d]: %v", ErrCorrupt, i, err)
+		}
+		delete(st.created, e.KID)
+	}
 	return st, nil
 }
 
@@ -360,6 +518,9 @@ func encodeRing(r *grant.KeyRing, created map[string]time.Time) ([]byte, error) 
 			RetiredAt: formatTime(p.RetiredAt),
 			KeepUntil: formatTime(p.KeepUntil),
 		})
+	}
+	for _, r := range r.Revoked() {
+		f.Revoked = append(f.Revoked, revokedEntry{KID: r.KID, RevokedAt: formatTime(r.RevokedAt)})
 	}
 	data, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {

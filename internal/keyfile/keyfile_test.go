@@ -298,7 +298,7 @@ func TestRotatePersists(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := late.Lookup(k1.KID()); ok || len(late.Previous()) != 0 {
+	if _, ok := late.Lookup(k1.KID(), t0); ok || len(late.Previous()) != 0 {
 		t.Fatal("LoadRing after KeepUntil kept the old key")
 	}
 	if createdAt(t, path, k1.KID()).IsZero() {
@@ -314,10 +314,10 @@ func TestRotatePersists(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := again.Lookup(k1.KID()); ok {
+	if _, ok := again.Lookup(k1.KID(), t0); ok {
 		t.Fatal("pruned key still in the file")
 	}
-	if _, ok := again.Lookup(k2.KID()); !ok || !again.Active().Equal(r3.Active()) {
+	if _, ok := again.Lookup(k2.KID(), t0); !ok || !again.Active().Equal(r3.Active()) {
 		t.Fatal("second rotation lost keys")
 	}
 	if !createdAt(t, path, k1.KID()).IsZero() {
@@ -540,6 +540,10 @@ func TestCorruptRingFile(t *testing.T) {
 		"prev wrong kid":    ringJSON(good, prev(rfcKID, seed2, "2026-01-01T00:00:00Z", "2026-02-01T00:00:00Z", "2026-02-01T00:02:30Z")),
 		"prev is active":    ringJSON(good, prev(rfcKID, rfcD, "2026-01-01T00:00:00Z", "2026-02-01T00:00:00Z", "2026-02-01T00:02:30Z")),
 		"prev twice":        ringJSON(good, okPrev+","+okPrev),
+		"active revoked":    `{"version":1,"active":` + good + `,"previous":[],"revoked":[{"kid":"` + rfcKID + `","revoked_at":"2026-02-01T00:00:00Z"}]}`,
+		"revoked no kid":    `{"version":1,"active":` + good + `,"previous":[],"revoked":[{"kid":"","revoked_at":"2026-02-01T00:00:00Z"}]}`,
+		"revoked bad time":  `{"version":1,"active":` + good + `,"previous":[],"revoked":[{"kid":"x","revoked_at":"soon"}]}`,
+		"revoked unknown":   `{"version":1,"active":` + good + `,"previous":[],"revoked":[{"kid":"x","revoked_at":"2026-02-01T00:00:00Z","seed":"` + rfcD + `"}]}`,
 		"invalid utf-8":     ringJSON(`{"kid":"`+rfcKID+"\xff"+`","seed":"`+rfcD+`","created_at":"2026-01-01T00:00:00Z"}`, ""),
 	}
 	// Sanity: the uncorrupted file loads.
@@ -650,4 +654,154 @@ func FuzzParseKeyFile(f *testing.F) {
 			t.Fatalf("accepted an empty key from %q", data)
 		}
 	})
+}
+
+func TestCreateRefusesAnExistingFile(t *testing.T) {
+	skipPermsOnWindows(t)
+	path := filepath.Join(t.TempDir(), "etc", "grant.json")
+	k, err := Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := mode(t, path); m != 0o600 {
+		t.Fatalf("mode %v, want 0600", m)
+	}
+	if m := mode(t, filepath.Dir(path)); m != 0o700 {
+		t.Fatalf("created directory mode %v, want 0700", m)
+	}
+	before, _ := os.ReadFile(path)
+	if _, err := Create(path); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("Create over an existing file: %v, want fs.ErrExist", err)
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+		t.Fatal("Create changed an existing file")
+	}
+	ring, err := ReadRing(path)
+	if err != nil || !ring.Active().Equal(k) || len(ring.Previous()) != 0 {
+		t.Fatalf("ReadRing = %v, %v", ring, err)
+	}
+	if lf, err := LoadFile(path); err != nil || !lf.Equal(k) {
+		t.Fatalf("LoadFile of a created file = %v, %v", lf, err)
+	}
+	if strings.Contains(string(before), `"revoked"`) {
+		t.Fatalf("a ring without revocations names them (older releases refuse the member): %s", before)
+	}
+}
+
+// Rotation and revocation by path keep the whole ring in the file, and
+// ReadRing returns it all: retired keys with their keep_until, revocations.
+func TestRotateAndRevokeFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "grant.json")
+	k1, err := Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const drain = 150 * time.Second
+	r2, err := RotateFile(path, t0, drain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r3, err := RotateFile(path, t0.Add(time.Second), drain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k2, k3 := r2.Active(), r3.Active()
+	read, err := ReadRing(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !read.Active().Equal(k3) || len(read.Previous()) != 2 || !read.Previous()[1].Key.Equal(k1) ||
+		!read.Previous()[1].KeepUntil.Equal(t0.Add(drain)) {
+		t.Fatalf("ring after two rotations: active %s, previous %+v", read.Active().KID(), read.Previous())
+	}
+	// Revoking a previous key drops it (seed and all) and records its kid.
+	after, err := RevokeFile(path, k1.KID(), t0.Add(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	read, err = ReadRing(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []*grant.KeyRing{after, read} {
+		if _, ok := r.Lookup(k1.KID(), t0.Add(2*time.Second)); ok || !r.Active().Equal(k3) {
+			t.Fatal("the revoked key is still found")
+		}
+		if rv := r.Revoked(); len(rv) != 1 || rv[0].KID != k1.KID() || !rv[0].RevokedAt.Equal(t0.Add(2*time.Second)) {
+			t.Fatalf("revoked = %+v", rv)
+		}
+	}
+	raw, _ := os.ReadFile(path)
+	if strings.Contains(string(raw), base64.RawURLEncoding.EncodeToString(k1.Seed())) {
+		t.Fatal("the revoked key's seed is still in the file")
+	}
+	if again, err := RevokeFile(path, k1.KID(), t0.Add(time.Hour)); err != nil || len(again.Revoked()) != 1 {
+		t.Fatalf("revoking again: %v, %+v", err, again.Revoked())
+	}
+	if _, err := RevokeFile(path, "no-such-kid", t0); !errors.Is(err, ErrUnknownKID) {
+		t.Fatalf("revoking an unknown kid: %v, want ErrUnknownKID", err)
+	}
+	// Revoking the active key makes a fresh one active and keeps neither.
+	leaked, err := RevokeFile(path, k3.KID(), t0.Add(3*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := leaked.Active()
+	if fresh.Equal(k3) || fresh.Equal(k2) {
+		t.Fatal("revoking the active key did not make a fresh key active")
+	}
+	read, err = ReadRing(path)
+	if err != nil || !read.Active().Equal(fresh) {
+		t.Fatalf("ring on disk after revoking the active key: %v", err)
+	}
+	if _, ok := read.Lookup(k3.KID(), t0.Add(3*time.Second)); ok {
+		t.Fatal("the revoked former active key is still found")
+	}
+	if _, ok := read.Lookup(k2.KID(), t0.Add(3*time.Second)); !ok {
+		t.Fatal("revoking the active key dropped an unrelated retired key")
+	}
+	// Rotation keeps the revocations.
+	if r, err := RotateFile(path, t0.Add(4*time.Second), drain); err != nil || len(r.Revoked()) != 2 {
+		t.Fatalf("rotation after revocations: %v, %+v", err, r.Revoked())
+	}
+	if r, err := ReadRing(path); err != nil || len(r.Revoked()) != 2 {
+		t.Fatalf("revocations after rotation on disk: %v", err)
+	}
+	if _, err := LoadFile(path); err != nil {
+		t.Fatalf("LoadFile of a ring with revocations: %v", err)
+	}
+}
+
+func TestSingleKeyFilesReadAsARingOfOne(t *testing.T) {
+	dir := t.TempDir()
+	pemPath := filepath.Join(dir, "grant.pem")
+	writeFile(t, pemPath, rfc8410PEM, 0o600)
+	bare := filepath.Join(dir, "bare.json")
+	writeFile(t, bare, `{"seed":"`+rfcD+`"}`, 0o600)
+	for _, path := range []string{pemPath, bare} {
+		r, err := ReadRing(path)
+		if err != nil || r.Active().IsZero() || len(r.Previous()) != 0 {
+			t.Fatalf("%s: ReadRing = %v, %v", path, r, err)
+		}
+		before, _ := os.ReadFile(path)
+		if _, err := RotateFile(path, t0, time.Minute); !errors.Is(err, ErrNotRing) {
+			t.Errorf("%s: RotateFile = %v, want ErrNotRing", path, err)
+		}
+		if _, err := RevokeFile(path, r.Active().KID(), t0); !errors.Is(err, ErrNotRing) {
+			t.Errorf("%s: RevokeFile = %v, want ErrNotRing", path, err)
+		}
+		if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+			t.Errorf("%s was rewritten", path)
+		}
+	}
+	if _, err := ReadRing(filepath.Join(dir, "missing.json")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("ReadRing of a missing file: %v", err)
+	}
+	if runtime.GOOS != "windows" {
+		loose := filepath.Join(dir, "loose.json")
+		writeFile(t, loose, `{"seed":"`+rfcD+`"}`, 0o644)
+		if _, err := ReadRing(loose); !errors.Is(err, ErrInsecurePermissions) {
+			t.Errorf("ReadRing of a 0644 file: %v", err)
+		}
+	}
 }
