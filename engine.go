@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/clearancehq/clearance/claim"
 	"github.com/clearancehq/clearance/grant"
 	"github.com/clearancehq/clearance/internal/canon"
 	"github.com/clearancehq/clearance/ledger"
@@ -45,7 +46,10 @@ type Options struct {
 	Issuer string
 	// GrantTTL is a grant's lifetime; 0 means 120 s.
 	GrantTTL time.Duration
-	// ClaimLease is a claim's lease; 0 means 30 s.
+	// ClaimLease is a claim's lease; 0 means 30 s, and less than a second
+	// means one second. A lease ends on a whole second (the claim
+	// attestation's exp is exactly its end), so it runs up to a second
+	// shorter than ClaimLease.
 	ClaimLease time.Duration
 	// ShareSecret keys the MACs of dossier share links (at least
 	// MinShareSecretLen bytes); nil means share links cannot be created
@@ -75,6 +79,9 @@ func (o *Options) ensureDefaults() {
 	}
 	if o.ClaimLease <= 0 {
 		o.ClaimLease = DefaultClaimLease
+	}
+	if o.ClaimLease < claim.MinLease {
+		o.ClaimLease = claim.MinLease
 	}
 }
 

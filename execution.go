@@ -869,8 +869,10 @@ type ReconcileRequest struct {
 	Note       string
 }
 
-// Reconcile records how an INDETERMINATE execution turned out. It never
-// re-authorizes execution.
+// Reconcile records how an INDETERMINATE execution turned out, and releases
+// its concurrency scope. A claim whose lease passed without a finalization
+// is first recorded INDETERMINATE (CLAIM_LEASE_EXPIRED), as the listing
+// does. It never re-authorizes execution.
 func (e *Engine) Reconcile(ctx context.Context, req ReconcileRequest) (claim.Grant, error) {
 	if req.Resolution != claim.OutcomeCommitted && req.Resolution != claim.OutcomeFailed {
 		return claim.Grant{}, invalid(CodeInvalidFinalization, "resolution", "resolution must be COMMITTED or FAILED")
@@ -896,6 +898,9 @@ func (e *Engine) Reconcile(ctx context.Context, req ReconcileRequest) (claim.Gra
 	evidence, confirmed := claim.Settle(g, req.Resolution, explicit, receipt)
 	var out claim.Grant
 	err = e.store.Update(ctx, req.OrgID, func(tx store.Tx) error {
+		if err := e.expireInTx(ctx, tx, g.GrantID); err != nil {
+			return err
+		}
 		out, err = claim.Reconcile(ctx, tx, claim.ReconcileRequest{GrantID: g.GrantID, Resolution: req.Resolution,
 			Evidence: evidence, Receipt: receipt, EffectConfirmed: confirmed, Note: req.Note})
 		if err != nil {
@@ -945,17 +950,20 @@ func (e *Engine) expireLapsed(ctx context.Context, orgID string) error {
 		return unavailable("list executions", err)
 	}
 	for _, id := range lapsed {
-		err := e.store.Update(ctx, orgID, func(tx store.Tx) error {
-			g, changed, err := claim.Expire(ctx, tx, id)
-			if err != nil || !changed {
-				return err
-			}
-			return e.appendRecord(ctx, tx, ledger.KindFinalized, g.GrantID, finalEvent{GrantID: g.GrantID, State: g.State,
-				Code: g.FinalCode, FinalizedAt: g.FinalizedAt.Format(timeFormat)})
-		})
-		if err != nil {
+		if err := e.store.Update(ctx, orgID, func(tx store.Tx) error { return e.expireInTx(ctx, tx, id) }); err != nil {
 			return lifecycleError("expire claim", err)
 		}
 	}
 	return nil
+}
+
+// expireInTx records grantID INDETERMINATE (ledgered) if it is a claim
+// whose lease passed without a finalization; otherwise it does nothing.
+func (e *Engine) expireInTx(ctx context.Context, tx store.Tx, grantID string) error {
+	g, changed, err := claim.Expire(ctx, tx, grantID)
+	if err != nil || !changed {
+		return err
+	}
+	return e.appendRecord(ctx, tx, ledger.KindFinalized, g.GrantID, finalEvent{GrantID: g.GrantID, State: g.State,
+		Code: g.FinalCode, FinalizedAt: g.FinalizedAt.Format(timeFormat)})
 }
