@@ -24,6 +24,10 @@ const Version = "0.1.0"
 // timeFormat is how Clearance writes timestamps: RFC 3339, UTC, nanoseconds.
 const timeFormat = time.RFC3339Nano
 
+// DefaultMaxClockSkew is the clock skew tolerated by default between
+// Clearance and the parties whose timestamps it checks.
+const DefaultMaxClockSkew = 60 * time.Second
+
 // Options configure an Engine. The zero value is a good default.
 type Options struct {
 	// Now is the engine's clock; nil means time.Now.
@@ -51,6 +55,10 @@ type Options struct {
 	// attestation's exp is exactly its end), so it runs up to a second
 	// shorter than ClaimLease.
 	ClaimLease time.Duration
+	// MaxClockSkew is how far ahead of the engine's clock a timestamp may
+	// be: a grant token whose iat is later than now + MaxClockSkew is
+	// refused (GRANT_INVALID). 0 means DefaultMaxClockSkew.
+	MaxClockSkew time.Duration
 	// ShareSecret keys the MACs of dossier share links (at least
 	// MinShareSecretLen bytes); nil means share links cannot be created
 	// (503 SHARE_LINKS_NOT_CONFIGURED) and none verifies.
@@ -82,6 +90,9 @@ func (o *Options) ensureDefaults() {
 	}
 	if o.ClaimLease < claim.MinLease {
 		o.ClaimLease = claim.MinLease
+	}
+	if o.MaxClockSkew <= 0 {
+		o.MaxClockSkew = DefaultMaxClockSkew
 	}
 }
 
