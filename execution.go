@@ -469,6 +469,7 @@ func (e *Engine) checkToken(ctx context.Context, orgID, token string, ignoreExpi
 		return tokenGrant{}, err
 	}
 	if looked != tg.claims.ID {
+		tg.recognized = false
 		tg.stored, tg.lookupErr = e.store.GrantOf(ctx, orgID, tg.claims.ID)
 	}
 	return tg, nil

@@ -112,7 +112,7 @@ type Evidence struct {
 
 // Receipt is a provider's signed effect receipt, recorded as presented.
 type Receipt struct {
-	Profile      string `json:"profile"` // VP-3
+	Profile      string `json:"profile"` // as presented; only VP-3 verifies
 	Token        string `json:"receipt"`
 	KID          string `json:"kid,omitempty"`
 	Issuer       string `json:"iss,omitempty"`
