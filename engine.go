@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/clearancehq/clearance/claim"
 	"github.com/clearancehq/clearance/grant"
 	"github.com/clearancehq/clearance/internal/canon"
 	"github.com/clearancehq/clearance/ledger"
@@ -27,6 +28,10 @@ const InterfaceVersion = "0.5.0"
 
 // timeFormat is how Clearance writes timestamps: RFC 3339, UTC, nanoseconds.
 const timeFormat = time.RFC3339Nano
+
+// DefaultMaxClockSkew is the clock skew tolerated by default between
+// Clearance and the parties whose timestamps it checks.
+const DefaultMaxClockSkew = 60 * time.Second
 
 // Options configure an Engine. The zero value is a good default.
 type Options struct {
@@ -51,8 +56,15 @@ type Options struct {
 	Issuer string
 	// GrantTTL is a grant's lifetime; 0 means 120 s.
 	GrantTTL time.Duration
-	// ClaimLease is a claim's lease; 0 means 30 s.
+	// ClaimLease is a claim's lease; 0 means 30 s, and less than a second
+	// means one second. A lease ends on a whole second (the claim
+	// attestation's exp is exactly its end), so it runs up to a second
+	// shorter than ClaimLease.
 	ClaimLease time.Duration
+	// MaxClockSkew is how far ahead of the engine's clock a timestamp may
+	// be: a grant token whose iat is later than now + MaxClockSkew is
+	// refused (GRANT_INVALID). 0 means DefaultMaxClockSkew.
+	MaxClockSkew time.Duration
 	// ShareSecret keys the MACs of dossier share links (at least
 	// MinShareSecretLen bytes); nil means share links cannot be created
 	// (503 SHARE_LINKS_NOT_CONFIGURED) and none verifies.
@@ -81,6 +93,12 @@ func (o *Options) ensureDefaults() {
 	}
 	if o.ClaimLease <= 0 {
 		o.ClaimLease = DefaultClaimLease
+	}
+	if o.ClaimLease < claim.MinLease {
+		o.ClaimLease = claim.MinLease
+	}
+	if o.MaxClockSkew <= 0 {
+		o.MaxClockSkew = DefaultMaxClockSkew
 	}
 }
 

@@ -42,11 +42,12 @@ const (
 	CodeGrantInvalid        = "GRANT_INVALID"
 	CodeGrantExpired        = "GRANT_EXPIRED"
 	CodeGrantNotBound       = "GRANT_NOT_BOUND"
+	CodeBindingMismatch     = "BINDING_MISMATCH"
+	CodeGrantAlreadyClaimed = "GRANT_ALREADY_CLAIMED"
 	CodeStaleAuthorization  = "STALE_AUTHORIZATION"
 	CodeDossierMismatch     = "DOSSIER_SIGNATURE_MISMATCH"
 	CodeInvalidFinalization = "INVALID_FINALIZATION"
 	CodeInvalidEvidence     = "INVALID_EFFECT_EVIDENCE"
-	CodeUnsupportedReceipt  = "UNSUPPORTED_RECEIPT_PROFILE"
 )
 
 // ExecutionIntent is the payload of a signed execution intent (DESIGN §8).
@@ -394,15 +395,23 @@ func intentInput(in ExecutionIntent, mode policy.Mode, now time.Time) (policy.In
 	return out, nil
 }
 
-func grantClaims(issuer string, g claim.Grant, in ExecutionIntent, mode policy.Mode) grant.Claims {
-	act := grant.Action{Type: in.Action.Type, Currency: in.Action.Currency, Target: in.Action.Target}
-	if in.Action.Amount.Set {
-		v := in.Action.Amount.Value
+// actionClaim is the act claim of an intent's action.
+func actionClaim(a policy.Action) grant.Action {
+	act := grant.Action{Type: a.Type, Currency: a.Currency, Target: a.Target}
+	if a.Amount.Set {
+		v := a.Amount.Value
 		act.Amount = &v
 	}
+	return act
+}
+
+// grantClaims are the claims of the grant token of g, whose intent is in.
+// Claim, verify-token and finalize rebuild them from the stored grant to
+// compare a presented token with it, member by member.
+func grantClaims(issuer string, g claim.Grant, in ExecutionIntent, mode policy.Mode) grant.Claims {
 	return grant.Claims{
 		Issuer: issuer, Audience: grant.AudGrant, Subject: g.ActorID, OrgID: g.OrgID, ID: g.GrantID,
-		IssuedAt: g.IssuedAt.Unix(), NotBefore: g.IssuedAt.Unix(), Expiry: g.ExpiresAt.Unix(), Action: act,
+		IssuedAt: g.IssuedAt.Unix(), NotBefore: g.IssuedAt.Unix(), Expiry: g.ExpiresAt.Unix(), Action: actionClaim(in.Action),
 		IntentHash: g.IntentHash, PayloadDigest: g.PayloadDigest, PayloadProfile: grant.PayloadProfile,
 		ExpectedEffectDigest: g.ExpectedEffectDigest, Nonce: g.Nonce, Scope: g.Scope, Correlation: g.Correlation,
 		DecisionID: g.DecisionID, DossierID: g.DossierID, Mode: string(mode),
@@ -431,6 +440,8 @@ type tokenGrant struct {
 	claims    grant.Claims
 	stored    claim.Grant
 	lookupErr error
+	// recognized: the token is byte for byte the one recorded at issue.
+	recognized bool
 }
 
 // checkToken verifies a grant token and reads the grant it names. A token
@@ -438,6 +449,7 @@ type tokenGrant struct {
 // which spares the Ed25519 check (grant.VerifyOptions.Recognize); any other
 // token is verified in full. A verification failure is returned as the
 // grant package's error; a failed read of the stored grant is in lookupErr.
+// The token's claims are compared with the stored grant by grantOf.
 func (e *Engine) checkToken(ctx context.Context, orgID, token string, ignoreExpiry bool) (tokenGrant, error) {
 	ring, err := e.ring()
 	if err != nil {
@@ -451,59 +463,81 @@ func (e *Engine) checkToken(ctx context.Context, orgID, token string, ignoreExpi
 		looked = jti
 		tg.stored, tg.lookupErr = e.store.GrantOf(ctx, orgID, jti)
 		want := canon.FormatDigest(digest)
-		return tg.lookupErr == nil && subtle.ConstantTimeCompare([]byte(tg.stored.TokenDigest), []byte(want)) == 1
+		tg.recognized = tg.lookupErr == nil && subtle.ConstantTimeCompare([]byte(tg.stored.TokenDigest), []byte(want)) == 1
+		return tg.recognized
 	}
 	tg.claims, err = grant.Verify(token, ring, grant.VerifyOptions{Now: e.now(), Issuer: e.opts.Issuer,
-		IgnoreExpiry: ignoreExpiry, Recognize: recognize})
+		MaxFutureIssuedAt: e.opts.MaxClockSkew, IgnoreExpiry: ignoreExpiry, Recognize: recognize})
 	if err != nil {
 		return tokenGrant{}, err
 	}
 	if looked != tg.claims.ID {
+		tg.recognized = false
 		tg.stored, tg.lookupErr = e.store.GrantOf(ctx, orgID, tg.claims.ID)
 	}
 	return tg, nil
 }
 
-// grantOf returns the stored grant of a verified token.
-func (tg tokenGrant) grantOf() (claim.Grant, error) {
+// grantOf returns the stored grant of a verified token, which must be the
+// token issued for it: one recognized by its digest is; any other must state
+// exactly the claims rebuilt from the stored grant, every member
+// (BINDING_MISMATCH otherwise), so that nothing a caller presents stands in
+// for what was issued.
+func (e *Engine) grantOf(tg tokenGrant) (claim.Grant, error) {
 	if isNotFound(tg.lookupErr) {
 		return claim.Grant{}, newError(ErrConflict, CodeGrantInvalid, "the execution grant is not known")
 	}
 	if tg.lookupErr != nil {
 		return claim.Grant{}, unavailable("read grant", tg.lookupErr)
 	}
+	if tg.recognized {
+		return tg.stored, nil
+	}
+	intent, err := boundIntent(tg.stored)
+	if err != nil {
+		return claim.Grant{}, err
+	}
+	// Grants are issued only for ENFORCEMENT.
+	if !tg.claims.Equal(grantClaims(e.opts.Issuer, tg.stored, intent, policy.ModeEnforcement)) {
+		return claim.Grant{}, newError(ErrConflict, CodeBindingMismatch, "the execution grant does not match its recorded binding")
+	}
 	return tg.stored, nil
 }
 
+// boundIntent decodes the canonical intent a grant was issued for.
+func boundIntent(g claim.Grant) (ExecutionIntent, error) {
+	var intent ExecutionIntent
+	if err := strictjson.Decode(g.Intent, &intent, strictjson.Options{}); err != nil {
+		return intent, &Error{Kind: ErrConflict, Code: CodeBindingMismatch, Detail: "the grant's recorded intent cannot be read", Err: err}
+	}
+	return intent, nil
+}
+
 // verifyToken checks a grant token's signature, type, issuer and lifetime,
-// its tenant and its binding to intentHash, and returns it with its stored
-// grant.
-func (e *Engine) verifyToken(ctx context.Context, orgID, token, intentHash string) (grant.Claims, claim.Grant, error) {
+// its tenant and its binding to intentHash, and returns its stored grant,
+// which the token states exactly (grantOf).
+func (e *Engine) verifyToken(ctx context.Context, orgID, token, intentHash string) (claim.Grant, error) {
 	if token == "" {
-		return grant.Claims{}, claim.Grant{}, invalid(CodeInvalidRequest, "execution_token", "execution_token is required")
+		return claim.Grant{}, invalid(CodeInvalidRequest, "execution_token", "execution_token is required")
 	}
 	tg, err := e.checkToken(ctx, orgID, token, false)
 	var te *grant.TokenError
 	switch {
 	case errors.Is(err, grant.ErrTokenExpired):
-		return grant.Claims{}, claim.Grant{}, &Error{Kind: ErrConflict, Code: CodeGrantExpired, Detail: "the execution grant has expired", Err: err}
+		return claim.Grant{}, &Error{Kind: ErrConflict, Code: CodeGrantExpired, Detail: "the execution grant has expired", Err: err}
 	case errors.As(err, &te):
-		return grant.Claims{}, claim.Grant{}, &Error{Kind: ErrConflict, Code: CodeGrantInvalid, Detail: "the execution grant is not valid: " + err.Error(), Err: err}
+		return claim.Grant{}, &Error{Kind: ErrConflict, Code: CodeGrantInvalid, Detail: "the execution grant is not valid: " + err.Error(), Err: err}
 	case err != nil:
-		return grant.Claims{}, claim.Grant{}, err
+		return claim.Grant{}, err
 	}
 	c := tg.claims
 	if c.OrgID != orgID {
-		return grant.Claims{}, claim.Grant{}, newError(ErrConflict, CodeGrantInvalid, "the execution grant belongs to another organization")
+		return claim.Grant{}, newError(ErrConflict, CodeGrantInvalid, "the execution grant belongs to another organization")
 	}
 	if intentHash == "" || c.IntentHash != intentHash {
-		return grant.Claims{}, claim.Grant{}, newError(ErrConflict, CodeGrantNotBound, "the execution grant is not bound to this intent_hash")
+		return claim.Grant{}, newError(ErrConflict, CodeGrantNotBound, "the execution grant is not bound to this intent_hash")
 	}
-	g, err := tg.grantOf()
-	if err != nil {
-		return grant.Claims{}, claim.Grant{}, err
-	}
-	return c, g, nil
+	return e.grantOf(tg)
 }
 
 // GrantStatus is the verify-token answer.
@@ -519,15 +553,25 @@ type GrantStatus struct {
 	ActorID    string       `json:"sub"`
 }
 
-// VerifyGrant checks a grant without consuming it. It never authorizes
-// execution by itself.
+// VerifyGrant checks a grant without consuming it: the token is verified
+// as a claim verifies it, and the grant must still be ISSUED (a claimed or
+// finalized grant is GRANT_ALREADY_CLAIMED). What it reports comes from the
+// stored grant. It never authorizes execution by itself.
 func (e *Engine) VerifyGrant(ctx context.Context, orgID, token, intentHash string) (GrantStatus, error) {
-	c, g, err := e.verifyToken(ctx, orgID, token, intentHash)
+	g, err := e.verifyToken(ctx, orgID, token, intentHash)
 	if err != nil {
 		return GrantStatus{}, err
 	}
-	return GrantStatus{Valid: g.State == claim.StateIssued, GrantID: g.GrantID, DecisionID: g.DecisionID, DossierID: g.DossierID,
-		IntentHash: g.IntentHash, ExpiresAt: g.ExpiresAt.Format(timeFormat), State: g.State, Action: c.Action, ActorID: c.Subject}, nil
+	if g.State != claim.StateIssued {
+		return GrantStatus{}, newError(ErrConflict, CodeGrantAlreadyClaimed, "the execution grant was already claimed (it is %s)", g.State)
+	}
+	intent, err := boundIntent(g)
+	if err != nil {
+		return GrantStatus{}, err
+	}
+	return GrantStatus{Valid: true, GrantID: g.GrantID, DecisionID: g.DecisionID, DossierID: g.DossierID,
+		IntentHash: g.IntentHash, ExpiresAt: g.ExpiresAt.Format(timeFormat), State: g.State, Action: actionClaim(intent.Action),
+		ActorID: g.ActorID}, nil
 }
 
 // ClaimRequest is a claim-token call.
@@ -556,17 +600,21 @@ type ClaimResult struct {
 // claims the grant's nonce and concurrency scope under a lease judged by the
 // store's clock. Any failure is an error: nothing authorizes but a result.
 func (e *Engine) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, error) {
-	c, g, err := e.verifyToken(ctx, req.OrgID, req.ExecutionToken, req.IntentHash)
+	g, err := e.verifyToken(ctx, req.OrgID, req.ExecutionToken, req.IntentHash)
 	if err != nil {
 		return ClaimResult{}, err
 	}
 	if req.CorrelationID != "" && !ValidToken(req.CorrelationID) {
 		return ClaimResult{}, invalid(CodeInvalidRequest, "correlation_id", "correlation_id must be 1 to %d visible ASCII characters", MaxKeyLength)
 	}
-	if err := e.checkBinding(ctx, g, c); err != nil {
+	if err := e.checkDossier(ctx, g); err != nil {
 		return ClaimResult{}, err
 	}
-	if err := e.checkCurrentPolicy(ctx, g); err != nil {
+	intent, err := boundIntent(g)
+	if err != nil {
+		return ClaimResult{}, err
+	}
+	if err := e.checkCurrentPolicy(ctx, g, intent); err != nil {
 		return ClaimResult{}, err
 	}
 	ring, err := e.ring()
@@ -596,11 +644,13 @@ func (e *Engine) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, erro
 	}
 	// Signed after the commit, outside the org's lock: the lease times come
 	// from the store's clock inside the transaction. Should signing fail, the
-	// claim stays recorded without a token, so nothing executes.
+	// claim stays recorded without a token, so nothing executes. Everything
+	// it states comes from the stored grant; the lease ends on a whole
+	// second, so exp is exactly its end.
 	att, err := grant.MintAttestation(ring.Active(), grant.Attestation{
 		Issuer: e.opts.Issuer, Audience: grant.AudAttestation, Subject: claimed.ActorID, OrgID: claimed.OrgID, ID: attID,
 		IssuedAt: claimed.ClaimedAt.Unix(), Expiry: claimed.LeaseExpiresAt.Unix(), GrantID: claimed.GrantID,
-		DecisionID: claimed.DecisionID, DossierID: claimed.DossierID, ClaimTokenDigest: digest, Action: c.Action,
+		DecisionID: claimed.DecisionID, DossierID: claimed.DossierID, ClaimTokenDigest: digest, Action: actionClaim(intent.Action),
 		Binding: grant.Binding{IntentHash: claimed.IntentHash, PayloadDigest: claimed.PayloadDigest, PayloadProfile: grant.PayloadProfile,
 			ExpectedEffectDigest: claimed.ExpectedEffectDigest, Nonce: claimed.Nonce, Scope: claimed.Scope, Correlation: claimed.Correlation},
 	})
@@ -619,14 +669,9 @@ type claimEvent struct {
 	Correlation      string `json:"correlation_id,omitempty"`
 }
 
-// checkBinding compares the token with the stored grant and checks that the
-// dossier still has the digest the grant was bound to.
-func (e *Engine) checkBinding(ctx context.Context, g claim.Grant, c grant.Claims) error {
-	if g.IntentHash != c.IntentHash || g.DecisionID != c.DecisionID || g.DossierID != c.DossierID ||
-		g.Nonce != c.Nonce || g.Scope != c.Scope || g.PayloadDigest != c.PayloadDigest ||
-		g.ExpectedEffectDigest != c.ExpectedEffectDigest || g.ActorID != c.Subject {
-		return newError(ErrConflict, "BINDING_MISMATCH", "the execution grant does not match its recorded binding")
-	}
+// checkDossier checks that the dossier still has the digest the grant was
+// bound to.
+func (e *Engine) checkDossier(ctx context.Context, g claim.Grant) error {
 	r, err := e.store.Dossier(ctx, g.OrgID, g.DossierID)
 	if err != nil && !isNotFound(err) {
 		return unavailable("read dossier", err)
@@ -637,14 +682,10 @@ func (e *Engine) checkBinding(ctx context.Context, g claim.Grant, c grant.Claims
 	return nil
 }
 
-// checkCurrentPolicy re-evaluates the bound intent under the org's version
+// checkCurrentPolicy re-evaluates g's bound intent under the org's version
 // active now, whatever the intent pins; any answer but ALLOW in ENFORCEMENT
 // is a stale authorization.
-func (e *Engine) checkCurrentPolicy(ctx context.Context, g claim.Grant) error {
-	var intent ExecutionIntent
-	if err := strictjson.Decode(g.Intent, &intent, strictjson.Options{}); err != nil {
-		return newError(ErrConflict, CodeStaleAuthorization, "the bound intent cannot be re-evaluated")
-	}
+func (e *Engine) checkCurrentPolicy(ctx context.Context, g claim.Grant, intent ExecutionIntent) error {
 	in, err := intentInput(intent, "", e.now())
 	if err != nil {
 		return newError(ErrConflict, CodeStaleAuthorization, "the bound intent cannot be re-evaluated")
@@ -715,7 +756,8 @@ type EffectEvidence struct {
 	EffectDigest string `json:"effect_digest"`
 }
 
-// EffectReceipt is a provider's signed receipt (profile VP-3).
+// EffectReceipt is a provider's signed receipt (profile VP-3). Any receipt
+// is recorded as presented; only a VP-3 receipt can verify.
 type EffectReceipt struct {
 	Profile string `json:"profile"`
 	Receipt string `json:"receipt"`
@@ -759,9 +801,6 @@ func (e *Engine) Finalize(ctx context.Context, req FinalizeRequest) (FinalizeRes
 	if err != nil {
 		return FinalizeResult{}, err
 	}
-	if req.Receipt != nil && req.Receipt.Profile != grant.ProfileVP3 {
-		return FinalizeResult{}, invalid(CodeUnsupportedReceipt, "effect_receipt.profile", "effect_receipt.profile must be VP-3")
-	}
 	if req.ExecutionToken == "" {
 		return FinalizeResult{}, invalid(CodeInvalidRequest, "execution_token", "execution_token is required")
 	}
@@ -773,7 +812,7 @@ func (e *Engine) Finalize(ctx context.Context, req FinalizeRequest) (FinalizeRes
 	if err != nil {
 		return FinalizeResult{}, err
 	}
-	g, err := tg.grantOf()
+	g, err := e.grantOf(tg)
 	if err != nil {
 		return FinalizeResult{}, err
 	}
@@ -840,14 +879,22 @@ func evidenceOf(in *EffectEvidence) (*claim.Evidence, error) {
 }
 
 // checkReceipt verifies a provider receipt against the org's provider keys
-// and records it as presented; it never refuses finalization.
+// (its iss must be the issuer registered with its key) and records it as
+// presented. It never refuses finalization: a receipt of another profile,
+// one that is not a receipt at all, or one that fails to verify is recorded
+// unverified with the reason.
 func (e *Engine) checkReceipt(ctx context.Context, g claim.Grant, in *EffectReceipt) *claim.Receipt {
 	if in == nil {
 		return nil
 	}
 	r := &claim.Receipt{Profile: in.Profile, Token: in.Receipt}
-	rc, kid, err := grant.VerifyReceipt(in.Receipt, func(kid string) (ed25519.PublicKey, error) {
-		return registry.Lookup(ctx, e.store, g.OrgID, registry.KindProvider, kid)
+	if in.Profile != grant.ProfileVP3 {
+		r.Reason = "unsupported receipt profile: only " + grant.ProfileVP3 + " receipts are verified"
+		return r
+	}
+	rc, kid, err := grant.VerifyReceipt(in.Receipt, func(kid string) (grant.ReceiptKey, error) {
+		k, err := registry.LookupKey(ctx, e.store, g.OrgID, registry.KindProvider, kid)
+		return grant.ReceiptKey{Public: k.PublicKey, Issuer: k.Issuer}, err
 	})
 	r.KID = kid
 	switch {
@@ -873,8 +920,10 @@ type ReconcileRequest struct {
 	Note       string
 }
 
-// Reconcile records how an INDETERMINATE execution turned out. It never
-// re-authorizes execution.
+// Reconcile records how an INDETERMINATE execution turned out, and releases
+// its concurrency scope. A claim whose lease passed without a finalization
+// is first recorded INDETERMINATE (CLAIM_LEASE_EXPIRED), as the listing
+// does. It never re-authorizes execution.
 func (e *Engine) Reconcile(ctx context.Context, req ReconcileRequest) (claim.Grant, error) {
 	if req.Resolution != claim.OutcomeCommitted && req.Resolution != claim.OutcomeFailed {
 		return claim.Grant{}, invalid(CodeInvalidFinalization, "resolution", "resolution must be COMMITTED or FAILED")
@@ -885,9 +934,6 @@ func (e *Engine) Reconcile(ctx context.Context, req ReconcileRequest) (claim.Gra
 	explicit, err := evidenceOf(req.Evidence)
 	if err != nil {
 		return claim.Grant{}, err
-	}
-	if req.Receipt != nil && req.Receipt.Profile != grant.ProfileVP3 {
-		return claim.Grant{}, invalid(CodeUnsupportedReceipt, "effect_receipt.profile", "effect_receipt.profile must be VP-3")
 	}
 	g, err := e.store.GrantOf(ctx, req.OrgID, req.GrantID)
 	if isNotFound(err) || (err == nil && g.OrgID != req.OrgID) {
@@ -900,6 +946,9 @@ func (e *Engine) Reconcile(ctx context.Context, req ReconcileRequest) (claim.Gra
 	evidence, confirmed := claim.Settle(g, req.Resolution, explicit, receipt)
 	var out claim.Grant
 	err = e.store.Update(ctx, req.OrgID, func(tx store.Tx) error {
+		if err := e.expireInTx(ctx, tx, g.GrantID); err != nil {
+			return err
+		}
 		out, err = claim.Reconcile(ctx, tx, claim.ReconcileRequest{GrantID: g.GrantID, Resolution: req.Resolution,
 			Evidence: evidence, Receipt: receipt, EffectConfirmed: confirmed, Note: req.Note})
 		if err != nil {
@@ -949,17 +998,20 @@ func (e *Engine) expireLapsed(ctx context.Context, orgID string) error {
 		return unavailable("list executions", err)
 	}
 	for _, id := range lapsed {
-		err := e.store.Update(ctx, orgID, func(tx store.Tx) error {
-			g, changed, err := claim.Expire(ctx, tx, id)
-			if err != nil || !changed {
-				return err
-			}
-			return e.appendRecord(ctx, tx, ledger.KindFinalized, g.GrantID, finalEvent{GrantID: g.GrantID, State: g.State,
-				Code: g.FinalCode, FinalizedAt: g.FinalizedAt.Format(timeFormat)})
-		})
-		if err != nil {
+		if err := e.store.Update(ctx, orgID, func(tx store.Tx) error { return e.expireInTx(ctx, tx, id) }); err != nil {
 			return lifecycleError("expire claim", err)
 		}
 	}
 	return nil
+}
+
+// expireInTx records grantID INDETERMINATE (ledgered) if it is a claim
+// whose lease passed without a finalization; otherwise it does nothing.
+func (e *Engine) expireInTx(ctx context.Context, tx store.Tx, grantID string) error {
+	g, changed, err := claim.Expire(ctx, tx, grantID)
+	if err != nil || !changed {
+		return err
+	}
+	return e.appendRecord(ctx, tx, ledger.KindFinalized, g.GrantID, finalEvent{GrantID: g.GrantID, State: g.State,
+		Code: g.FinalCode, FinalizedAt: g.FinalizedAt.Format(timeFormat)})
 }

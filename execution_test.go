@@ -53,7 +53,11 @@ func newExecEnv(t testing.TB, bundle string) *execEnv {
 	x.provider, _ = grant.KeyFromSeed(seed(3))
 	for kind, k := range map[registry.Kind]grant.Key{registry.KindAgent: x.agent, registry.KindProvider: x.provider} {
 		jwk, _ := json.Marshal(k.PublicJWK())
-		if _, _, err := x.e.RegisterKey(ctx, x.org.Org.ID, kind, registry.Registration{KID: k.KID(), PublicJWK: jwk}); err != nil {
+		r := registry.Registration{KID: k.KID(), PublicJWK: jwk}
+		if kind == registry.KindProvider {
+			r.Issuer = "psp" // the iss its receipts must name
+		}
+		if _, _, err := x.e.RegisterKey(ctx, x.org.Org.ID, kind, r); err != nil {
 			t.Fatal(err)
 		}
 	}

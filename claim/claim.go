@@ -5,7 +5,14 @@
 // Invariants (every backend, every process count):
 //   - a grant is claimed at most once: one claim per grant, per nonce, and at
 //     most one live claim per concurrency scope;
-//   - leases are judged by the STORE's clock (Tx.Now), never the caller's;
+//   - a concurrency scope stays held while its holder's outcome is unknown:
+//     a grant INDETERMINATE (finalized so, refused into it, or recorded by
+//     Expire) or CLAIMED past its lease holds its scope until Reconcile
+//     releases it (CLAIM_SCOPE_UNRECONCILED), so an unknown effect is never
+//     retried automatically; COMMITTED and FAILED release it;
+//   - leases are judged by the STORE's clock (Tx.Now), never the caller's,
+//     and end on a whole second (a JWT NumericDate, the claim attestation's
+//     exp);
 //   - finalization at or after the lease boundary records INDETERMINATE with
 //     CLAIM_LEASE_EXPIRED, and a claim whose scope record is missing records
 //     INDETERMINATE with CLAIM_SCOPE_INVARIANT_VIOLATION; both are refusals
@@ -105,7 +112,7 @@ type Evidence struct {
 
 // Receipt is a provider's signed effect receipt, recorded as presented.
 type Receipt struct {
-	Profile      string `json:"profile"` // VP-3
+	Profile      string `json:"profile"` // as presented; only VP-3 verifies
 	Token        string `json:"receipt"`
 	KID          string `json:"kid,omitempty"`
 	Issuer       string `json:"iss,omitempty"`

@@ -23,6 +23,11 @@ var (
 	ErrNonceUsed = errors.New("claim: nonce already used")
 	// ErrScopeBusy: another grant holds a live claim of the concurrency scope.
 	ErrScopeBusy = errors.New("claim: concurrency scope busy")
+	// ErrScopeUnreconciled: the concurrency scope is held by an execution
+	// whose outcome is unknown (INDETERMINATE, or CLAIMED with its lease
+	// passed) until that execution is reconciled: an unknown effect is
+	// never retried automatically.
+	ErrScopeUnreconciled = errors.New("claim: concurrency scope held by an unreconciled execution")
 	// ErrBindingMismatch: the presented intent hash is not the grant's.
 	ErrBindingMismatch = errors.New("claim: binding mismatch")
 	// ErrNotClaimed: finalization of a grant that was never claimed.
@@ -53,6 +58,7 @@ const (
 	CodeReplay              = "CLAIM_REPLAY"
 	CodeNonceUsed           = "NONCE_ALREADY_USED"
 	CodeScopeBusy           = "CONCURRENCY_SCOPE_BUSY"
+	CodeScopeUnreconciled   = "CLAIM_SCOPE_UNRECONCILED"
 	CodeBindingMismatch     = "BINDING_MISMATCH"
 	CodeNotClaimed          = "GRANT_NOT_CLAIMED"
 	CodeClaimTokenMismatch  = "CLAIM_TOKEN_MISMATCH"
@@ -70,6 +76,7 @@ var codes = map[error]string{
 	ErrReplay:              CodeReplay,
 	ErrNonceUsed:           CodeNonceUsed,
 	ErrScopeBusy:           CodeScopeBusy,
+	ErrScopeUnreconciled:   CodeScopeUnreconciled,
 	ErrBindingMismatch:     CodeBindingMismatch,
 	ErrNotClaimed:          CodeNotClaimed,
 	ErrClaimTokenMismatch:  CodeClaimTokenMismatch,

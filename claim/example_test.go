@@ -80,7 +80,8 @@ func (m *memTx) DeleteScopeClaim(_ context.Context, scope string) error {
 }
 
 // Issue a grant, claim it right before the downstream commit, and finalize
-// it; then see a replayed claim and a finalization after the lease refused.
+// it; then see a replayed claim and a finalization after the lease refused,
+// whose scope stays held until it is reconciled.
 func Example() {
 	ctx := context.Background()
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -142,9 +143,31 @@ func Example() {
 	}
 	errors.As(f.Refusal, &ce)
 	fmt.Println(f.Grant.State, f.Grant.FinalCode, ce.Code())
+
+	// Its effect is unknown: the scope stays held until it is reconciled,
+	// so a third grant of the scope is not an automatic retry.
+	g3 := g
+	g3.GrantID, g3.Nonce = "grt_3", "n-3"
+	if err := claim.Issue(ctx, tx, g3); err != nil {
+		log.Fatal(err)
+	}
+	claim3 := claim.ClaimRequest{GrantID: "grt_3", IntentHash: "sha256:aa", ClaimTokenDigest: "sha256:c4", Lease: 30 * time.Second}
+	_, err = claim.Claim(ctx, tx, claim3)
+	errors.As(err, &ce)
+	fmt.Println("third claim:", ce.Code())
+	if _, err := claim.Reconcile(ctx, tx, claim.ReconcileRequest{GrantID: "grt_2", Resolution: claim.OutcomeFailed}); err != nil {
+		log.Fatal(err)
+	}
+	c3, err := claim.Claim(ctx, tx, claim3)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("after reconciliation:", c3.State)
 	// Output:
 	// CLAIMED until 12:00:40
 	// second claim: CLAIM_REPLAY
 	// COMMITTED confirmed: true by SIGNED_RECEIPT
 	// INDETERMINATE CLAIM_LEASE_EXPIRED CLAIM_LEASE_EXPIRED
+	// third claim: CLAIM_SCOPE_UNRECONCILED
+	// after reconciliation: CLAIMED
 }

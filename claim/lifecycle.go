@@ -42,8 +42,14 @@ type ClaimRequest struct {
 	// executor; Finalize must present the same.
 	ClaimTokenDigest string
 	Correlation      string
-	Lease            time.Duration // > 0
+	// Lease is at least one second. The lease ends at now + Lease
+	// truncated to a whole second (see Claim).
+	Lease time.Duration
 }
+
+// MinLease is the shortest lease Claim accepts: a lease ends on a whole
+// second, and a shorter one could end before it began.
+const MinLease = time.Second
 
 // Claim moves an ISSUED grant to CLAIMED, taking its nonce and its
 // concurrency scope, all in tx. The checks run in this order, and a refusal
@@ -54,23 +60,26 @@ type ClaimRequest struct {
 //  3. r.IntentHash is the grant's (ErrBindingMismatch);
 //  4. the store's now is before the grant's expiry (ErrGrantExpired);
 //  5. the nonce is unused, or used by this grant (ErrNonceUsed);
-//  6. the scope is free (ErrScopeBusy).
+//  6. the scope is free: not held by a live claim (ErrScopeBusy), nor by
+//     an execution whose outcome is unknown (ErrScopeUnreconciled).
 //
-// A scope is free when it has no claim record, when its record names a
-// grant that is already finalized, or when the record's lease has passed
-// and its grant is not CLAIMED with a live lease. A claim whose lease passed
-// without finalization therefore frees its scope for the next grant, but
-// its own grant stays CLAIMED: its late Finalize records INDETERMINATE with
-// CLAIM_LEASE_EXPIRED and leaves the new holder's scope record alone. A
-// scope record that names a missing grant blocks the scope until its own
-// lease passes (fail closed).
+// A scope is free when it has no claim record, or when its record names a
+// grant that is COMMITTED or FAILED (finalized, or reconciled). A holder
+// whose outcome is unknown keeps the scope: a grant finalized or recorded
+// INDETERMINATE until Reconcile settles it, and a CLAIMED grant whose lease
+// passed without a finalization (its effect may have happened; its late
+// Finalize records INDETERMINATE, Expire does the same). An unknown effect
+// is never retried automatically. A scope record that names a missing
+// grant blocks the scope until its own lease passes (fail closed).
 //
-// On success the grant is CLAIMED with ClaimedAt = now and
-// LeaseExpiresAt = now + r.Lease, the nonce names the grant, and the scope
-// record names the grant with the same lease. now is tx.Now(), read once.
+// On success the grant is CLAIMED with ClaimedAt = now and LeaseExpiresAt =
+// now + r.Lease truncated to a whole second, so that the lease end is
+// exactly a JWT NumericDate (the claim attestation's exp); the nonce names
+// the grant, and the scope record names the grant with the same lease. now
+// is tx.Now(), read once.
 func Claim(ctx context.Context, tx Tx, r ClaimRequest) (Grant, error) {
-	if r.ClaimTokenDigest == "" || r.Lease <= 0 {
-		return Grant{}, errors.New("claim: a claim needs a claim token digest and a positive lease")
+	if r.ClaimTokenDigest == "" || r.Lease < MinLease {
+		return Grant{}, errors.New("claim: a claim needs a claim token digest and a lease of at least one second")
 	}
 	g, err := readGrant(ctx, tx, r.GrantID)
 	if err != nil {
@@ -100,7 +109,7 @@ func Claim(ctx context.Context, tx Tx, r ClaimRequest) (Grant, error) {
 	g.ClaimTokenDigest = r.ClaimTokenDigest
 	g.ClaimCorrelation = r.Correlation
 	g.ClaimedAt = now
-	g.LeaseExpiresAt = now.Add(r.Lease)
+	g.LeaseExpiresAt = now.Add(r.Lease).Truncate(time.Second) // after now, as r.Lease >= 1 s
 	if err := tx.PutGrant(ctx, g); err != nil {
 		return Grant{}, err
 	}
@@ -133,13 +142,43 @@ func scopeFree(ctx context.Context, tx Tx, scope string, now time.Time) error {
 	case err != nil:
 		return fmt.Errorf("claim: read grant %q holding the scope: %w", c.GrantID, err)
 	}
-	if holder.State != StateClaimed {
-		return nil // finalized: a stale record
-	}
-	if now.Before(c.LeaseExpiresAt) || now.Before(holder.LeaseExpiresAt) {
+	switch {
+	case holder.State == StateClaimed && (now.Before(c.LeaseExpiresAt) || now.Before(holder.LeaseExpiresAt)):
 		return refuse(ErrScopeBusy, "scope is claimed by another grant until %s", c.LeaseExpiresAt.Format(time.RFC3339Nano))
+	case holder.State == StateClaimed:
+		return refuse(ErrScopeUnreconciled, "scope is held by grant %q, whose lease passed without a finalization; "+
+			"its outcome is unknown until it is reconciled", holder.GrantID)
+	case holder.State == StateIndeterminate:
+		return refuse(ErrScopeUnreconciled, "scope is held by grant %q, INDETERMINATE until it is reconciled", holder.GrantID)
 	}
-	return nil
+	return nil // COMMITTED or FAILED: a stale record
+}
+
+// holdScope keeps g's scope held for an INDETERMINATE g: a missing record
+// is put back naming g; a record of another grant is never touched.
+func holdScope(ctx context.Context, tx Tx, g Grant) error {
+	_, err := tx.ScopeClaim(ctx, g.Scope)
+	switch {
+	case err == nil:
+		return nil
+	case !isNotFound(err):
+		return fmt.Errorf("claim: read scope claim: %w", err)
+	}
+	return tx.PutScopeClaim(ctx, ScopeClaim{OrgID: g.OrgID, Scope: g.Scope, GrantID: g.GrantID, LeaseExpiresAt: g.LeaseExpiresAt})
+}
+
+// releaseScope deletes g's scope record if it names g.
+func releaseScope(ctx context.Context, tx Tx, g Grant) error {
+	c, err := tx.ScopeClaim(ctx, g.Scope)
+	switch {
+	case isNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("claim: read scope claim: %w", err)
+	case c.GrantID != g.GrantID:
+		return nil
+	}
+	return tx.DeleteScopeClaim(ctx, g.Scope)
 }
 
 // FinalizeRequest reports the outcome of the downstream attempt.
@@ -180,10 +219,12 @@ type Finalization struct {
 //     FinalCode CLAIM_SCOPE_INVARIANT_VIOLATION, Refusal ErrScopeInvariant;
 //   - otherwise the state becomes r.Outcome.
 //
-// In every case FinalizedAt is now, the evidence and receipt are recorded as
-// given (for a later reconciliation), EffectConfirmed only for a COMMITTED
-// state, and the scope record is deleted when it names this grant; a scope
-// record of another grant is never touched.
+// In every case FinalizedAt is now, and the evidence and receipt are
+// recorded as given (for a later reconciliation), EffectConfirmed only for a
+// COMMITTED state. A COMMITTED or FAILED grant releases its scope (deletes
+// the record when it names this grant). An INDETERMINATE grant keeps it
+// held until Reconcile: its record stays, and a missing one is put back
+// naming it. A scope record of another grant is never touched.
 func Finalize(ctx context.Context, tx Tx, r FinalizeRequest) (Finalization, error) {
 	g, err := readGrant(ctx, tx, r.GrantID)
 	if err != nil {
@@ -224,7 +265,8 @@ func Finalize(ctx context.Context, tx Tx, r FinalizeRequest) (Finalization, erro
 	case err != nil:
 		return Finalization{}, fmt.Errorf("claim: read scope claim: %w", err)
 	}
-	holds := err == nil && c.GrantID == g.GrantID
+	found := err == nil
+	holds := found && c.GrantID == g.GrantID
 
 	g.FinalizedAt = now
 	g.Evidence = cloneEvidence(r.Evidence)
@@ -245,7 +287,12 @@ func Finalize(ctx context.Context, tx Tx, r FinalizeRequest) (Finalization, erro
 	if err := tx.PutGrant(ctx, g); err != nil {
 		return Finalization{}, err
 	}
-	if holds {
+	switch {
+	case g.State == StateIndeterminate && !found:
+		if err := holdScope(ctx, tx, g); err != nil {
+			return Finalization{}, err
+		}
+	case g.State != StateIndeterminate && holds:
 		if err := tx.DeleteScopeClaim(ctx, g.Scope); err != nil {
 			return Finalization{}, err
 		}
@@ -255,9 +302,9 @@ func Finalize(ctx context.Context, tx Tx, r FinalizeRequest) (Finalization, erro
 
 // Expire records INDETERMINATE with CLAIM_LEASE_EXPIRED for a CLAIMED grant
 // whose lease has passed by the store's clock without a finalization, so
-// that it can be listed and reconciled, and releases its scope if the
-// scope still names it. Any other grant is returned unchanged with
-// changed false.
+// that it can be listed and reconciled. Its scope stays held until then
+// (a missing record is put back naming it, as in Finalize). Any other grant
+// is returned unchanged with changed false.
 func Expire(ctx context.Context, tx Tx, grantID string) (g Grant, changed bool, err error) {
 	g, err = readGrant(ctx, tx, grantID)
 	if err != nil {
@@ -271,14 +318,8 @@ func Expire(ctx context.Context, tx Tx, grantID string) (g Grant, changed bool, 
 	if err := tx.PutGrant(ctx, g); err != nil {
 		return Grant{}, false, err
 	}
-	c, err := tx.ScopeClaim(ctx, g.Scope)
-	switch {
-	case err == nil && c.GrantID == g.GrantID:
-		if err := tx.DeleteScopeClaim(ctx, g.Scope); err != nil {
-			return Grant{}, false, err
-		}
-	case err != nil && !isNotFound(err):
-		return Grant{}, false, fmt.Errorf("claim: read scope claim: %w", err)
+	if err := holdScope(ctx, tx, g); err != nil {
+		return Grant{}, false, err
 	}
 	return g, true, nil
 }
@@ -294,8 +335,9 @@ type ReconcileRequest struct {
 }
 
 // Reconcile settles an INDETERMINATE grant: it records a Reconciliation
-// (ReconciledAt = tx.Now()) and moves the state to the resolution, COMMITTED
-// or FAILED. The original finalization (FinalizedAt, FinalCode, Evidence,
+// (ReconciledAt = tx.Now()), moves the state to the resolution, COMMITTED
+// or FAILED, and releases the grant's concurrency scope (deletes the record
+// when it names this grant). The original finalization (FinalizedAt, FinalCode, Evidence,
 // Receipt, EffectConfirmed) is kept as it was, so a grant with a
 // Reconciliation is one that was INDETERMINATE, and GrantsInState(
 // INDETERMINATE) lists exactly the grants still awaiting reconciliation.
@@ -329,6 +371,9 @@ func Reconcile(ctx context.Context, tx Tx, r ReconcileRequest) (Grant, error) {
 	}
 	g.State = State(r.Resolution)
 	if err := tx.PutGrant(ctx, g); err != nil {
+		return Grant{}, err
+	}
+	if err := releaseScope(ctx, tx, g); err != nil {
 		return Grant{}, err
 	}
 	return g, nil

@@ -91,6 +91,7 @@ func TestErrorCodes(t *testing.T) {
 		claim.ErrReplay:              "CLAIM_REPLAY",
 		claim.ErrNonceUsed:           "NONCE_ALREADY_USED",
 		claim.ErrScopeBusy:           "CONCURRENCY_SCOPE_BUSY",
+		claim.ErrScopeUnreconciled:   "CLAIM_SCOPE_UNRECONCILED",
 		claim.ErrBindingMismatch:     "BINDING_MISMATCH",
 		claim.ErrNotClaimed:          "GRANT_NOT_CLAIMED",
 		claim.ErrClaimTokenMismatch:  "CLAIM_TOKEN_MISMATCH",
@@ -138,6 +139,14 @@ func codeOf(t *testing.T, sentinel error) string {
 		h.Scope = g.Scope
 		mustIssue(t, tx, h)
 		mustClaim(t, tx, claimReq)
+		_, err = claim.Claim(ctx, tx, claim.ClaimRequest{GrantID: "g2", IntentHash: h.IntentHash, ClaimTokenDigest: "t2", Lease: time.Minute})
+	case claim.ErrScopeUnreconciled:
+		h := testGrant("g2")
+		h.Scope = g.Scope
+		mustIssue(t, tx, h)
+		mustClaim(t, tx, claimReq)
+		fin.Outcome = claim.OutcomeIndeterminate
+		mustFinalize(t, tx, fin)
 		_, err = claim.Claim(ctx, tx, claim.ClaimRequest{GrantID: "g2", IntentHash: h.IntentHash, ClaimTokenDigest: "t2", Lease: time.Minute})
 	case claim.ErrBindingMismatch:
 		claimReq.IntentHash = "sha256:else"
@@ -310,6 +319,7 @@ func TestBadRequestsAreNotRefusals(t *testing.T) {
 	for _, r := range []claim.ClaimRequest{
 		{GrantID: "g1", IntentHash: "sha256:intent-g1", Lease: time.Minute},
 		{GrantID: "g1", IntentHash: "sha256:intent-g1", ClaimTokenDigest: "t"},
+		{GrantID: "g1", IntentHash: "sha256:intent-g1", ClaimTokenDigest: "t", Lease: time.Second - time.Nanosecond},
 	} {
 		if _, err := claim.Claim(t.Context(), tx, r); err == nil {
 			t.Fatalf("Claim(%+v) succeeded", r)
@@ -338,8 +348,8 @@ func TestExpireRecordsLapsedClaims(t *testing.T) {
 	if err != nil || !changed || got.State != claim.StateIndeterminate || got.FinalCode != claim.CodeLeaseExpired || !got.Lapsed {
 		t.Fatalf("expire: %+v %v %v", got, changed, err)
 	}
-	if _, ok := tx.scopes["s"]; ok {
-		t.Fatal("scope not released")
+	if sc, ok := tx.scopes["s"]; !ok || sc.GrantID != "g1" {
+		t.Fatalf("scope record %+v (found %v): a lapsed claim holds its scope until reconciled", sc, ok)
 	}
 	// The executor's late finalize is answered CLAIM_LEASE_EXPIRED once, then ALREADY_FINALIZED.
 	f, err := claim.Finalize(ctx, tx, claim.FinalizeRequest{GrantID: "g1", ClaimTokenDigest: "d", Outcome: claim.OutcomeCommitted})

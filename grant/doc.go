@@ -51,12 +51,15 @@
 // signature that does not verify, and only then (the payload is never read
 // before its signature verifies) a payload with duplicate or unknown members,
 // the wrong aud or iss, missing claims, or a lifetime that does not hold:
-// valid iff nbf <= now < exp in Unix seconds, with no leeway. Mint functions
-// check the same claims, so they never sign what Verify would refuse.
+// valid iff nbf <= now < exp in Unix seconds, with no leeway, and iat no
+// later than now plus the clock skew the verifier tolerates
+// (VerifyOptions.MaxFutureIssuedAt, none by default). Mint functions check
+// the same claims, so they never sign what Verify would refuse.
 //
 // Intents and receipts are verified with keys the org registered, looked up
 // by a function that returns an error wrapping ErrUnknownKey for an unknown
-// or revoked kid; other lookup errors pass through unchanged.
+// or revoked kid; other lookup errors pass through unchanged. A receipt's
+// iss must be the issuer registered with its key (ReceiptKey.Issuer).
 //
 // # Verifying offline with any JOSE library
 //

@@ -55,7 +55,8 @@ var (
 	// ErrTokenExpired: now is at or after exp.
 	ErrTokenExpired = errors.New("grant: token expired")
 
-	// ErrTokenNotYetValid: now is before nbf.
+	// ErrTokenNotYetValid: now is before nbf, or iat is later than now plus
+	// the tolerated clock skew (VerifyOptions.MaxFutureIssuedAt).
 	ErrTokenNotYetValid = errors.New("grant: token not yet valid")
 
 	// ErrTokenClaims: a required claim is missing or a claim has the wrong

@@ -112,7 +112,7 @@ func FuzzVerifyReceipt(f *testing.F) {
 		f.Fatal(err)
 	}
 	tokenSeeds(f, prov, grant.TypReceipt, good)
-	lookup := agentKeys(prov)
+	lookup := providerKeys(provIssuer, prov)
 	f.Fuzz(func(t *testing.T, s string) {
 		c, kid, err := grant.VerifyReceipt(s, lookup)
 		if err != nil {

@@ -1,17 +1,32 @@
 package grant_test
 
 import (
-	"crypto/ed25519"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/clearancehq/clearance/grant"
 )
 
+// provIssuer is the iss the test provider key is registered with.
+const provIssuer = "https://provider.test"
+
 func testReceipt() grant.ReceiptClaims {
-	return grant.ReceiptClaims{Issuer: "https://provider.test", GrantID: "grant-1", IntentHash: digestA,
+	return grant.ReceiptClaims{Issuer: provIssuer, GrantID: "grant-1", IntentHash: digestA,
 		EffectDigest: digestB, Outcome: "COMMITTED", IssuedAt: t0.Unix()}
+}
+
+// providerKeys looks keys up by kid, each registered with issuer iss.
+func providerKeys(iss string, keys ...grant.Key) func(string) (grant.ReceiptKey, error) {
+	return func(kid string) (grant.ReceiptKey, error) {
+		for _, k := range keys {
+			if k.KID() == kid {
+				return grant.ReceiptKey{Public: k.Public(), Issuer: iss}, nil
+			}
+		}
+		return grant.ReceiptKey{}, fmt.Errorf("provider key %q: %w", kid, grant.ErrUnknownKey)
+	}
 }
 
 func TestVerifyReceipt(t *testing.T) {
@@ -22,40 +37,52 @@ func TestVerifyReceipt(t *testing.T) {
 	}
 
 	t.Run("good", func(t *testing.T) {
-		got, kid, err := grant.VerifyReceipt(rc, agentKeys(prov))
+		got, kid, err := grant.VerifyReceipt(rc, providerKeys(provIssuer, prov))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got != testReceipt() || kid != prov.KID() {
 			t.Fatalf("%+v %s", got, kid)
 		}
-		min := grant.ReceiptClaims{Issuer: "p", GrantID: "g", EffectDigest: digestC, IssuedAt: 1}
+		// The least a receipt says: no intent_hash, outcome or effect_digest
+		// (a receipt without an effect digest cannot confirm an effect, but
+		// it is a receipt).
+		min := grant.ReceiptClaims{Issuer: "p", GrantID: "g", IssuedAt: 1}
 		s, err := grant.SignReceipt(prov, min)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, _, err := grant.VerifyReceipt(s, agentKeys(prov)); err != nil || got != min {
+		if got, _, err := grant.VerifyReceipt(s, providerKeys("p", prov)); err != nil || got != min {
 			t.Fatalf("%+v %v", got, err)
 		}
 	})
+	t.Run("iss other than the key's issuer", func(t *testing.T) {
+		for _, iss := range []string{"bank.evil.example", "https://provider.test/", "HTTPS://PROVIDER.TEST", ""} {
+			_, kid, err := grant.VerifyReceipt(rc, providerKeys(iss, prov))
+			wantErr(t, err, grant.ErrTokenIssuer)
+			if kid != prov.KID() {
+				t.Fatalf("kid %q not reported with the refusal", kid)
+			}
+		}
+	})
 	t.Run("wrong typ", func(t *testing.T) {
-		_, kid, err := grant.VerifyReceipt(handSign(t, prov, header(prov, grant.TypIntent), jsonOf(t, testReceipt())), agentKeys(prov))
+		_, kid, err := grant.VerifyReceipt(handSign(t, prov, header(prov, grant.TypIntent), jsonOf(t, testReceipt())), providerKeys(provIssuer, prov))
 		wantErr(t, err, grant.ErrTokenType)
 		if kid != prov.KID() {
 			t.Fatalf("kid %q not reported with the refusal", kid)
 		}
-		_, _, err = grant.VerifyReceipt(mustMint(t, prov, testClaims()), agentKeys(prov))
+		_, _, err = grant.VerifyReceipt(mustMint(t, prov, testClaims()), providerKeys(provIssuer, prov))
 		wantErr(t, err, grant.ErrTokenType)
 	})
 	t.Run("unknown kid", func(t *testing.T) {
-		_, kid, err := grant.VerifyReceipt(rc, agentKeys(other))
+		_, kid, err := grant.VerifyReceipt(rc, providerKeys(provIssuer, other))
 		wantErr(t, err, grant.ErrUnknownKey)
 		if kid != prov.KID() {
 			t.Fatalf("kid %q", kid)
 		}
 	})
 	t.Run("lookup failure passes through", func(t *testing.T) {
-		_, _, err := grant.VerifyReceipt(rc, func(string) (ed25519.PublicKey, error) { return nil, errStoreDown })
+		_, _, err := grant.VerifyReceipt(rc, func(string) (grant.ReceiptKey, error) { return grant.ReceiptKey{}, errStoreDown })
 		var te *grant.TokenError
 		if !errors.Is(err, errStoreDown) || errors.As(err, &te) {
 			t.Fatalf("err = %v", err)
@@ -65,15 +92,14 @@ func TestVerifyReceipt(t *testing.T) {
 		parts := strings.Split(rc, ".")
 		c := testReceipt()
 		c.EffectDigest = digestC
-		_, _, err := grant.VerifyReceipt(parts[0]+"."+b64.EncodeToString([]byte(jsonOf(t, c)))+"."+parts[2], agentKeys(prov))
+		_, _, err := grant.VerifyReceipt(parts[0]+"."+b64.EncodeToString([]byte(jsonOf(t, c)))+"."+parts[2], providerKeys(provIssuer, prov))
 		wantErr(t, err, grant.ErrTokenSignature)
 	})
 	t.Run("claims", func(t *testing.T) {
 		good := jsonOf(t, testReceipt())
 		for name, payload := range map[string]string{
 			"no grant_id":        strings.Replace(good, `"grant_id":"grant-1",`, ``, 1),
-			"no effect_digest":   strings.Replace(good, `"effect_digest":"`+digestB+`",`, ``, 1),
-			"no iss":             strings.Replace(good, `"iss":"https://provider.test",`, ``, 1),
+			"no iss":             strings.Replace(good, `"iss":"`+provIssuer+`",`, ``, 1),
 			"no iat":             strings.Replace(good, `,"iat":`, `,"x_iat":`, 1),
 			"bad effect_digest":  strings.Replace(good, digestB, "sha256:"+strings.ToUpper(digestB[7:]), 1),
 			"hex effect_digest":  strings.Replace(good, digestB, digestB[7:], 1),
@@ -85,7 +111,7 @@ func TestVerifyReceipt(t *testing.T) {
 				if payload == good {
 					t.Fatal("case changes nothing")
 				}
-				_, _, err := grant.VerifyReceipt(handSign(t, prov, header(prov, grant.TypReceipt), payload), agentKeys(prov))
+				_, _, err := grant.VerifyReceipt(handSign(t, prov, header(prov, grant.TypReceipt), payload), providerKeys(provIssuer, prov))
 				var te *grant.TokenError
 				if !errors.As(err, &te) || (te.Code() != grant.CodeTokenClaimsInvalid && te.Code() != grant.CodeTokenMalformed) {
 					t.Fatalf("err = %v", err)

@@ -42,6 +42,15 @@ type Action struct {
 	Target   string   `json:"target,omitempty"`
 }
 
+// Equal reports whether a and o are the same action, the amount compared
+// by value.
+func (a Action) Equal(o Action) bool {
+	if (a.Amount == nil) != (o.Amount == nil) || (a.Amount != nil && *a.Amount != *o.Amount) {
+		return false
+	}
+	return a.Type == o.Type && a.Currency == o.Currency && a.Target == o.Target
+}
+
 // Claims are the claims of an execution grant.
 type Claims struct {
 	Issuer               string `json:"iss"`
@@ -63,6 +72,14 @@ type Claims struct {
 	DecisionID           string `json:"decision_id"`
 	DossierID            string `json:"dossier_id"`
 	Mode                 string `json:"mode"`
+}
+
+// Equal reports whether c and o state the same grant: every member equal,
+// act by value (Action.Equal).
+func (c Claims) Equal(o Claims) bool {
+	ca, oa := c, o
+	ca.Action, oa.Action = Action{}, Action{}
+	return ca == oa && c.Action.Equal(o.Action)
 }
 
 // Binding is what a claim attestation repeats of the grant it claimed.
@@ -126,8 +143,14 @@ var _ KeySet = (*KeyRing)(nil)
 // VerifyOptions are the checks that depend on the verifier.
 type VerifyOptions struct {
 	// Now is the verifier's clock; required (the zero time is an error). A
-	// token is valid iff nbf <= Now < exp, in Unix seconds, with no leeway.
+	// token is valid iff nbf <= Now < exp, in Unix seconds, with no leeway,
+	// and its iat is not after Now + MaxFutureIssuedAt.
 	Now time.Time
+	// MaxFutureIssuedAt is how far after Now a token's iat may be: the
+	// clock skew tolerated between issuer and verifier. 0 tolerates none.
+	// A token issued later than that is ErrTokenNotYetValid, whatever its
+	// nbf says.
+	MaxFutureIssuedAt time.Duration
 	// Issuer, when set, must equal the token's iss.
 	Issuer string
 	// IgnoreExpiry skips the exp check (and only it), for finalizing a claim
@@ -200,21 +223,23 @@ func mint(k Key, typ string, claims any) (string, error) {
 // serialization with exactly the header members alg (EdDSA), kid (known to
 // keys) and typ (TypGrant); a valid Ed25519 signature; a payload that decodes
 // strictly (no duplicate or unknown members) into Claims; aud AudGrant; iss
-// o.Issuer when that is set; the claims Mint requires; and
-// nbf <= o.Now < exp with no leeway. Every refusal is a *TokenError.
+// o.Issuer when that is set; the claims Mint requires; nbf <= o.Now < exp
+// with no leeway; and iat no later than o.Now + o.MaxFutureIssuedAt. Every
+// refusal is a *TokenError.
 func Verify(token string, keys KeySet, o VerifyOptions) (Claims, error) {
 	return verifyKind[Claims](token, TypGrant, keys, o)
 }
 
 // VerifyAttestation checks a claim attestation as Verify checks a grant,
 // with typ TypAttestation and aud AudAttestation, and valid iff o.Now < exp
-// (the end of the claim lease).
+// (the end of the claim lease) and iat is not too far ahead (as Verify).
 func VerifyAttestation(token string, keys KeySet, o VerifyOptions) (Attestation, error) {
 	return verifyKind[Attestation](token, TypAttestation, keys, o)
 }
 
 // VerifyEnvelope checks a verification envelope as Verify checks a grant,
-// with typ TypDecision and aud AudDecision, and valid iff o.Now < exp.
+// with typ TypDecision and aud AudDecision, and valid iff o.Now < exp and
+// iat is not too far ahead (as Verify).
 func VerifyEnvelope(token string, keys KeySet, o VerifyOptions) (Envelope, error) {
 	return verifyKind[Envelope](token, TypDecision, keys, o)
 }
@@ -223,13 +248,15 @@ func VerifyEnvelope(token string, keys KeySet, o VerifyOptions) (Envelope, error
 type tokenClaims interface {
 	Claims | Attestation | Envelope
 	validate() error
-	// window returns iss, nbf (0: none) and exp.
-	window() (iss string, nbf, exp int64)
+	// window returns iss, iat, nbf (0: none) and exp.
+	window() (iss string, iat, nbf, exp int64)
 }
 
-func (c Claims) window() (string, int64, int64)      { return c.Issuer, c.NotBefore, c.Expiry }
-func (a Attestation) window() (string, int64, int64) { return a.Issuer, 0, a.Expiry }
-func (e Envelope) window() (string, int64, int64)    { return e.Issuer, 0, e.Expiry }
+func (c Claims) window() (string, int64, int64, int64) {
+	return c.Issuer, c.IssuedAt, c.NotBefore, c.Expiry
+}
+func (a Attestation) window() (string, int64, int64, int64) { return a.Issuer, a.IssuedAt, 0, a.Expiry }
+func (e Envelope) window() (string, int64, int64, int64)    { return e.Issuer, e.IssuedAt, 0, e.Expiry }
 
 // verifyKind is the one verification path of the three kinds: signature and
 // typ, strict payload, required claims, issuer, then lifetime.
@@ -241,11 +268,11 @@ func verifyKind[T tokenClaims](token, typ string, keys KeySet, o VerifyOptions) 
 	if err := c.validate(); err != nil {
 		return zero, err
 	}
-	iss, nbf, exp := c.window()
+	iss, iat, nbf, exp := c.window()
 	if err := checkIssuer(iss, o); err != nil {
 		return zero, err
 	}
-	if err := checkLifetime(o, nbf, exp); err != nil {
+	if err := checkLifetime(o, iat, nbf, exp); err != nil {
 		return zero, err
 	}
 	return c, nil
@@ -301,9 +328,12 @@ func checkIssuer(iss string, o VerifyOptions) error {
 }
 
 // checkLifetime applies nbf <= now < exp (nbf 0: no lower bound) in Unix
-// seconds, with no leeway.
-func checkLifetime(o VerifyOptions, nbf, exp int64) error {
+// seconds, with no leeway, and iat <= now + o.MaxFutureIssuedAt.
+func checkLifetime(o VerifyOptions, iat, nbf, exp int64) error {
 	now := o.Now.Unix()
+	if latest := o.Now.Add(max(o.MaxFutureIssuedAt, 0)).Unix(); iat > latest {
+		return tokenError(ErrTokenNotYetValid, "iat %d is after now %d plus the allowed clock skew", iat, now)
+	}
 	if now < nbf {
 		return tokenError(ErrTokenNotYetValid, "nbf %d is after now %d", nbf, now)
 	}

@@ -233,12 +233,13 @@ func TestKindsNeverCross(t *testing.T) {
 	ring := grant.NewKeyRing(k)
 	o := opts(t0.Add(10 * time.Second))
 	lookup := func(string) (ed25519.PublicKey, error) { return k.Public(), nil }
+	receiptLookup := providerKeys("prov", k) // allKinds signs its receipt as "prov"
 	verifiers := map[string]func(string) error{
 		"grant":       func(s string) error { _, err := grant.Verify(s, ring, o); return err },
 		"attestation": func(s string) error { _, err := grant.VerifyAttestation(s, ring, o); return err },
 		"envelope":    func(s string) error { _, err := grant.VerifyEnvelope(s, ring, o); return err },
 		"intent":      func(s string) error { _, _, err := grant.VerifyIntent(s, lookup); return err },
-		"receipt":     func(s string) error { _, _, err := grant.VerifyReceipt(s, lookup); return err },
+		"receipt":     func(s string) error { _, _, err := grant.VerifyReceipt(s, receiptLookup); return err },
 	}
 	tokens := allKinds(t, k)
 	for kind, tok := range tokens {
@@ -370,12 +371,13 @@ func TestEveryBitFlip(t *testing.T) {
 	ring := grant.NewKeyRing(k)
 	now := t0.Add(10 * time.Second)
 	lookup := func(string) (ed25519.PublicKey, error) { return k.Public(), nil }
+	receiptLookup := providerKeys("prov", k)
 	tokens := allKinds(t, k)
 	verify := map[string]func(string) error{
 		"grant":       func(s string) error { _, err := grant.Verify(s, ring, opts(now)); return err },
 		"attestation": func(s string) error { _, err := grant.VerifyAttestation(s, ring, opts(now)); return err },
 		"intent":      func(s string) error { _, _, err := grant.VerifyIntent(s, lookup); return err },
-		"receipt":     func(s string) error { _, _, err := grant.VerifyReceipt(s, lookup); return err },
+		"receipt":     func(s string) error { _, _, err := grant.VerifyReceipt(s, receiptLookup); return err },
 	}
 	for kind, v := range verify {
 		t.Run(kind, func(t *testing.T) {
@@ -462,6 +464,60 @@ func TestLifetime(t *testing.T) {
 			t.Fatal("verified an attestation without a clock")
 		}
 	})
+}
+
+// TestIssuedAtInTheFuture: a token whose iat is later than Now plus
+// VerifyOptions.MaxFutureIssuedAt is not yet valid, whatever its nbf says;
+// every kind is checked the same way.
+func TestIssuedAtInTheFuture(t *testing.T) {
+	k := seedKey(t, 1)
+	ring := grant.NewKeyRing(k)
+	c := testClaims()
+	c.NotBefore, c.IssuedAt, c.Expiry = t0.Unix(), t0.Add(100*time.Second).Unix(), t0.Add(200*time.Second).Unix()
+	tok := mustMint(t, k, c)
+	a := testAttestation()
+	a.IssuedAt, a.Expiry = c.IssuedAt, c.Expiry
+	att, err := grant.MintAttestation(k, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := testEnvelope()
+	e.IssuedAt, e.Expiry = c.IssuedAt, c.Expiry
+	env, err := grant.MintEnvelope(k, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	iat := time.Unix(c.IssuedAt, 0)
+	cases := []struct {
+		name string
+		now  time.Time
+		skew time.Duration
+		ok   bool
+	}{
+		{"iat 100 s ahead, no skew", t0, 0, false},
+		{"iat 100 s ahead, 60 s skew", t0, time.Minute, false},
+		{"iat 1 s ahead, no skew", iat.Add(-time.Second), 0, false},
+		{"iat within the skew", iat.Add(-time.Minute), time.Minute, true},
+		{"iat just beyond the skew", iat.Add(-time.Minute - time.Second), time.Minute, false},
+		{"at iat, no skew", iat, 0, true},
+		{"after iat, no skew", iat.Add(time.Second), 0, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := grant.VerifyOptions{Now: tc.now, Issuer: testIssuer, MaxFutureIssuedAt: tc.skew}
+			_, errG := grant.Verify(tok, ring, o)
+			_, errA := grant.VerifyAttestation(att, ring, o)
+			_, errE := grant.VerifyEnvelope(env, ring, o)
+			for kind, err := range map[string]error{"grant": errG, "attestation": errA, "envelope": errE} {
+				if tc.ok && err != nil {
+					t.Errorf("%s: %v", kind, err)
+				}
+				if !tc.ok && !errors.Is(err, grant.ErrTokenNotYetValid) {
+					t.Errorf("%s: %v, want %v", kind, err, grant.ErrTokenNotYetValid)
+				}
+			}
+		})
+	}
 }
 
 func TestAudienceAndIssuer(t *testing.T) {

@@ -148,23 +148,35 @@ func Revoke(ctx context.Context, tx Tx, kind Kind, kid string, now time.Time) (K
 // control characters), without asking r; a storage failure is returned as
 // it is (it is not a refusal).
 func Lookup(ctx context.Context, r Reader, orgID string, kind Kind, kid string) (ed25519.PublicKey, error) {
+	k, err := LookupKey(ctx, r, orgID, kind, kid)
+	if err != nil {
+		return nil, err
+	}
+	return ed25519.PublicKey(k.PublicKey), nil
+}
+
+// LookupKey is Lookup returning the whole registered key, for checks that
+// need more than the public key (a receipt's iss must be the key's Issuer).
+// PublicKey is a copy, exactly ed25519.PublicKeySize bytes.
+func LookupKey(ctx context.Context, r Reader, orgID string, kind Kind, kid string) (Key, error) {
 	if err := checkKID(kid); err != nil {
-		return nil, refuse(ErrKeyNotFound, "no %s key %q: %w: %w", kind, kid, grant.ErrUnknownKey, err)
+		return Key{}, refuse(ErrKeyNotFound, "no %s key %q: %w: %w", kind, kid, grant.ErrUnknownKey, err)
 	}
 	k, err := r.RegisteredKeyOf(ctx, orgID, kind, kid)
 	switch {
 	case errors.Is(err, ErrKeyNotFound):
-		return nil, refuse(ErrKeyNotFound, "no %s key %q: %w", kind, kid, grant.ErrUnknownKey)
+		return Key{}, refuse(ErrKeyNotFound, "no %s key %q: %w", kind, kid, grant.ErrUnknownKey)
 	case err != nil:
-		return nil, fmt.Errorf("registry: read %s key %q: %w", kind, kid, err)
+		return Key{}, fmt.Errorf("registry: read %s key %q: %w", kind, kid, err)
 	}
 	if k.Status != StatusActive {
-		return nil, refuse(ErrKeyNotFound, "%s key %q is %s: %w", kind, kid, k.Status, grant.ErrUnknownKey)
+		return Key{}, refuse(ErrKeyNotFound, "%s key %q is %s: %w", kind, kid, k.Status, grant.ErrUnknownKey)
 	}
 	if len(k.PublicKey) != ed25519.PublicKeySize {
-		return nil, fmt.Errorf("registry: stored %s key %q has %d bytes", kind, kid, len(k.PublicKey))
+		return Key{}, fmt.Errorf("registry: stored %s key %q has %d bytes", kind, kid, len(k.PublicKey))
 	}
-	return ed25519.PublicKey(bytes.Clone(k.PublicKey)), nil
+	k.PublicKey = bytes.Clone(k.PublicKey)
+	return k, nil
 }
 
 func checkKind(kind Kind) error {

@@ -110,6 +110,10 @@ func TestRegisterRevokeReactivate(t *testing.T) {
 	if err != nil || !bytes.Equal(pub, key(1)) {
 		t.Fatalf("Lookup = %x, %v", pub, err)
 	}
+	if k, err := registry.LookupKey(ctx, s, orgA, registry.KindProvider, "psp-2026"); err != nil ||
+		!bytes.Equal(k.PublicKey, key(1)) || k.Issuer != reg.Issuer || k.KID != "psp-2026" {
+		t.Fatalf("LookupKey = %+v, %v", k, err)
+	}
 
 	revokedAt := t0.Add(time.Hour)
 	r, err := revoke(t, s, orgA, registry.KindProvider, "psp-2026", revokedAt)
@@ -130,6 +134,8 @@ func TestRegisterRevokeReactivate(t *testing.T) {
 		if !errors.Is(err, grant.ErrUnknownKey) {
 			t.Fatalf("Lookup %s: %v does not wrap grant.ErrUnknownKey", kid, err)
 		}
+		_, err = registry.LookupKey(ctx, s, orgA, registry.KindProvider, kid)
+		wantCode(t, "LookupKey "+kid, err, registry.ErrKeyNotFound, "KEY_NOT_FOUND")
 	}
 
 	// Registering the revoked kid again replaces the key and clears the

@@ -822,7 +822,6 @@ func (s *badSuite) specs(a specArgs) map[string]routeSpec {
 			`{"execution_token":` + ft + `,"claim_token":@@,"outcome":"FAILED"}`,
 			`{"execution_token":` + ft + `,"claim_token":` + fcl + `,"outcome":@@}`,
 			evidence("@@", `"CONFIRMED"`, okDigest), evidence(`"psp.charge"`, "@@", okDigest), evidence(`"psp.charge"`, `"CONFIRMED"`, "@@"),
-			`{"execution_token":` + ft + `,"claim_token":` + fcl + `,"outcome":"COMMITTED","effect_receipt":{"profile":@@,"receipt":"x"}}`,
 		},
 		extra: func(q req) []badCase {
 			return s.values(q, []string{
@@ -837,8 +836,11 @@ func (s *badSuite) specs(a specArgs) map[string]routeSpec {
 				evidence(`"psp.charge"`, `""`, okDigest), evidence(`"psp.charge"`, `"CONFIRMED"`, `"md5:00"`),
 				evidence(lit(strings.Repeat("k", 65)), `"CONFIRMED"`, okDigest), evidence(`"SIGNED_RECEIPT"`, `"CONFIRMED"`, okDigest),
 				evidence(`"psp.charge"`, `"CONFIRMED"`, lit("sha256:"+strings.Repeat("A", 64))),
-				`{"execution_token":` + ft + `,"claim_token":` + fcl + `,"outcome":"COMMITTED","effect_receipt":{"profile":"VP-9","receipt":"x"}}`,
-				`{"execution_token":` + ft + `,"claim_token":` + fcl + `,"outcome":"COMMITTED","effect_evidence":null,"effect_receipt":{}}`,
+				// A receipt never refuses finalization (any profile, any
+				// content is recorded as presented); only JSON that is not a
+				// receipt object at all is bad input.
+				`{"execution_token":` + ft + `,"claim_token":` + fcl + `,"outcome":"COMMITTED","effect_receipt":"VP-3"}`,
+				`{"execution_token":` + ft + `,"claim_token":` + fcl + `,"outcome":"COMMITTED","effect_receipt":{"profile":"VP-3","receipt":7}}`,
 			})
 		},
 	}
@@ -880,14 +882,14 @@ func (s *badSuite) specs(a specArgs) map[string]routeSpec {
 
 	reconcile := routeSpec{org: orgQuery, body: `{"resolution":"FAILED","note":"late evidence"}`,
 		params: map[string]string{"grantId": a.rg.grantID}, paramCodes: []string{"GRANT_NOT_FOUND"},
-		idents: []string{`{"resolution":@@}`, `{"resolution":"FAILED","effect_receipt":{"profile":@@,"receipt":"x"}}`,
+		idents: []string{`{"resolution":@@}`,
 			`{"resolution":"COMMITTED","effect_evidence":{"kind":@@,"status":"CONFIRMED","effect_digest":` + okDigest + `}}`,
 			`{"resolution":"COMMITTED","effect_evidence":{"kind":"psp.charge","status":@@,"effect_digest":` + okDigest + `}}`},
 		extra: func(q req) []badCase {
 			out := s.values(q, []string{`{"resolution":"MAYBE"}`, `{"resolution":"INDETERMINATE"}`, `{}`,
 				`{"resolution":"FAILED","note":` + lit(strings.Repeat("n", 2001)) + `}`,
 				`{"resolution":"COMMITTED","effect_evidence":{"kind":"x","status":"","effect_digest":` + okDigest + `}}`,
-				`{"resolution":"COMMITTED","effect_receipt":{"profile":"VP-9","receipt":"x"}}`})
+				`{"resolution":"COMMITTED","effect_receipt":["VP-3"]}`})
 			p := q
 			p.path = pathReconcile + "/" + a.g.grantID // ISSUED, not INDETERMINATE
 			out = append(out, s.variant(p, catValue, "a grant that is not INDETERMINATE", p.body, "NOT_INDETERMINATE"))

@@ -75,11 +75,9 @@ func TestExecFullCycle(t *testing.T) {
 		t.Fatalf("attestation claims %v", att)
 	}
 
-	v = x.req(t, "POST", pathVerifyToken, x.o.Key, map[string]any{"execution_token": g.token, "intent_hash": g.hash}, nil).
-		want(t, http.StatusOK)
-	if lookup(v.JSON, "valid") != false || v.str("state") != "CLAIMED" {
-		t.Fatalf("verify-token of a claimed grant: %s", v)
-	}
+	// A claimed grant is spent: verify-token says so with a 409.
+	x.req(t, "POST", pathVerifyToken, x.o.Key, map[string]any{"execution_token": g.token, "intent_hash": g.hash}, nil).
+		wantProblem(t, http.StatusConflict, "GRANT_ALREADY_CLAIMED")
 
 	f := x.finalize(t, g.token, claimToken, "COMMITTED", map[string]any{
 		"effect_evidence": map[string]any{"kind": "PROVIDER_API", "status": "CONFIRMED", "effect_digest": effect},
@@ -1016,14 +1014,18 @@ func TestExecReceipts(t *testing.T) {
 		}
 	})
 	t.Run("profile other than VP-3", func(t *testing.T) {
-		g, ct := claimedGrant(t)
-		rc := receipt(t, x.provider, g, effect)
+		// Never a reason to refuse finalization: recorded as presented, unverified.
 		for _, p := range []string{"VP-2", "vp-3", ""} {
+			g, ct := claimedGrant(t)
+			rc := receipt(t, x.provider, g, effect)
 			rc["profile"] = p
-			x.finalize(t, g.token, ct, "COMMITTED", map[string]any{"effect_receipt": rc}).
-				wantProblem(t, http.StatusBadRequest, "UNSUPPORTED_RECEIPT_PROFILE")
+			r := x.finalize(t, g.token, ct, "COMMITTED", map[string]any{"effect_receipt": rc}).want(t, http.StatusOK)
+			if r.str("outcome") != "COMMITTED" || lookup(r.JSON, "effect_confirmed") != false || lookup(r.JSON, "evidence") != nil ||
+				lookup(r.JSON, "receipt_verification.verified") != false || r.str("receipt_verification.profile") != p ||
+				r.str("receipt_verification.receipt") != rc["receipt"] || !strings.Contains(r.str("receipt_verification.reason"), "profile") {
+				t.Fatalf("finalize with a %q receipt: %s", p, r)
+			}
 		}
-		x.finalize(t, g.token, ct, "COMMITTED", nil).want(t, http.StatusOK) // still claimed
 	})
 	t.Run("revoked provider key", func(t *testing.T) {
 		g, ct := claimedGrant(t)

@@ -64,8 +64,11 @@ func Run(t *testing.T, h Harness) {
 		{"ClaimAfterExpiry", testClaimAfterExpiry},
 		{"ExpiryAfterClaimStillFinalizes", testExpiryAfterClaim},
 		{"LeaseBoundary", testLeaseBoundary},
+		{"LeaseEndsOnWholeSecond", testLeaseWholeSecond},
 		{"ScopeBusyUntilFinalized", testScopeBusy},
-		{"ScopeFreeAfterLapsedLease", testScopeLapsed},
+		{"ScopeHeldAfterLapsedLease", testScopeLapsed},
+		{"ScopeHeldWhileIndeterminate", testScopeIndeterminate},
+		{"ScopeHeldAfterExpire", testScopeExpired},
 		{"NonceReuse", testNonceReuse},
 		{"ScopeInvariant", func(t *testing.T, e *env) { testScopeInvariant(t, e, h) }},
 		{"ClaimTokenMismatch", testTokenMismatch},
@@ -335,7 +338,7 @@ func testLifecycle(t *testing.T, e *env) {
 	want.ClaimTokenDigest = token("g1")
 	want.ClaimCorrelation = "claim_corr_g1"
 	want.ClaimedAt = claimAt
-	want.LeaseExpiresAt = claimAt.Add(lease)
+	want.LeaseExpiresAt = claimAt.Add(lease).Truncate(time.Second) // claimAt is not a whole second
 	wantGrant(t, "Claim result", c, want)
 	wantGrant(t, "claimed grant", e.stored(t, orgA, "g1"), want)
 	wantIDs(t, "ISSUED after claim", e.inState(t, orgA, claim.StateIssued))
@@ -468,8 +471,8 @@ func testLeaseBoundary(t *testing.T, e *env) {
 	if got.FinalCode != claim.CodeLeaseExpired || !got.FinalizedAt.Equal(c.LeaseExpiresAt) || got.EffectConfirmed {
 		t.Fatalf("stored refusal: code %q finalized_at %s confirmed %v", got.FinalCode, got.FinalizedAt, got.EffectConfirmed)
 	}
-	if sc, ok := e.scopeClaim(t, orgA, g.Scope); ok {
-		t.Fatalf("lease-expired finalization kept its own scope claim: %+v", sc)
+	if sc, ok := e.scopeClaim(t, orgA, g.Scope); !ok || sc.GrantID != "g1" {
+		t.Fatalf("lease-expired finalization released its scope (%+v, found %v); it is held until reconciled", sc, ok)
 	}
 	wantIDs(t, "INDETERMINATE", e.inState(t, orgA, claim.StateIndeterminate), "g1")
 
@@ -494,8 +497,8 @@ func testScopeBusy(t *testing.T, e *env) {
 	gs := sameScope(orgA, "vendor:42", "a", "b")
 	a, b := gs[0], gs[1]
 	e.issue(t, a, b)
-	e.mustClaim(t, a)
-	e.clk.Set(base.Add(lease - time.Microsecond))
+	ca := e.mustClaim(t, a)
+	e.clk.Set(ca.LeaseExpiresAt.Add(-time.Microsecond))
 	_, err := e.claim(t, b)
 	wantRefused(t, "claim of a busy scope", err, claim.ErrScopeBusy)
 	e.wantState(t, orgA, "b", claim.StateIssued)
@@ -509,6 +512,38 @@ func testScopeBusy(t *testing.T, e *env) {
 	}
 }
 
+// testLeaseWholeSecond: a lease ends on a whole second (the claim
+// attestation's exp is exactly the lease end), never after now+lease and
+// less than a second before it.
+func testLeaseWholeSecond(t *testing.T, e *env) {
+	for i, at := range []time.Time{
+		base, // .654321
+		base.Truncate(time.Second).Add(time.Second),                      // a whole second
+		base.Truncate(time.Second).Add(2*time.Second - time.Microsecond), // just before one
+	} {
+		g := newGrant(orgA, fmt.Sprintf("g%d", i))
+		e.issue(t, g)
+		e.clk.Set(at)
+		c := e.mustClaim(t, g)
+		end := c.LeaseExpiresAt
+		if end.Nanosecond() != 0 || end.After(at.Add(lease)) || !end.After(at.Add(lease-time.Second)) {
+			t.Fatalf("claimed at %s: lease ends %s; want the whole second in (now+lease-1s, now+lease]",
+				at.Format(time.RFC3339Nano), end.Format(time.RFC3339Nano))
+		}
+		if got := e.stored(t, orgA, g.GrantID); !got.LeaseExpiresAt.Equal(end) {
+			t.Fatalf("stored lease %s, returned %s", got.LeaseExpiresAt, end)
+		}
+		if sc, ok := e.scopeClaim(t, orgA, g.Scope); !ok || !sc.LeaseExpiresAt.Equal(end) {
+			t.Fatalf("scope record %+v (found %v), want lease %s", sc, ok, end)
+		}
+		e.clk.Set(end.Add(-time.Microsecond))
+		e.mustFinalize(t, g)
+	}
+}
+
+// testScopeLapsed: a claim whose lease passed without a finalization has
+// an unknown outcome; its scope stays held, through its late finalization,
+// until it is reconciled.
 func testScopeLapsed(t *testing.T, e *env) {
 	gs := sameScope(orgA, "vendor:42", "a", "b", "c")
 	a, b, c := gs[0], gs[1], gs[2]
@@ -520,11 +555,13 @@ func testScopeLapsed(t *testing.T, e *env) {
 	wantRefused(t, "claim just before the holder's lease ends", err, claim.ErrScopeBusy)
 
 	e.clk.Set(ca.LeaseExpiresAt) // a's lease has passed; a was never finalized
-	cb := e.mustClaim(t, b)
-	e.wantState(t, orgA, "a", claim.StateClaimed) // a stays CLAIMED
-
-	_, err = e.claim(t, c)
-	wantRefused(t, "claim while the new holder is live", err, claim.ErrScopeBusy)
+	_, err = e.claim(t, b)
+	wantRefused(t, "claim after the holder's lease lapsed", err, claim.ErrScopeUnreconciled)
+	e.wantState(t, orgA, "a", claim.StateClaimed)
+	e.wantState(t, orgA, "b", claim.StateIssued)
+	if id := e.nonceGrant(t, orgA, b.Nonce); id != "" {
+		t.Fatal("refused claim used the nonce")
+	}
 
 	e.clk.Set(ca.LeaseExpiresAt.Add(time.Second))
 	f, err := e.finalize(t, orgA, committed(a))
@@ -533,14 +570,114 @@ func testScopeLapsed(t *testing.T, e *env) {
 	}
 	wantRefused(t, "late Finalize of a", f.Refusal, claim.ErrLeaseExpired)
 	e.wantState(t, orgA, "a", claim.StateIndeterminate)
-	sc, ok := e.scopeClaim(t, orgA, "vendor:42")
-	if !ok || sc.GrantID != "b" || !sc.LeaseExpiresAt.Equal(cb.LeaseExpiresAt) {
-		t.Fatalf("a's late finalization touched b's scope claim: %+v (found %v)", sc, ok)
+	if sc, ok := e.scopeClaim(t, orgA, "vendor:42"); !ok || sc.GrantID != "a" {
+		t.Fatalf("scope record after a's late finalization: %+v (found %v), want a's", sc, ok)
+	}
+	_, err = e.claim(t, b)
+	wantRefused(t, "claim while the holder is INDETERMINATE", err, claim.ErrScopeUnreconciled)
+
+	if _, err := e.reconcile(t, orgA, claim.ReconcileRequest{GrantID: "a", Resolution: claim.OutcomeFailed}); err != nil {
+		t.Fatalf("Reconcile(a): %v", err)
+	}
+	if sc, ok := e.scopeClaim(t, orgA, "vendor:42"); ok {
+		t.Fatalf("reconciliation kept the scope record: %+v", sc)
+	}
+	cb := e.mustClaim(t, b)
+	_, err = e.claim(t, c)
+	wantRefused(t, "claim while the new holder is live", err, claim.ErrScopeBusy)
+	if sc, ok := e.scopeClaim(t, orgA, "vendor:42"); !ok || sc.GrantID != "b" || !sc.LeaseExpiresAt.Equal(cb.LeaseExpiresAt) {
+		t.Fatalf("scope record %+v (found %v), want b's", sc, ok)
 	}
 	if got := e.mustFinalize(t, b); got.State != claim.StateCommitted {
 		t.Fatalf("b is %s", got.State)
 	}
 	e.mustClaim(t, c)
+}
+
+// testScopeIndeterminate: an execution finalized INDETERMINATE within its
+// lease keeps its scope until it is reconciled; COMMITTED or FAILED
+// resolutions both release it.
+func testScopeIndeterminate(t *testing.T, e *env) {
+	gs := sameScope(orgA, "vendor:42", "a", "b", "c")
+	a, b, c := gs[0], gs[1], gs[2]
+	e.issue(t, a, b, c)
+	e.mustClaim(t, a)
+	r := committed(a)
+	r.Outcome = claim.OutcomeIndeterminate
+	if f, err := e.finalize(t, orgA, r); err != nil || f.Refusal != nil || f.Grant.State != claim.StateIndeterminate {
+		t.Fatalf("Finalize INDETERMINATE = %+v, %v", f, err)
+	}
+	if sc, ok := e.scopeClaim(t, orgA, "vendor:42"); !ok || sc.GrantID != "a" {
+		t.Fatalf("scope record after INDETERMINATE: %+v (found %v), want a's", sc, ok)
+	}
+	// After a's lease, still held.
+	e.clk.Set(base.Add(lease + 30*time.Second))
+	_, err := e.claim(t, b)
+	wantRefused(t, "claim of a scope held by an INDETERMINATE execution", err, claim.ErrScopeUnreconciled)
+	e.wantState(t, orgA, "b", claim.StateIssued)
+
+	if _, err := e.reconcile(t, orgA, claim.ReconcileRequest{GrantID: "a", Resolution: claim.OutcomeCommitted}); err != nil {
+		t.Fatalf("Reconcile(a): %v", err)
+	}
+	cb := e.mustClaim(t, b)
+
+	// The same with the new holder, resolved FAILED within its lease.
+	r = committed(b)
+	r.Outcome = claim.OutcomeIndeterminate
+	if f, err := e.finalize(t, orgA, r); err != nil || f.Refusal != nil {
+		t.Fatalf("Finalize INDETERMINATE = %+v, %v", f, err)
+	}
+	_, err = e.claim(t, c)
+	wantRefused(t, "claim of a scope held by b", err, claim.ErrScopeUnreconciled)
+	if _, err := e.reconcile(t, orgA, claim.ReconcileRequest{GrantID: "b", Resolution: claim.OutcomeFailed}); err != nil {
+		t.Fatalf("Reconcile(b): %v", err)
+	}
+	if !e.clk.Now().Before(cb.LeaseExpiresAt) {
+		t.Fatal("test setup: b's lease must still run")
+	}
+	e.mustClaim(t, c) // b is settled: its lease no longer matters
+}
+
+// testScopeExpired: Expire records a lapsed claim INDETERMINATE and keeps
+// its scope held until reconciliation.
+func testScopeExpired(t *testing.T, e *env) {
+	gs := sameScope(orgA, "vendor:42", "a", "b")
+	a, b := gs[0], gs[1]
+	e.issue(t, a, b)
+	ca := e.mustClaim(t, a)
+	expire := func() (claim.Grant, bool) {
+		t.Helper()
+		var (
+			g       claim.Grant
+			changed bool
+		)
+		err := e.update(t, orgA, func(ctx context.Context, tx store.Tx) error {
+			var err error
+			g, changed, err = claim.Expire(ctx, tx, "a")
+			return err
+		})
+		if err != nil {
+			t.Fatalf("Expire: %v", err)
+		}
+		return g, changed
+	}
+	if _, changed := expire(); changed {
+		t.Fatal("Expire changed a live claim")
+	}
+	e.clk.Set(ca.LeaseExpiresAt)
+	g, changed := expire()
+	if !changed || g.State != claim.StateIndeterminate || g.FinalCode != claim.CodeLeaseExpired || !g.Lapsed {
+		t.Fatalf("Expire = %+v, %v", g, changed)
+	}
+	if sc, ok := e.scopeClaim(t, orgA, "vendor:42"); !ok || sc.GrantID != "a" {
+		t.Fatalf("scope record after Expire: %+v (found %v), want a's", sc, ok)
+	}
+	_, err := e.claim(t, b)
+	wantRefused(t, "claim of a scope held by an expired claim", err, claim.ErrScopeUnreconciled)
+	if _, err := e.reconcile(t, orgA, claim.ReconcileRequest{GrantID: "a", Resolution: claim.OutcomeFailed}); err != nil {
+		t.Fatalf("Reconcile(a): %v", err)
+	}
+	e.mustClaim(t, b)
 }
 
 func testNonceReuse(t *testing.T, e *env) {
@@ -581,6 +718,15 @@ func testScopeInvariant(t *testing.T, e *env, h Harness) {
 	}
 	_, err = e.finalize(t, orgA, committed(g))
 	wantRefused(t, "second Finalize", err, claim.ErrAlreadyFinalized)
+	// The INDETERMINATE grant holds its scope again until reconciled.
+	if sc, ok := e.scopeClaim(t, orgA, g.Scope); !ok || sc.GrantID != "g1" {
+		t.Fatalf("scope record after the invariant violation: %+v (found %v), want g1's", sc, ok)
+	}
+	other := newGrant(orgA, "g2")
+	other.Scope = g.Scope
+	e.issue(t, other)
+	_, err = e.claim(t, other)
+	wantRefused(t, "claim of the scope", err, claim.ErrScopeUnreconciled)
 }
 
 func testTokenMismatch(t *testing.T, e *env) {

@@ -17,15 +17,19 @@
 //     claim with another intent hash is BINDING_MISMATCH and writes nothing;
 //     a claim at or after exp is GRANT_EXPIRED; a nonce is claimed by one
 //     grant (NONCE_ALREADY_USED);
+//   - a lease ends on a whole second, at most the requested lease and less
+//     than a second short of it, and the scope record carries the same end;
 //   - a concurrency scope has one live claim (CONCURRENCY_SCOPE_BUSY); it is
-//     free again after its holder finalizes or once the holder's lease has
-//     passed, and the lapsed holder's late finalization is
-//     CLAIM_LEASE_EXPIRED and leaves the new holder's scope record alone;
+//     free again once its holder finalizes COMMITTED or FAILED. A holder
+//     whose outcome is unknown (finalized INDETERMINATE, refused into
+//     INDETERMINATE, recorded by Expire, or CLAIMED with its lease passed)
+//     keeps it held (CLAIM_SCOPE_UNRECONCILED) until Reconcile releases it;
 //   - a grant that expires after a successful claim still finalizes within
 //     its lease; finalization exactly at the lease boundary is recorded
 //     INDETERMINATE with CLAIM_LEASE_EXPIRED, and a second finalization is
 //     ALREADY_FINALIZED; a scope record deleted behind the lifecycle's back
-//     (Harness.DeleteScope) is CLAIM_SCOPE_INVARIANT_VIOLATION;
+//     (Harness.DeleteScope) is CLAIM_SCOPE_INVARIANT_VIOLATION, and the
+//     INDETERMINATE grant holds its scope again;
 //   - a wrong claim token, an unclaimed grant and an invalid outcome are
 //     refused and write nothing; a failed Update writes nothing;
 //   - Reconcile settles only INDETERMINATE grants, moving them to the

@@ -430,15 +430,26 @@ func crashCheck(t *testing.T, p *proc, httpc *http.Client, orgs []crashOrg, book
 	states := make([]string, len(grants))
 	for i, g := range grants {
 		jobs = append(jobs, func() {
-			r, err := post(g.org, "/v1/execution/verify-token", map[string]string{"execution_token": g.token, "intent_hash": g.intentHash})
-			if err != nil || r.status != http.StatusOK {
+			// The grant's state, as its dossier's dispatch listing reports it.
+			r, err := call(httpc, "GET", p.url+"/v1/protocol/dossiers/"+g.dossier+"/dispatches", orgs[g.org].key, "", nil)
+			if err != nil || r.status != http.StatusOK || str(r.json, "grant_state") == "" {
 				bad.add("grant %s lost: %s", g.id, crashDesc(r, err))
 				return
 			}
-			st := str(r.json, "state")
+			st := str(r.json, "grant_state")
 			states[i] = st
-			if str(r.json, "grant_id") != g.id || str(r.json, "dossier_id") != g.dossier {
+			if str(r.json, "grant_id") != g.id {
 				bad.add("grant %s changed: %s", g.id, r.raw)
+			}
+			// verify-token agrees: valid while ISSUED, spent once claimed.
+			v, err := post(g.org, "/v1/execution/verify-token", map[string]string{"execution_token": g.token, "intent_hash": g.intentHash})
+			switch {
+			case err != nil:
+				bad.add("grant %s: verify-token: %v", g.id, err)
+			case st == "ISSUED" && (v.status != http.StatusOK || str(v.json, "grant_id") != g.id || str(v.json, "dossier_id") != g.dossier):
+				bad.add("grant %s (ISSUED): verify-token %s", g.id, crashDesc(v, nil))
+			case st != "ISSUED" && (v.status != http.StatusConflict || str(v.json, "code") != "GRANT_ALREADY_CLAIMED"):
+				bad.add("grant %s (%s): verify-token %s", g.id, st, crashDesc(v, nil))
 			}
 			switch {
 			case g.final != "" && st != g.final:

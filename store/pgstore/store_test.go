@@ -155,13 +155,14 @@ func TestLeaseJudgedByDatabaseClock(t *testing.T) {
 			return fmt.Errorf("Tx.Now = %s then %s (database clock was %s before): not clock_timestamp()", a, b, start)
 		}
 		var err error
-		c, err = claim.Claim(ctx, tx, claim.ClaimRequest{GrantID: "g1", IntentHash: g.IntentHash, ClaimTokenDigest: "sha256:tok", Lease: 200 * time.Millisecond})
+		c, err = claim.Claim(ctx, tx, claim.ClaimRequest{GrantID: "g1", IntentHash: g.IntentHash, ClaimTokenDigest: "sha256:tok", Lease: claim.MinLease})
 		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := c.LeaseExpiresAt.Sub(c.ClaimedAt); got != 200*time.Millisecond || c.ClaimedAt.Before(start) {
+	// The lease ends on the whole second after the claim (now + 1 s, truncated).
+	if got := c.LeaseExpiresAt.Sub(c.ClaimedAt); got <= 0 || got > claim.MinLease || c.LeaseExpiresAt.Nanosecond() != 0 || c.ClaimedAt.Before(start) {
 		t.Fatalf("claimed at %s with lease until %s", c.ClaimedAt, c.LeaseExpiresAt)
 	}
 
