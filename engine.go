@@ -13,6 +13,7 @@ import (
 
 	"github.com/clearancehq/clearance/grant"
 	"github.com/clearancehq/clearance/internal/canon"
+	"github.com/clearancehq/clearance/internal/strictjson"
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/store"
 )
@@ -55,7 +56,28 @@ type Options struct {
 	// signed with export.OrgKey(ExportSecret, orgID); nil means packs are
 	// built without bundle_signature_hmac_sha256.
 	ExportSecret []byte
+	// MaxClockSkew is how far ahead of the engine's clock a signed
+	// intent's issued_at may be; 0 means DefaultMaxClockSkew.
+	MaxClockSkew time.Duration
+	// IntentMaxAge is how old a signed intent's issued_at may be; 0 means
+	// DefaultIntentMaxAge.
+	IntentMaxAge time.Duration
+	// MaxJSONMembers bounds the members of any one JSON object decoded from
+	// a request (bodies, signed intents, policy bundles); 0 means
+	// DefaultMaxJSONMembers.
+	MaxJSONMembers int
+	// MaxJSONElements bounds the elements of any one JSON array decoded
+	// from a request; 0 means DefaultMaxJSONElements.
+	MaxJSONElements int
 }
+
+// Defaults of Options.
+const (
+	DefaultMaxClockSkew    = 60 * time.Second
+	DefaultIntentMaxAge    = 5 * time.Minute
+	DefaultMaxJSONMembers  = strictjson.DefaultMaxMembers
+	DefaultMaxJSONElements = strictjson.DefaultMaxElements
+)
 
 func (o *Options) ensureDefaults() {
 	if o.Now == nil {
@@ -76,6 +98,30 @@ func (o *Options) ensureDefaults() {
 	if o.ClaimLease <= 0 {
 		o.ClaimLease = DefaultClaimLease
 	}
+	if o.MaxClockSkew <= 0 {
+		o.MaxClockSkew = DefaultMaxClockSkew
+	}
+	if o.IntentMaxAge <= 0 {
+		o.IntentMaxAge = DefaultIntentMaxAge
+	}
+	if o.MaxJSONMembers <= 0 {
+		o.MaxJSONMembers = DefaultMaxJSONMembers
+	}
+	if o.MaxJSONElements <= 0 {
+		o.MaxJSONElements = DefaultMaxJSONElements
+	}
+}
+
+// JSONLimits returns the bounds of decoded JSON (Options.MaxJSONMembers and
+// MaxJSONElements, defaults applied), for a server that decodes request
+// bodies before handing them to the engine.
+func (e *Engine) JSONLimits() (members, elements int) {
+	return e.opts.MaxJSONMembers, e.opts.MaxJSONElements
+}
+
+// decodeOptions are the strict decoding options of request JSON.
+func (e *Engine) decodeOptions() strictjson.Options {
+	return strictjson.Options{RejectUnknown: true, MaxMembers: e.opts.MaxJSONMembers, MaxElements: e.opts.MaxJSONElements}
 }
 
 // Engine is Clearance's in-process API. Create it with Open.

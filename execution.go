@@ -47,6 +47,8 @@ const (
 	CodeInvalidFinalization = "INVALID_FINALIZATION"
 	CodeInvalidEvidence     = "INVALID_EFFECT_EVIDENCE"
 	CodeUnsupportedReceipt  = "UNSUPPORTED_RECEIPT_PROFILE"
+	CodeIntentStale         = "INTENT_STALE"
+	CodeIntentNotYetValid   = "INTENT_NOT_YET_VALID"
 )
 
 // ExecutionIntent is the payload of a signed execution intent (DESIGN §8).
@@ -126,6 +128,9 @@ func (e *Engine) EnforceAndBind(ctx context.Context, req AuthorityRequest) (Auth
 	ring, err := e.ring()
 	if err != nil {
 		return AuthorityDecision{}, err
+	}
+	if req.CorrelationID != "" && !ValidToken(req.CorrelationID) {
+		return AuthorityDecision{}, invalid(CodeInvalidCorrelationID, "correlation_id", "the correlation id must be 1 to %d visible ASCII characters", MaxKeyLength)
 	}
 	payload, intent, err := e.verifyIntent(ctx, req)
 	if err != nil {
@@ -326,7 +331,7 @@ func (e *Engine) verifyIntent(ctx context.Context, req AuthorityRequest) ([]byte
 	if c, err := canon.Transform(payload); err != nil || !bytes.Equal(c, payload) {
 		return nil, intent, invalid(CodeIntentNotCanonical, "signed_intent", "the intent payload must be RFC 8785 canonical JSON")
 	}
-	if err := strictjson.Decode(payload, &intent, strictjson.Options{RejectUnknown: true}); err != nil {
+	if err := strictjson.Decode(payload, &intent, e.decodeOptions()); err != nil {
 		var se *strictjson.Error
 		if errors.As(err, &se) {
 			return nil, intent, &Error{Kind: ErrInvalidRequest, Code: se.Code, Detail: "intent: " + se.Detail, Err: err}
@@ -334,6 +339,9 @@ func (e *Engine) verifyIntent(ctx context.Context, req AuthorityRequest) ([]byte
 		return nil, intent, invalid(CodeIntentMalformed, "signed_intent", "intent: %v", err)
 	}
 	if err := validateIntent(intent); err != nil {
+		return nil, intent, err
+	}
+	if err := e.checkFresh(intent.IssuedAt); err != nil {
 		return nil, intent, err
 	}
 	if intent.OrgID != req.OrgID {
@@ -372,6 +380,26 @@ func validateIntent(in ExecutionIntent) error {
 	case EscalationNone, EscalationManaged:
 	default:
 		return invalid(CodeIntentMalformed, "escalation.mode", "escalation.mode must be NONE or MANAGED")
+	}
+	return nil
+}
+
+// checkFresh refuses an intent issued more than IntentMaxAge ago or more
+// than MaxClockSkew ahead of the engine's clock: a signed intent asks for
+// authority now, and an old one (or one dated ahead to stay usable) must
+// not be bound long after its signer meant it. validateIntent has parsed
+// issuedAt.
+func (e *Engine) checkFresh(issuedAt string) error {
+	at, err := time.Parse(time.RFC3339, issuedAt)
+	if err != nil {
+		return invalid(CodeIntentMalformed, "issued_at", "intent.issued_at must be an RFC 3339 timestamp")
+	}
+	now := e.now()
+	switch {
+	case at.After(now.Add(e.opts.MaxClockSkew)):
+		return invalid(CodeIntentNotYetValid, "issued_at", "intent.issued_at is more than %s ahead of the server's clock", e.opts.MaxClockSkew)
+	case now.Sub(at) > e.opts.IntentMaxAge:
+		return invalid(CodeIntentStale, "issued_at", "intent.issued_at is more than %s old; sign a fresh intent", e.opts.IntentMaxAge)
 	}
 	return nil
 }
@@ -638,7 +666,9 @@ func (e *Engine) checkBinding(ctx context.Context, g claim.Grant, c grant.Claims
 // policy; any answer but ALLOW in ENFORCEMENT is a stale authorization.
 func (e *Engine) checkCurrentPolicy(ctx context.Context, g claim.Grant) error {
 	var intent ExecutionIntent
-	if err := strictjson.Decode(g.Intent, &intent, strictjson.Options{}); err != nil {
+	opts := e.decodeOptions()
+	opts.RejectUnknown = false
+	if err := strictjson.Decode(g.Intent, &intent, opts); err != nil {
 		return newError(ErrConflict, CodeStaleAuthorization, "the bound intent cannot be re-evaluated")
 	}
 	in, err := intentInput(intent, "", e.now())

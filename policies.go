@@ -36,6 +36,11 @@ type Published struct {
 // again (Created false); with other content it is ErrConflict. Publishing is
 // ledgered and the new version becomes the org's active one.
 func (e *Engine) PublishBundle(ctx context.Context, orgID string, raw []byte) (Published, error) {
+	// policy.Load holds bundles to the default JSON limits; configured
+	// limits that are lower apply too.
+	if err := strictjson.Validate(raw, e.decodeOptions()); err != nil {
+		return Published{}, bundleError(err)
+	}
 	c, err := policy.Load(raw)
 	if err != nil {
 		return Published{}, bundleError(err)
