@@ -387,8 +387,7 @@ func validateIntent(in ExecutionIntent) error {
 // checkFresh refuses an intent issued more than IntentMaxAge ago or more
 // than MaxClockSkew ahead of the engine's clock: a signed intent asks for
 // authority now, and an old one (or one dated ahead to stay usable) must
-// not be bound long after its signer meant it. validateIntent has parsed
-// issuedAt.
+// not be bound long after its signer meant it.
 func (e *Engine) checkFresh(issuedAt string) error {
 	at, err := time.Parse(time.RFC3339, issuedAt)
 	if err != nil {
