@@ -130,11 +130,22 @@ type DossierActor struct {
 // MaxKeyLength bounds Idempotency-Key and correlation ids.
 const MaxKeyLength = 255
 
-// ValidToken reports whether s is usable as an Idempotency-Key or correlation id:
-// 1 to MaxKeyLength bytes of UTF-8 text without spaces or control characters
-// (C0, DEL or C1).
+// ValidToken is the one rule of the tokens a client names things with:
+// Idempotency-Key, correlation and request ids, and an intent's intent_id,
+// nonce and concurrency_scope. s must be 1 to MaxKeyLength bytes of visible
+// ASCII (0x21 to 0x7E): no space, no control character and nothing beyond
+// ASCII, where a zero-width space, a bidi override or a homoglyph would
+// make two tokens that read the same.
 func ValidToken(s string) bool {
-	return s != "" && len(s) <= MaxKeyLength && validText(s) && !strings.ContainsRune(s, ' ')
+	if s == "" || len(s) > MaxKeyLength {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }
 
 // validText reports whether s is UTF-8 without control characters (C0, DEL
@@ -149,6 +160,9 @@ func validText(s string) bool {
 func (e *Engine) Evaluate(ctx context.Context, req EvaluateRequest) (Decision, error) {
 	if req.IdempotencyKey != "" && !ValidToken(req.IdempotencyKey) {
 		return Decision{}, invalid(CodeInvalidIdempotencyKey, "Idempotency-Key", "Idempotency-Key must be 1 to %d visible ASCII characters", MaxKeyLength)
+	}
+	if req.CorrelationID != "" && !ValidToken(req.CorrelationID) {
+		return Decision{}, invalid(CodeInvalidCorrelationID, "correlation_id", "the correlation id must be 1 to %d visible ASCII characters", MaxKeyLength)
 	}
 	now := e.now()
 	in, err := req.Intent.Input(now)

@@ -15,6 +15,7 @@ import (
 	"github.com/clearancehq/clearance/claim"
 	"github.com/clearancehq/clearance/grant"
 	"github.com/clearancehq/clearance/internal/canon"
+	"github.com/clearancehq/clearance/internal/strictjson"
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/store"
 )
@@ -28,10 +29,6 @@ const InterfaceVersion = "0.5.0"
 
 // timeFormat is how Clearance writes timestamps: RFC 3339, UTC, nanoseconds.
 const timeFormat = time.RFC3339Nano
-
-// DefaultMaxClockSkew is the clock skew tolerated by default between
-// Clearance and the parties whose timestamps it checks.
-const DefaultMaxClockSkew = 60 * time.Second
 
 // Options configure an Engine. The zero value is a good default.
 type Options struct {
@@ -61,10 +58,6 @@ type Options struct {
 	// attestation's exp is exactly its end), so it runs up to a second
 	// shorter than ClaimLease.
 	ClaimLease time.Duration
-	// MaxClockSkew is how far ahead of the engine's clock a timestamp may
-	// be: a grant token whose iat is later than now + MaxClockSkew is
-	// refused (GRANT_INVALID). 0 means DefaultMaxClockSkew.
-	MaxClockSkew time.Duration
 	// ShareSecret keys the MACs of dossier share links (at least
 	// MinShareSecretLen bytes); nil means share links cannot be created
 	// (503 SHARE_LINKS_NOT_CONFIGURED) and none verifies.
@@ -73,7 +66,30 @@ type Options struct {
 	// signed with export.OrgKey(ExportSecret, orgID); nil means packs are
 	// built without bundle_signature_hmac_sha256.
 	ExportSecret []byte
+	// MaxClockSkew is how far ahead of the engine's clock a timestamp
+	// may be: a signed intent's issued_at (INTENT_NOT_YET_VALID) or a
+	// grant token's iat (GRANT_INVALID); 0 means DefaultMaxClockSkew.
+	MaxClockSkew time.Duration
+	// IntentMaxAge is how old a signed intent's issued_at may be; 0 means
+	// DefaultIntentMaxAge.
+	IntentMaxAge time.Duration
+	// MaxJSONMembers bounds the members of any one JSON object decoded from
+	// a request (bodies, signed intents, policy bundles); 0 means
+	// DefaultMaxJSONMembers.
+	MaxJSONMembers int
+	// MaxJSONElements bounds the elements of any one JSON array decoded
+	// from a request; 0 means DefaultMaxJSONElements.
+	MaxJSONElements int
 }
+
+// Defaults of Options. DefaultMaxClockSkew is the clock skew tolerated
+// between Clearance and the parties whose timestamps it checks.
+const (
+	DefaultMaxClockSkew    = 60 * time.Second
+	DefaultIntentMaxAge    = 5 * time.Minute
+	DefaultMaxJSONMembers  = strictjson.DefaultMaxMembers
+	DefaultMaxJSONElements = strictjson.DefaultMaxElements
+)
 
 func (o *Options) ensureDefaults() {
 	if o.Now == nil {
@@ -100,6 +116,27 @@ func (o *Options) ensureDefaults() {
 	if o.MaxClockSkew <= 0 {
 		o.MaxClockSkew = DefaultMaxClockSkew
 	}
+	if o.IntentMaxAge <= 0 {
+		o.IntentMaxAge = DefaultIntentMaxAge
+	}
+	if o.MaxJSONMembers <= 0 {
+		o.MaxJSONMembers = DefaultMaxJSONMembers
+	}
+	if o.MaxJSONElements <= 0 {
+		o.MaxJSONElements = DefaultMaxJSONElements
+	}
+}
+
+// JSONLimits returns the bounds of decoded JSON (Options.MaxJSONMembers and
+// MaxJSONElements, defaults applied), for a server that decodes request
+// bodies before handing them to the engine.
+func (e *Engine) JSONLimits() (members, elements int) {
+	return e.opts.MaxJSONMembers, e.opts.MaxJSONElements
+}
+
+// decodeOptions are the strict decoding options of request JSON.
+func (e *Engine) decodeOptions() strictjson.Options {
+	return strictjson.Options{RejectUnknown: true, MaxMembers: e.opts.MaxJSONMembers, MaxElements: e.opts.MaxJSONElements}
 }
 
 // Engine is Clearance's in-process API. Create it with Open.

@@ -31,6 +31,7 @@ const (
 	CodePolicyNotFound        = "POLICY_VERSION_NOT_FOUND"
 	CodeIdempotencyKeyReused  = "IDEMPOTENCY_KEY_REUSED"
 	CodeInvalidIdempotencyKey = "INVALID_IDEMPOTENCY_KEY"
+	CodeInvalidCorrelationID  = "INVALID_CORRELATION_ID"
 	CodePolicyVersionConflict = "POLICY_VERSION_CONFLICT"
 	CodePolicyPinUnknown      = "POLICY_VERSION_UNKNOWN"
 	CodePolicyInvalid         = "POLICY_INVALID"

@@ -48,6 +48,8 @@ const (
 	CodeDossierMismatch     = "DOSSIER_SIGNATURE_MISMATCH"
 	CodeInvalidFinalization = "INVALID_FINALIZATION"
 	CodeInvalidEvidence     = "INVALID_EFFECT_EVIDENCE"
+	CodeIntentStale         = "INTENT_STALE"
+	CodeIntentNotYetValid   = "INTENT_NOT_YET_VALID"
 )
 
 // ExecutionIntent is the payload of a signed execution intent (DESIGN §8).
@@ -127,6 +129,9 @@ func (e *Engine) EnforceAndBind(ctx context.Context, req AuthorityRequest) (Auth
 	ring, err := e.ring()
 	if err != nil {
 		return AuthorityDecision{}, err
+	}
+	if req.CorrelationID != "" && !ValidToken(req.CorrelationID) {
+		return AuthorityDecision{}, invalid(CodeInvalidCorrelationID, "correlation_id", "the correlation id must be 1 to %d visible ASCII characters", MaxKeyLength)
 	}
 	payload, intent, err := e.verifyIntent(ctx, req)
 	if err != nil {
@@ -330,7 +335,7 @@ func (e *Engine) verifyIntent(ctx context.Context, req AuthorityRequest) ([]byte
 	if c, err := canon.Transform(payload); err != nil || !bytes.Equal(c, payload) {
 		return nil, intent, invalid(CodeIntentNotCanonical, "signed_intent", "the intent payload must be RFC 8785 canonical JSON")
 	}
-	if err := strictjson.Decode(payload, &intent, strictjson.Options{RejectUnknown: true}); err != nil {
+	if err := strictjson.Decode(payload, &intent, e.decodeOptions()); err != nil {
 		var se *strictjson.Error
 		if errors.As(err, &se) {
 			return nil, intent, &Error{Kind: ErrInvalidRequest, Code: se.Code, Detail: "intent: " + se.Detail, Err: err}
@@ -338,6 +343,9 @@ func (e *Engine) verifyIntent(ctx context.Context, req AuthorityRequest) ([]byte
 		return nil, intent, invalid(CodeIntentMalformed, "signed_intent", "intent: %v", err)
 	}
 	if err := validateIntent(intent); err != nil {
+		return nil, intent, err
+	}
+	if err := e.checkFresh(intent.IssuedAt); err != nil {
 		return nil, intent, err
 	}
 	if intent.OrgID != req.OrgID {
@@ -376,6 +384,25 @@ func validateIntent(in ExecutionIntent) error {
 	case EscalationNone, EscalationManaged:
 	default:
 		return invalid(CodeIntentMalformed, "escalation.mode", "escalation.mode must be NONE or MANAGED")
+	}
+	return nil
+}
+
+// checkFresh refuses an intent issued more than IntentMaxAge ago or more
+// than MaxClockSkew ahead of the engine's clock: a signed intent asks for
+// authority now, and an old one (or one dated ahead to stay usable) must
+// not be bound long after its signer meant it.
+func (e *Engine) checkFresh(issuedAt string) error {
+	at, err := time.Parse(time.RFC3339, issuedAt)
+	if err != nil {
+		return invalid(CodeIntentMalformed, "issued_at", "intent.issued_at must be an RFC 3339 timestamp")
+	}
+	now := e.now()
+	switch {
+	case at.After(now.Add(e.opts.MaxClockSkew)):
+		return invalid(CodeIntentNotYetValid, "issued_at", "intent.issued_at is more than %s ahead of the server's clock", e.opts.MaxClockSkew)
+	case now.Sub(at) > e.opts.IntentMaxAge:
+		return invalid(CodeIntentStale, "issued_at", "intent.issued_at is more than %s old; sign a fresh intent", e.opts.IntentMaxAge)
 	}
 	return nil
 }
@@ -493,7 +520,7 @@ func (e *Engine) grantOf(tg tokenGrant) (claim.Grant, error) {
 	if tg.recognized {
 		return tg.stored, nil
 	}
-	intent, err := boundIntent(tg.stored)
+	intent, err := e.boundIntent(tg.stored)
 	if err != nil {
 		return claim.Grant{}, err
 	}
@@ -504,10 +531,13 @@ func (e *Engine) grantOf(tg tokenGrant) (claim.Grant, error) {
 	return tg.stored, nil
 }
 
-// boundIntent decodes the canonical intent a grant was issued for.
-func boundIntent(g claim.Grant) (ExecutionIntent, error) {
+// boundIntent decodes the canonical intent a grant was issued for, within
+// the JSON limits it was accepted under.
+func (e *Engine) boundIntent(g claim.Grant) (ExecutionIntent, error) {
 	var intent ExecutionIntent
-	if err := strictjson.Decode(g.Intent, &intent, strictjson.Options{}); err != nil {
+	opts := e.decodeOptions()
+	opts.RejectUnknown = false
+	if err := strictjson.Decode(g.Intent, &intent, opts); err != nil {
 		return intent, &Error{Kind: ErrConflict, Code: CodeBindingMismatch, Detail: "the grant's recorded intent cannot be read", Err: err}
 	}
 	return intent, nil
@@ -565,7 +595,7 @@ func (e *Engine) VerifyGrant(ctx context.Context, orgID, token, intentHash strin
 	if g.State != claim.StateIssued {
 		return GrantStatus{}, newError(ErrConflict, CodeGrantAlreadyClaimed, "the execution grant was already claimed (it is %s)", g.State)
 	}
-	intent, err := boundIntent(g)
+	intent, err := e.boundIntent(g)
 	if err != nil {
 		return GrantStatus{}, err
 	}
@@ -610,7 +640,7 @@ func (e *Engine) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, erro
 	if err := e.checkDossier(ctx, g); err != nil {
 		return ClaimResult{}, err
 	}
-	intent, err := boundIntent(g)
+	intent, err := e.boundIntent(g)
 	if err != nil {
 		return ClaimResult{}, err
 	}

@@ -33,6 +33,13 @@ type execEnv struct {
 
 func newExecEnv(t testing.TB, bundle string) *execEnv {
 	t.Helper()
+	return newExecEnvWith(t, bundle, clearance.Options{})
+}
+
+// newExecEnvWith is newExecEnv with engine options (its clock and grant
+// keys are set here).
+func newExecEnvWith(t testing.TB, bundle string, opts clearance.Options) *execEnv {
+	t.Helper()
 	x := &execEnv{now: &atomic.Int64{}}
 	x.now.Store(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC).UnixNano())
 	clock := func() time.Time { return time.Unix(0, x.now.Load()).UTC() }
@@ -43,7 +50,8 @@ func newExecEnv(t testing.TB, bundle string) *execEnv {
 	t.Cleanup(func() { b.Close() })
 	signing, _ := grant.KeyFromSeed(seed(1))
 	x.ring = grant.NewKeyRing(signing)
-	x.e, err = clearance.Open(b, clearance.Options{Now: clock, GrantKeys: x.ring})
+	opts.Now, opts.GrantKeys = clock, x.ring
+	x.e, err = clearance.Open(b, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,8 +41,13 @@ func (e *Engine) RegisterKey(ctx context.Context, orgID string, kind registry.Ki
 	return out, created, nil
 }
 
-// RevokeKey revokes a registered key; its metadata stays listed.
+// RevokeKey revokes a registered key; its metadata stays listed. A kid no
+// key can have (not registry.ValidKID) is 400 INVALID_KID, as registering it
+// would be; an unknown one is 404 KEY_NOT_FOUND.
 func (e *Engine) RevokeKey(ctx context.Context, orgID string, kind registry.Kind, kid string) (registry.Key, error) {
+	if !registry.ValidKID(kid) {
+		return registry.Key{}, invalid(registry.CodeInvalidKID, "kid", "kid must be 1 to %d characters of [A-Za-z0-9._:-]", registry.MaxKIDLength)
+	}
 	var out registry.Key
 	err := e.store.Update(ctx, orgID, func(tx store.Tx) error {
 		before, err := tx.RegisteredKey(ctx, kind, kid)

@@ -49,6 +49,11 @@ func (e *Engine) StageBundle(ctx context.Context, orgID string, raw []byte) (Pub
 }
 
 func (e *Engine) publish(ctx context.Context, orgID string, raw []byte, activate bool) (Published, error) {
+	// policy.Load holds bundles to the default JSON limits; configured
+	// limits that are lower apply too.
+	if err := strictjson.Validate(raw, e.decodeOptions()); err != nil {
+		return Published{}, bundleError(err)
+	}
 	c, err := policy.Load(raw)
 	if err != nil {
 		return Published{}, bundleError(err)

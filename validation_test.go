@@ -16,12 +16,16 @@ import (
 var controlChars = []string{"\x00", "\t", "\n", "\x1b", "\x7f", "\u0080", "\u0085", "\u009b", "\u009f"}
 
 func TestValidToken(t *testing.T) {
-	for _, s := range []string{"k", "order-1:refund/2", "clé-返金", "~", "a\u00a0b", strings.Repeat("k", clearance.MaxKeyLength)} {
+	for _, s := range []string{"k", "order-1:refund/2", "~", "!", "a,b;c=d", strings.Repeat("k", clearance.MaxKeyLength)} {
 		if !clearance.ValidToken(s) {
 			t.Errorf("ValidToken(%q) = false", s)
 		}
 	}
-	bad := []string{"", " ", "a b", "a\xffb", "\xc3\x28", strings.Repeat("k", clearance.MaxKeyLength+1)}
+	// Visible ASCII only: what is not (a zero-width space, a bidi
+	// override, a no-break space, any other letter) could make two keys
+	// that read the same.
+	bad := []string{"", " ", "a b", "k ", " k", "a\xffb", "\xc3\x28", "clé-返金", "a\u00a0b", "k\u200b", "\u202ek", "\ufeffk",
+		strings.Repeat("k", clearance.MaxKeyLength+1)}
 	for _, c := range controlChars {
 		bad = append(bad, "a"+c+"b", c)
 	}

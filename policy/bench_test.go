@@ -8,7 +8,7 @@ import (
 
 func BenchmarkEvaluateStarter(b *testing.B) {
 	c := Starter()
-	in := Input{DecisionType: "payment", WorkflowKey: "ap", Amount: 5000, HasAmount: true,
+	in := Input{DecisionType: "PAYMENT", WorkflowKey: "ap", Amount: 5000, HasAmount: true,
 		Approval: &Approval{Verified: true}, Now: time.Unix(1_700_000_000, 0)}
 	b.ReportAllocs()
 	for b.Loop() {
@@ -25,7 +25,7 @@ func benchBundle(indexed bool) Bundle {
 	outcomes := []Outcome{OutcomeAllow, OutcomeEscalate, OutcomeReviewRequired, OutcomeBlock}
 	bb := Bundle{BundleID: "bench", Version: "1", Mode: ModeEnforcement, Default: Default{Outcome: OutcomeAllow}}
 	for i := range 1000 {
-		dt, wk := fmt.Sprintf("dt-%d", i%100), fmt.Sprintf("wk-%d", (i/200)*20+i%20)
+		dt, wk := fmt.Sprintf("DT_%d", i%100), fmt.Sprintf("wk-%d", (i/200)*20+i%20)
 		r := Rule{ID: fmt.Sprintf("rule-%d", i), Outcome: outcomes[(i/100)%4], ReasonCodes: []string{fmt.Sprintf("CODE_%d", i)},
 			Match: []Predicate{{Field: "amount", Op: "ge", Value: (i % 7) * 100}}}
 		if indexed {
@@ -39,7 +39,7 @@ func benchBundle(indexed bool) Bundle {
 }
 
 func benchInput() Input {
-	return Input{DecisionType: "dt-7", WorkflowKey: "wk-27", Amount: 5000, HasAmount: true}
+	return Input{DecisionType: "DT_7", WorkflowKey: "wk-27", Amount: 5000, HasAmount: true}
 }
 
 func benchmarkBundle(b *testing.B, bb Bundle) {
@@ -60,7 +60,7 @@ func BenchmarkEvaluate1000RulesUnindexed(b *testing.B) { benchmarkBundle(b, benc
 const celBenchBundle = `{"bundle_id": "cel-bench", "version": "1", "mode": "ENFORCEMENT",
  "rules": [
   {"id": "small", "match": [{"field": "amount", "op": "lt", "value": 1000000}], "outcome": "ALLOW", "reason_codes": ["SMALL"]},
-  {"id": "email-refund", "decision_types": ["refund"],
+  {"id": "email-refund", "decision_types": ["REFUND"],
    "when": "has(intent.amount) && intent.amount > 200 && intent.context.channel == 'email'",
    "outcome": "ESCALATE", "reason_codes": ["EMAIL_REFUND_OVER_200"]}],
  "default": {"outcome": "ALLOW", "reason_codes": []}}`
@@ -70,7 +70,7 @@ func BenchmarkEvaluateCEL(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	in := Input{DecisionType: "refund", Amount: 250, HasAmount: true, Context: map[string]any{"channel": "email"},
+	in := Input{DecisionType: "REFUND", Amount: 250, HasAmount: true, Context: map[string]any{"channel": "email"},
 		Now: time.Unix(1_700_000_000, 0)}
 	b.ReportAllocs()
 	for b.Loop() {
@@ -85,6 +85,20 @@ func BenchmarkLoadStarter(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := Load(raw); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkIntentInput measures the mapping every decision makes, name
+// grammars included.
+func BenchmarkIntentInput(b *testing.B) {
+	i := Intent{DecisionType: "PAYMENT", WorkflowKey: "ap.invoice", Surface: "workspace_app", Amount: Amount{Value: 2500, Set: true},
+		Actor: &Actor{ID: "agent-7", Type: "agent"}, Action: &Action{Type: "refund", Currency: "EUR", Target: "order-1"}}
+	now := time.Unix(1_700_000_000, 0)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := i.Input(now); err != nil {
 			b.Fatal(err)
 		}
 	}

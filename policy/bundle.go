@@ -15,7 +15,7 @@ import (
 // Limits enforced by Compile.
 const (
 	MaxRules       = 10_000 // rules per bundle
-	MaxIDLen       = 200    // bytes of bundle_id, rule id and selector values
+	MaxIDLen       = 200    // bytes of bundle_id and rule id
 	MaxVersionLen  = 100    // bytes of version, [A-Za-z0-9._-]
 	MaxWhenLen     = 10_000 // bytes of one CEL expression
 	maxProblems    = 100    // problems listed by a ValidationError
@@ -167,9 +167,9 @@ func compileRule(i int, r Rule, ids map[string]struct{}, v *validator) rule {
 		v.add(r.ID, at("outcome"), "outcome must be ALLOW, ESCALATE, REVIEW_REQUIRED or BLOCK")
 	}
 	checkReasonCodes(r.ID, at("reason_codes"), r.ReasonCodes, true, v)
-	out.decisionTypes = selector(r.ID, at("decision_types"), r.DecisionTypes, v)
-	out.workflowKeys = selector(r.ID, at("workflow_keys"), r.WorkflowKeys, v)
-	out.surfaces = selector(r.ID, at("surfaces"), r.Surfaces, v)
+	out.decisionTypes = selector(r.ID, at("decision_types"), r.DecisionTypes, decisionTypeGrammar, v)
+	out.workflowKeys = selector(r.ID, at("workflow_keys"), r.WorkflowKeys, workflowKeyGrammar, v)
+	out.surfaces = selector(r.ID, at("surfaces"), r.Surfaces, surfaceGrammar, v)
 	for j, p := range r.Match {
 		path := at(fmt.Sprintf("match[%d]", j))
 		cp, ok := compilePredicate(p, func(f, msg string) { v.add(r.ID, path+"."+f, msg) })
@@ -214,11 +214,13 @@ func checkReasonCodes(ruleID, field string, codes []string, required bool, v *va
 	}
 }
 
-// selector validates a selector list and returns it as a set.
-func selector(ruleID, field string, values []string, v *validator) strSet {
+// selector validates a selector list and returns it as a set. Its values
+// follow the grammar of the member they select on: a value no valid request
+// can carry would be a rule that silently never matches.
+func selector(ruleID, field string, values []string, g grammar, v *validator) strSet {
 	for k, s := range values {
-		if s == "" || len(s) > MaxIDLen {
-			v.add(ruleID, fmt.Sprintf("%s[%d]", field, k), fmt.Sprintf("selector values must be 1..%d bytes", MaxIDLen))
+		if !g.valid(s) {
+			v.add(ruleID, fmt.Sprintf("%s[%d]", field, k), fmt.Sprintf("selector value %q must be %s", s, g.rule))
 		}
 	}
 	return newStrSet(dedupe(values))

@@ -19,7 +19,8 @@
 // mode ENFORCEMENT or SHADOW; at most 10,000 rules with unique non-empty
 // ids; valid outcomes; reason codes ^[A-Z][A-Z0-9_]*$, at least one per
 // rule, none of the evaluator's own (PROTOCOL_OUTCOME_*, POLICY_MATCHED,
-// NO_RULE_MATCHED, EVALUATION_ERROR); known predicate fields and ops with
+// NO_RULE_MATCHED, EVALUATION_ERROR); selector values that follow the
+// grammar of their member (below); known predicate fields and ops with
 // values of the field's type; `when` must type-check as bool.
 //
 // # Rules
@@ -83,4 +84,13 @@
 // at most MaxAmount; null, booleans and strings are INVALID_AMOUNT.
 // action.amount stands for amount when amount is absent; both present and
 // different is AMOUNT_CONFLICT.
+//
+// The names rules select on have ASCII grammars, so that a look-alike (a
+// zero-width space, a bidi override, a trailing space, a homoglyph, another
+// case) is INVALID_IDENTIFIER rather than a name no rule selects:
+// decision_type is upper snake case (ValidDecisionType), workflow_key
+// ^[A-Za-z0-9][A-Za-z0-9._:/-]*$ up to 128 bytes (ValidWorkflowKey),
+// surface ^[a-z][a-z0-9_]*$ up to 80 bytes (ValidSurface). The other names
+// (actor, action, vertical_pack, objective_profile) are at most
+// MaxIdentifierLen bytes without control characters.
 package policy

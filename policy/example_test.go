@@ -11,10 +11,10 @@ func ExampleLoad() {
 	c, err := policy.Load([]byte(`{
 	  "bundle_id": "payments", "version": "2026.1", "mode": "ENFORCEMENT",
 	  "rules": [
-	    {"id": "big", "decision_types": ["payment"],
+	    {"id": "big", "decision_types": ["PAYMENT"],
 	     "match": [{"field": "amount", "op": "ge", "value": 5000}],
 	     "outcome": "ESCALATE", "reason_codes": ["LARGE_PAYMENT"]},
-	    {"id": "new-vendor", "decision_types": ["payment"],
+	    {"id": "new-vendor", "decision_types": ["PAYMENT"],
 	     "when": "intent.context.vendor_age_days < 30",
 	     "outcome": "REVIEW_REQUIRED", "reason_codes": ["NEW_VENDOR"]}
 	  ],
@@ -24,7 +24,7 @@ func ExampleLoad() {
 		fmt.Println(err)
 		return
 	}
-	intent, err := policy.DecodeIntent([]byte(`{"decision_type": "payment", "amount": 7500.00,
+	intent, err := policy.DecodeIntent([]byte(`{"decision_type": "PAYMENT", "amount": 7500.00,
 	  "context": {"vendor_age_days": 12}}`))
 	if err != nil {
 		fmt.Println(err)

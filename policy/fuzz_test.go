@@ -24,7 +24,7 @@ func FuzzLoad(f *testing.F) {
 	}
 	inputs := []Input{
 		{},
-		{DecisionType: "refund", WorkflowKey: "wk", Surface: "slack", Amount: 5000, HasAmount: true, RiskScore: 0.9, HasRiskScore: true,
+		{DecisionType: "REFUND", WorkflowKey: "wk", Surface: "slack", Amount: 5000, HasAmount: true, RiskScore: 0.9, HasRiskScore: true,
 			Context: map[string]any{"channel": "email", "n": 3.0, "flag": true}, Approval: &Approval{Verified: true}},
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {

@@ -387,35 +387,72 @@ func trimSpace(b []byte) []byte {
 }
 
 // CodeInvalidIdentifier is the InputError code of an identifier member that
-// is too long or holds control characters.
+// breaks its grammar, is too long or holds control characters.
 const CodeInvalidIdentifier = "INVALID_IDENTIFIER"
 
-// MaxIdentifierLen bounds identifier members (decision_type, workflow_key, …).
+// MaxIdentifierLen bounds the identifier members without a grammar of their
+// own (vertical_pack, objective_profile, actor.*, action.type/currency/target).
 const MaxIdentifierLen = 200
 
-// checkIdentifiers refuses control characters (C0 with NUL, DEL and C1:
-// hasControl) and oversized values in the members that name things: they
-// are indexed and stored as text by every backend, and no legitimate name
-// needs them.
+// checkIdentifiers holds decision_type, workflow_key and surface, when
+// present, to their grammars (ValidDecisionType, ValidWorkflowKey,
+// ValidSurface), and refuses control characters (C0 with NUL, DEL and C1:
+// hasControl) and oversized values in the other members that name things:
+// they are indexed and stored as text by every backend, and no legitimate
+// name needs them.
 func (i Intent) checkIdentifiers() error {
-	fields := []struct{ name, v string }{
-		{"decision_type", i.DecisionType}, {"workflow_key", i.WorkflowKey}, {"surface", i.Surface},
-		{"vertical_pack", i.VerticalPack}, {"objective_profile", i.ObjectiveProfile},
+	if err := checkGrammar("decision_type", i.DecisionType, &decisionTypeGrammar); err != nil {
+		return err
 	}
-	if i.Actor != nil {
-		fields = append(fields, struct{ name, v string }{"actor.id", i.Actor.ID}, struct{ name, v string }{"actor.type", i.Actor.Type})
+	if err := checkGrammar("workflow_key", i.WorkflowKey, &workflowKeyGrammar); err != nil {
+		return err
 	}
-	if i.Action != nil {
-		fields = append(fields, struct{ name, v string }{"action.type", i.Action.Type},
-			struct{ name, v string }{"action.currency", i.Action.Currency}, struct{ name, v string }{"action.target", i.Action.Target})
+	if err := checkGrammar("surface", i.Surface, &surfaceGrammar); err != nil {
+		return err
 	}
-	for _, f := range fields {
-		if len(f.v) > MaxIdentifierLen {
-			return &InputError{Code: CodeInvalidIdentifier, Field: f.name, Message: fmt.Sprintf("%s is longer than %d bytes", f.name, MaxIdentifierLen)}
+	if err := checkName("vertical_pack", i.VerticalPack); err != nil {
+		return err
+	}
+	if err := checkName("objective_profile", i.ObjectiveProfile); err != nil {
+		return err
+	}
+	if a := i.Actor; a != nil {
+		if err := checkName("actor.id", a.ID); err != nil {
+			return err
 		}
-		if hasControl(f.v) {
-			return &InputError{Code: CodeInvalidIdentifier, Field: f.name, Message: f.name + " must not contain control characters"}
+		if err := checkName("actor.type", a.Type); err != nil {
+			return err
 		}
+	}
+	if a := i.Action; a != nil {
+		if err := checkName("action.type", a.Type); err != nil {
+			return err
+		}
+		if err := checkName("action.currency", a.Currency); err != nil {
+			return err
+		}
+		if err := checkName("action.target", a.Target); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkGrammar holds a present member to its grammar.
+func checkGrammar(field, v string, g *grammar) error {
+	if v != "" && !g.valid(v) {
+		return &InputError{Code: CodeInvalidIdentifier, Field: field, Message: field + " must be " + g.rule}
+	}
+	return nil
+}
+
+// checkName refuses an oversized name or one with control characters.
+func checkName(field, v string) error {
+	if len(v) > MaxIdentifierLen {
+		return &InputError{Code: CodeInvalidIdentifier, Field: field, Message: fmt.Sprintf("%s is longer than %d bytes", field, MaxIdentifierLen)}
+	}
+	if hasControl(v) {
+		return &InputError{Code: CodeInvalidIdentifier, Field: field, Message: field + " must not contain control characters"}
 	}
 	return nil
 }

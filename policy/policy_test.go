@@ -101,7 +101,7 @@ func TestValidationProblems(t *testing.T) {
 		{"preds", "rules[3].match[9].value", "string, number or boolean"},
 		{"preds", "rules[3].match[10].value", "holds a boolean"},
 		{"cel", "rules[4].when", "Syntax error"},
-		{"sel", "rules[5].decision_types[0]", "selector values"},
+		{"sel", "rules[5].decision_types[0]", "must be upper snake case"},
 		{"", "default.outcome", "outcome must be"},
 		{"", "default.reason_codes[0]", "must match"},
 	}
@@ -343,7 +343,7 @@ func TestDecisionSlicesAreClipped(t *testing.T) {
 
 func TestEvaluateAllocations(t *testing.T) {
 	s := Starter()
-	in := Input{DecisionType: "payment", Amount: 5000, HasAmount: true, Approval: &Approval{Verified: true}}
+	in := Input{DecisionType: "PAYMENT", Amount: 5000, HasAmount: true, Approval: &Approval{Verified: true}}
 	if n := testing.AllocsPerRun(100, func() { _ = s.Evaluate(&in) }); n != 0 {
 		t.Errorf("starter: %v allocs", n)
 	}
@@ -376,12 +376,18 @@ func TestIndexAgreesWithPredicates(t *testing.T) {
 		}
 		return out
 	}
+	upper := func(s []string) []string { // decision types are upper snake case
+		for i := range s {
+			s[i] = strings.ToUpper(s[i])
+		}
+		return s
+	}
 	outcomes := []Outcome{OutcomeAllow, OutcomeEscalate, OutcomeReviewRequired, OutcomeBlock}
 	for iter := range 50 {
 		indexed, flat := bundleWith(), bundleWith()
 		for i := range 40 {
 			r := Rule{ID: fmt.Sprint(i), Outcome: outcomes[rng.IntN(4)], ReasonCodes: []string{fmt.Sprintf("C%d", rng.IntN(10))},
-				DecisionTypes: pick(), WorkflowKeys: pick(), Surfaces: pick()}
+				DecisionTypes: upper(pick()), WorkflowKeys: pick(), Surfaces: pick()}
 			if rng.IntN(2) == 0 {
 				r.Match = []Predicate{{Field: "amount", Op: "ge", Value: rng.IntN(100)}}
 			}
@@ -401,7 +407,7 @@ func TestIndexAgreesWithPredicates(t *testing.T) {
 		}
 		for range 50 {
 			one := func() string { return append(slices.Clone(vals), "", "z")[rng.IntN(7)] }
-			in := Input{DecisionType: one(), WorkflowKey: one(), Surface: one(), Amount: float64(rng.IntN(100)), HasAmount: true}
+			in := Input{DecisionType: strings.ToUpper(one()), WorkflowKey: one(), Surface: one(), Amount: float64(rng.IntN(100)), HasAmount: true}
 			di, df := ci.Evaluate(&in), cf.Evaluate(&in)
 			if diff := cmp.Diff(df, di); diff != "" {
 				t.Fatalf("iter %d input %+v (-flat +indexed):\n%s", iter, in, diff)
@@ -419,7 +425,7 @@ func TestConcurrentEvaluate(t *testing.T) {
 	for g := range 8 {
 		wg.Go(func() {
 			for i := range 200 {
-				in := Input{DecisionType: "refund", Amount: float64(g*100 + i), HasAmount: true,
+				in := Input{DecisionType: "REFUND", Amount: float64(g*100 + i), HasAmount: true,
 					Context: map[string]any{"channel": "email"}, Now: time.Unix(int64(i), 0)}
 				d := c.Evaluate(&in)
 				want := OutcomeAllow
@@ -509,7 +515,7 @@ func TestAmountInsideStrictJSON(t *testing.T) {
 }
 
 func TestIntentJSON(t *testing.T) {
-	raw := `{"decision_type":"refund","amount":1000.50,"risk_score":0.25,"mode":"SHADOW","context":{"k":"v"},"actor":{"id":"a1","type":"agent"},"action":{"type":"pay","amount":1000.5,"currency":"USD","target":"acct"}}`
+	raw := `{"decision_type":"REFUND","amount":1000.50,"risk_score":0.25,"mode":"SHADOW","context":{"k":"v"},"actor":{"id":"a1","type":"agent"},"action":{"type":"pay","amount":1000.5,"currency":"USD","target":"acct"}}`
 	i, err := DecodeIntent([]byte(raw))
 	if err != nil {
 		t.Fatal(err)
@@ -529,7 +535,7 @@ func TestIntentJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Input{DecisionType: "refund", Amount: 1000.5, HasAmount: true, RiskScore: 0.25, HasRiskScore: true,
+	want := Input{DecisionType: "REFUND", Amount: 1000.5, HasAmount: true, RiskScore: 0.25, HasRiskScore: true,
 		RequestedMode: ModeShadow, Context: map[string]any{"k": "v"}, ActorID: "a1", ActorType: "agent",
 		ActionType: "pay", Currency: "USD", ActionTarget: "acct", Now: now}
 	if diff := cmp.Diff(want, in); diff != "" {

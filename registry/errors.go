@@ -22,8 +22,8 @@ var (
 	// ErrKIDInUse: an ACTIVE key already has the kid with another key or
 	// issuer; revoke it first.
 	ErrKIDInUse = errors.New("registry: kid in use")
-	// ErrInvalidKID: the kid is empty, longer than 200 characters, not
-	// valid UTF-8 or has control characters.
+	// ErrInvalidKID: the kid is not ValidKID (1 to 200 characters of
+	// [A-Za-z0-9._:-]).
 	ErrInvalidKID = errors.New("registry: invalid kid")
 	// ErrInvalidIssuer: the iss is longer than MaxIssuerLength bytes, not
 	// valid UTF-8 or has control characters.

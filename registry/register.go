@@ -16,8 +16,27 @@ import (
 	"github.com/clearancehq/clearance/grant"
 )
 
-// MaxKIDLength is the longest kid, in characters.
+// MaxKIDLength is the longest kid, in characters (ASCII, so bytes).
 const MaxKIDLength = 200
+
+// ValidKID reports whether kid can name a registered key: 1 to
+// MaxKIDLength characters of ^[A-Za-z0-9._:-]+$, which holds RFC 7638
+// thumbprints (base64url) and the usual "issuer:2026-11" names, and no
+// look-alike (a zero-width space, a bidi override, a trailing space or a
+// homoglyph would make two kids that read the same).
+func ValidKID(kid string) bool {
+	if kid == "" || len(kid) > MaxKIDLength {
+		return false
+	}
+	for i := 0; i < len(kid); i++ {
+		switch c := kid[i]; {
+		case c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '.', c == '_', c == ':', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // MaxIssuerLength is the longest iss, in bytes.
 const MaxIssuerLength = 512
@@ -43,8 +62,7 @@ type publicJWK struct {
 
 // Register registers r as an ACTIVE key of kind in tx's org (orgID) at now.
 //
-// The kid must be 1..200 characters of UTF-8 without control characters
-// (ErrInvalidKID); the iss, when given, at most 512 bytes of UTF-8 without
+// The kid must be ValidKID (ErrInvalidKID); the iss, when given, at most 512 bytes of UTF-8 without
 // control characters (ErrInvalidIssuer). The JWK is parsed with
 // grant.ParsePublicJWK: private members are ErrPrivateKeyMaterial, a
 // low-order point ErrWeakKey, anything else malformed ErrInvalidKey (each
@@ -114,12 +132,12 @@ func Register(ctx context.Context, tx Tx, orgID string, kind Kind, r Registratio
 }
 
 // Revoke revokes the key of kind with kid at now, keeping its metadata. A
-// missing key is ErrKeyNotFound, and so is a kid no key can have (one
-// Register would refuse), without asking tx; an already revoked key is
+// kid no key can have (one Register would refuse) is ErrInvalidKID, without
+// asking tx; a missing key is ErrKeyNotFound; an already revoked key is
 // returned unchanged.
 func Revoke(ctx context.Context, tx Tx, kind Kind, kid string, now time.Time) (Key, error) {
 	if err := checkKID(kid); err != nil {
-		return Key{}, refuse(ErrKeyNotFound, "no %s key %q: %w", kind, kid, err)
+		return Key{}, err
 	}
 	k, err := tx.RegisteredKey(ctx, kind, kid)
 	switch {
@@ -144,8 +162,7 @@ func Revoke(ctx context.Context, tx Tx, kind Kind, kid string, now time.Time) (K
 // Lookup returns the public key of the org's ACTIVE key of kind with kid,
 // for verifying signatures. An unknown or revoked kid is an error wrapping
 // both ErrKeyNotFound and grant.ErrUnknownKey, and so is a kid no key can
-// have (one Register would refuse: empty, overlong, not UTF-8 or with
-// control characters), without asking r; a storage failure is returned as
+// have (not ValidKID), without asking r; a storage failure is returned as
 // it is (it is not a refusal).
 func Lookup(ctx context.Context, r Reader, orgID string, kind Kind, kid string) (ed25519.PublicKey, error) {
 	k, err := LookupKey(ctx, r, orgID, kind, kid)
@@ -187,19 +204,13 @@ func checkKind(kind Kind) error {
 }
 
 func checkKID(kid string) error {
-	n := utf8.RuneCountInString(kid)
 	switch {
 	case kid == "":
 		return refuse(ErrInvalidKID, "kid is empty")
-	case !utf8.ValidString(kid):
-		return refuse(ErrInvalidKID, "kid is not valid UTF-8")
-	case n > MaxKIDLength:
-		return refuse(ErrInvalidKID, "kid has %d characters, at most %d allowed", n, MaxKIDLength)
-	}
-	for _, c := range kid {
-		if unicode.IsControl(c) {
-			return refuse(ErrInvalidKID, "kid has a control character")
-		}
+	case len(kid) > MaxKIDLength:
+		return refuse(ErrInvalidKID, "kid has %d bytes, at most %d allowed", len(kid), MaxKIDLength)
+	case !ValidKID(kid):
+		return refuse(ErrInvalidKID, "kid must be 1 to %d characters of [A-Za-z0-9._:-]", MaxKIDLength)
 	}
 	return nil
 }

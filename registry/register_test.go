@@ -218,7 +218,12 @@ func TestRegisterRefuses(t *testing.T) {
 		{"no JWK", registry.Registration{KID: "k"}, registry.ErrInvalidKey, "INVALID_PUBLIC_KEY", grant.ErrInvalidKey},
 		{"kid mismatch", registry.Registration{KID: "k", PublicJWK: jwk(key(1), `,"kid":"other"`)}, registry.ErrKIDMismatch, "KID_MISMATCH", nil},
 		{"empty kid", registry.Registration{KID: "", PublicJWK: jwk(key(1), "")}, registry.ErrInvalidKID, "INVALID_KID", nil},
-		{"201-character kid", registry.Registration{KID: strings.Repeat("é", 201), PublicJWK: jwk(key(1), "")}, registry.ErrInvalidKID, "INVALID_KID", nil},
+		{"201-character kid", registry.Registration{KID: strings.Repeat("k", 201), PublicJWK: jwk(key(1), "")}, registry.ErrInvalidKID, "INVALID_KID", nil},
+		{"non-ASCII kid", registry.Registration{KID: "clé", PublicJWK: jwk(key(1), "")}, registry.ErrInvalidKID, "INVALID_KID", nil},
+		{"zero-width space in kid", registry.Registration{KID: "psp-2026\u200b", PublicJWK: jwk(key(1), "")}, registry.ErrInvalidKID, "INVALID_KID", nil},
+		{"bidi override in kid", registry.Registration{KID: "\u202epsp-2026", PublicJWK: jwk(key(1), "")}, registry.ErrInvalidKID, "INVALID_KID", nil},
+		{"trailing space in kid", registry.Registration{KID: "psp-2026 ", PublicJWK: jwk(key(1), "")}, registry.ErrInvalidKID, "INVALID_KID", nil},
+		{"slash in kid", registry.Registration{KID: "psp/2026", PublicJWK: jwk(key(1), "")}, registry.ErrInvalidKID, "INVALID_KID", nil},
 		{"control character in kid", registry.Registration{KID: "a\nb", PublicJWK: jwk(key(1), "")}, registry.ErrInvalidKID, "INVALID_KID", nil},
 		{"invalid UTF-8 kid", registry.Registration{KID: "a\xffb", PublicJWK: jwk(key(1), "")}, registry.ErrInvalidKID, "INVALID_KID", nil},
 	}
@@ -236,9 +241,12 @@ func TestRegisterRefuses(t *testing.T) {
 	if err != nil || len(keys) != 0 {
 		t.Fatalf("refused registrations stored %v (%v)", keys, err)
 	}
-	// 200 characters is the limit, inclusive.
-	if _, _, err := register(t, s, orgA, registry.KindProvider, registry.Registration{KID: strings.Repeat("é", 200), PublicJWK: jwk(key(1), "")}, t0); err != nil {
-		t.Fatalf("200-character kid: %v", err)
+	// 200 characters is the limit, inclusive; RFC 7638 thumbprints
+	// (base64url) and the usual separators are kids.
+	for i, kid := range []string{strings.Repeat("k", 200), x(key(9)), "psp.example:2026-11_a"} {
+		if _, _, err := register(t, s, orgA, registry.KindProvider, registry.Registration{KID: kid, PublicJWK: jwk(key(byte(1+i)), "")}, t0); err != nil {
+			t.Fatalf("kid %q: %v", kid, err)
+		}
 	}
 	err = s.Update(t.Context(), orgA, func(tx store.Tx) error {
 		_, _, err := registry.Register(context.Background(), tx, orgA, "merchant", registry.Registration{KID: "m", PublicJWK: jwk(key(1), "")}, t0)

@@ -4,7 +4,7 @@
 // Only public Ed25519 keys are accepted (grant.ParsePublicJWK refuses private
 // material, wrong lengths and low-order points). Revocation keeps the
 // metadata; registering a revoked kid again replaces the key and clears the
-// revocation.
+// revocation. A kid is ASCII (ValidKID), so two kids never read the same.
 package registry
 
 import (

@@ -52,12 +52,15 @@ func (tr *trap) RegisteredKeys(context.Context, string, registry.Kind) ([]regist
 	return nil, errors.New("unexpected listing")
 }
 
-// A kid no key can have is not found without asking the store: PostgreSQL
+// A kid no key can have is answered without asking the store: PostgreSQL
 // text cannot even hold NUL, so asking would be a storage failure (503) for
-// what is bad input.
+// what is bad input. Lookup finds no key (a signature names an unknown
+// key); Revoke refuses the kid as Register would (400, not 404: the spec's
+// "kid 1 to 200 chars").
 func TestLookupAndRevokeRefuseImpossibleKIDs(t *testing.T) {
 	ctx := t.Context()
-	for _, kid := range []string{"", "a\x00b", "a\nb", "a\x7fb", "a\u0085b", "a\xffb", strings.Repeat("k", registry.MaxKIDLength+1)} {
+	for _, kid := range []string{"", "a\x00b", "a\nb", "a\x7fb", "a\u0085b", "a\xffb", "k\u200b", "\u202ek", "k ", "clé",
+		strings.Repeat("k", registry.MaxKIDLength+1)} {
 		var tr trap
 		_, err := registry.Lookup(ctx, &tr, orgA, registry.KindAgent, kid)
 		wantCode(t, "Lookup", err, registry.ErrKeyNotFound, "KEY_NOT_FOUND")
@@ -65,14 +68,17 @@ func TestLookupAndRevokeRefuseImpossibleKIDs(t *testing.T) {
 			t.Errorf("Lookup(%q): %v does not wrap grant.ErrUnknownKey", kid, err)
 		}
 		_, err = registry.Revoke(ctx, &tr, registry.KindProvider, kid, t0)
-		wantCode(t, "Revoke", err, registry.ErrKeyNotFound, "KEY_NOT_FOUND")
+		wantCode(t, "Revoke", err, registry.ErrInvalidKID, "INVALID_KID")
 		if len(tr.calls) != 0 {
 			t.Errorf("kid %q: the store was asked: %q", kid, tr.calls)
+		}
+		if registry.ValidKID(kid) {
+			t.Errorf("ValidKID(%q) = true", kid)
 		}
 	}
 	// A possible kid is asked for.
 	var tr trap
-	kid := strings.Repeat("é", registry.MaxKIDLength)
+	kid := strings.Repeat("k", registry.MaxKIDLength)
 	if _, err := registry.Lookup(ctx, &tr, orgA, registry.KindAgent, kid); !errors.Is(err, registry.ErrKeyNotFound) {
 		t.Errorf("Lookup: %v", err)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/clearancehq/clearance"
 	"github.com/clearancehq/clearance/grant"
 	"github.com/clearancehq/clearance/internal/canon"
 	"github.com/clearancehq/clearance/server"
@@ -65,6 +66,9 @@ const (
 	catScope     = "credential without the scope"
 	catPlatform  = "platform key where an org key is needed or vice versa"
 	catMethod    = "method the path does not serve"
+	catLookAlike = "look-alike names (zero-width, bidi, blank, homoglyph, case)"
+	catLimits    = "too many members or elements, NUL in a string"
+	catFresh     = "stale or future signed intents"
 )
 
 // unknownID is a well-formed UUID that names nothing.
@@ -183,6 +187,7 @@ type badCase struct {
 	hasBody        bool
 	chunked        bool              // send the body without a Content-Length
 	headers        map[string]string // "" removes a header
+	rawHeaders     http.Header       // set verbatim: empty values and repeats included
 	status         int               // the status wanted; 0: any 4xx
 	want           []string          // the codes allowed; nil: any stable code
 }
@@ -214,6 +219,7 @@ type routeSpec struct {
 	amounts     []string // body templates: @@ is an amount literal
 	numbers     []string // body templates: @@ is a non-amount number literal
 	idents      []string // body templates: @@ is a JSON string naming something
+	grammar     []string // body templates: @@ is a JSON string that must follow a name grammar
 	idem, corr  bool     // reads the Idempotency-Key / X-Correlation-Id headers
 	foreign     bool     // the accepted body names this org's resources
 	query       string   // the accepted query string ("?…"), e.g. a required org_id
@@ -425,6 +431,9 @@ func (s *badSuite) send(t *testing.T, c badCase) *result {
 		}
 		rq.Header.Set(k, v)
 	}
+	for k, vs := range c.rawHeaders {
+		rq.Header[k] = vs
+	}
 	client := &http.Client{Transport: s.x.tr, CheckRedirect: func(*http.Request, []*http.Request) error {
 		return http.ErrUseLastResponse
 	}}
@@ -469,6 +478,14 @@ func (s *badSuite) check(t *testing.T, r tableRoute, c badCase, res *result) {
 	if res.Status < 400 {
 		t.Errorf("%s: want a 4xx: %s", what, res)
 		return
+	}
+	// A refused request echoes no correlation id, and the request id it
+	// answers with is visible ASCII (a bad one sent is replaced).
+	if corr := res.Header.Get(server.HeaderCorrelationID); corr != "" {
+		t.Errorf("%s: X-Correlation-Id %q echoed on a refusal: %s", what, corr, res)
+	}
+	if rid := res.Header.Get(server.HeaderRequestID); !clearance.ValidToken(rid) {
+		t.Errorf("%s: X-Request-Id %q is not visible ASCII: %s", what, rid, res)
 	}
 	if c.status != 0 && res.Status != c.status {
 		t.Errorf("%s: want %d: %s", what, c.status, res)
@@ -663,10 +680,15 @@ func (s *badSuite) specs(a specArgs) map[string]routeSpec {
 			"value":     `{"bundle_id":"bad","version":"bad-1","mode":"SHADOW","rules":[{"id":"r1","match":[{"field":"amount","op":"ge","value":@@}],"outcome":"BLOCK","reason_codes":["BIG"]}],"default":{"outcome":"ALLOW","reason_codes":["OK"]}}`,
 		}[member]
 	}
+	selectorTpl := func(member string) string { // a bundle whose rule selects @@ on member
+		return `{"bundle_id":"bad","version":"bad-1","mode":"SHADOW","rules":[{"id":"r1","` + member +
+			`":[@@],"outcome":"BLOCK","reason_codes":["BIG"]}],"default":{"outcome":"ALLOW","reason_codes":["OK"]}}`
+	}
 	bundles := routeSpec{
 		org: orgQuery, body: bundle,
 		numbers: []string{bundleTpl("value")},
 		idents:  []string{bundleTpl("bundle_id"), bundleTpl("version"), bundleTpl("rule id"), bundleTpl("reason"), bundleTpl("field")},
+		grammar: []string{selectorTpl("decision_types"), selectorTpl("workflow_keys"), selectorTpl("surfaces")},
 		extra: func(q req) []badCase {
 			return s.values(q, []string{
 				strings.Replace(bundle, `"mode":"SHADOW"`, `"mode":"ENFORCE"`, 1),
@@ -723,8 +745,9 @@ func (s *badSuite) specs(a specArgs) map[string]routeSpec {
 			`{"amount":5,"context":"x"}`, `{"amount":5,"action":{"parameters":[]}}`,
 		})
 	}
+	decisionGrammar := []string{`{"amount":5,"decision_type":@@}`, `{"amount":5,"workflow_key":@@}`, `{"amount":5,"surface":@@}`}
 	evaluate := routeSpec{org: orgBody, body: decision, amounts: decisionAmounts, numbers: decisionNumbers,
-		idents: decisionIdents, idem: true, corr: true, extra: decisionValues}
+		idents: decisionIdents, grammar: decisionGrammar, idem: true, corr: true, extra: decisionValues}
 	gateIdents := append(slices.Clone(decisionIdents), `{"amount":5,"idempotency_key":@@}`, `{"amount":5,"correlation_id":@@}`)
 	gateExtra := func(q req) []badCase {
 		out := decisionValues(q)
@@ -736,7 +759,7 @@ func (s *badSuite) specs(a specArgs) map[string]routeSpec {
 		return out
 	}
 	gate := routeSpec{org: orgBody, body: decision, amounts: decisionAmounts, numbers: decisionNumbers,
-		idents: gateIdents, idem: true, corr: true, extra: gateExtra}
+		idents: gateIdents, grammar: decisionGrammar, idem: true, corr: true, extra: gateExtra}
 	crm := gate
 	crm.org = orgPath
 	crm.params = map[string]string{"orgId": s.a.ID}
@@ -763,6 +786,7 @@ func (s *badSuite) specs(a specArgs) map[string]routeSpec {
 			`{"system_of_record":@@,"intent":{"action_type":"x"}}`, `{"intent":{"action_type":@@}}`,
 			`{"intent":{"action_type":"x","currency":@@}}`, `{"intent":{"action_type":"x","target":@@}}`,
 			`{"intent":{"action_type":"x","actor":{"id":@@}}}`},
+		grammar: []string{`{"decision_type":@@,"intent":{"action_type":"x"}}`, `{"workflow_key":@@,"intent":{"action_type":"x"}}`},
 		extra: func(q req) []badCase {
 			return s.values(q, []string{`{"intent":{}}`, `{}`, `{"intent":{"action_type":""}}`, `{"mode":"ENFORCE","intent":{"action_type":"x"}}`,
 				`{"intent":null}`, `{"intent":{"action_type":"x","actor":[]}}`})
@@ -873,8 +897,20 @@ func (s *badSuite) specs(a specArgs) map[string]routeSpec {
 				})
 			},
 		}
+		register.grammar = []string{`{"kid":@@,` + issPart + `"public_jwk":` + jwk + `}`}
 		list := routeSpec{org: orgQuery}
-		revoke := routeSpec{org: orgQuery, params: map[string]string{"kid": spare}, paramCodes: []string{"KEY_NOT_FOUND"}}
+		revoke := routeSpec{org: orgQuery, params: map[string]string{"kid": spare}, paramCodes: []string{"KEY_NOT_FOUND", "INVALID_KID"},
+			extra: func(q req) []badCase {
+				var out []badCase
+				for _, kid := range []string{strings.Repeat("k", 201), spare + "%E2%80%8B", "%E2%80%AE" + spare, spare + "%20", "cl%C3%A9"} {
+					p := q
+					p.path = strings.Replace(q.path, spare, kid, 1)
+					c := s.variant(p, catPath, "kid "+shorten(kid), "", "INVALID_KID")
+					c.status = http.StatusBadRequest
+					out = append(out, c)
+				}
+				return out
+			}}
 		return register, list, revoke
 	}
 	agentRegister, agentList, agentRevoke := keySpec(a.newAgent, "", a.spareAgent)
@@ -955,6 +991,11 @@ func (s *badSuite) specs(a specArgs) map[string]routeSpec {
 					`{"signed_intent":` + lit(strings.Repeat("A", 70000)) + `}`})
 				out = append(out, s.variant(q, catHeader, "Idempotency-Key is not the intent_id", q.body, "IDEMPOTENCY_KEY_NOT_INTENT_ID").
 					with(server.HeaderIdempotencyKey, "not-the-intent-id"))
+				for _, v := range badTokenHeaders {
+					c := s.variant(q, catHeader, "Idempotency-Key "+v.name, q.body, "INVALID_IDEMPOTENCY_KEY")
+					c.rawHeaders, c.status = http.Header{server.HeaderIdempotencyKey: v.vs}, http.StatusBadRequest
+					out = append(out, c)
+				}
 				return append(out, signedExtra(q)...)
 			}},
 		"POST /v1/execution/verify-token":                      verifySpec,
@@ -1251,6 +1292,22 @@ var (
 		`"a\u0085b"`, `"\u009b2J"`, "\"a\u0085b\"", lit(strings.Repeat("a", 4096))}
 	// badUTF8 are strings that are not UTF-8, raw or escaped.
 	badUTF8 = []string{"\"a\xffb\"", "\"\xc0\xaf\"", "\"\xed\xa0\x80\"", "\"\xe2\x82\"", `"\ud800"`, `"\udc00\ud800"`}
+	// lookAlikes are JSON strings that read like a name but break every
+	// name grammar (decision_type, workflow_key, surface, kid): zero-width
+	// space, bidi override, trailing and leading blanks, no-break space, a
+	// byte order mark, a Cyrillic letter, and too long.
+	lookAlikes = []string{`"ab\u200b"`, `"\u202eab"`, `"ab "`, `" ab"`, `"a\u00a0b"`, `"\ufeffab"`, `"\u0430b"`,
+		"\"ab\u200b\"", lit(strings.Repeat("A", 300))}
+	// badTokenHeaders are Idempotency-Key or X-Correlation-Id values that
+	// are refused, never ignored or echoed: empty, blank, sent twice, not
+	// visible ASCII.
+	badTokenHeaders = []struct {
+		name string
+		vs   []string
+	}{
+		{"empty", []string{""}}, {"blank", []string{"   "}}, {"twice", []string{"k-1", "k-2"}}, {"twice, equal", []string{"k-1", "k-1"}},
+		{"zero-width space", []string{"k-1\u200b"}}, {"bidi override", []string{"\u202ek-1"}}, {"no-break space", []string{"k\u00a01"}},
+	}
 )
 
 // bodyCases are the bad bodies of a POST route.
@@ -1380,6 +1437,36 @@ func (s *badSuite) bodyCases(q req, spec routeSpec) []badCase {
 		}
 	}
 
+	// Names with a grammar, given look-alikes.
+	for _, tpl := range spec.grammar {
+		for _, l := range lookAlikes {
+			add(catLookAlike, shorten(strings.ReplaceAll(tpl, "@@", l)), strings.ReplaceAll(tpl, "@@", l),
+				"INVALID_IDENTIFIER", "INVALID_KID", "POLICY_INVALID")
+		}
+	}
+
+	// Size limits and NUL, at the top level and inside a member.
+	var many strings.Builder
+	many.WriteByte('{')
+	for i := range clearance.DefaultMaxJSONMembers + 1 {
+		if i > 0 {
+			many.WriteByte(',')
+		}
+		fmt.Fprintf(&many, `"m%d":0`, i)
+	}
+	many.WriteByte('}')
+	add(catLimits, "1,001 members", many.String(), "JSON_TOO_MANY_MEMBERS")
+	add(catLimits, "1,001 members inside a member", base[:len(base)-1]+`,"zz":`+many.String()+`}`, "JSON_TOO_MANY_MEMBERS")
+	add(catLimits, "10,001 elements", base[:len(base)-1]+`,"zz":[`+strings.TrimSuffix(strings.Repeat("0,", clearance.DefaultMaxJSONElements+1), ",")+`]}`,
+		"JSON_TOO_MANY_ELEMENTS")
+	add(catLimits, "NUL in a string", base[:len(base)-1]+`,"zz":"a\u0000b"}`, "JSON_NUL_CHARACTER")
+	add(catLimits, "NUL in a member name", base[:len(base)-1]+`,"z\u0000":1}`, "JSON_NUL_CHARACTER")
+	add(catLimits, "NUL in the first member", objectOf(append([]member{{first.name, jsontext.Value(`"\u0000"`)}}, ms[1:]...)),
+		"JSON_NUL_CHARACTER")
+	// A bad request with a request id that must not be echoed.
+	add(catHeader, "X-Request-Id with a zero-width space", many.String(), "JSON_TOO_MANY_MEMBERS").rawHeaders =
+		http.Header{server.HeaderRequestID: {"req\u200b"}}
+
 	// Idempotency-Key and X-Correlation-Id headers.
 	headerValues := []string{"a\tb", "a b", "\xff", "\xc3\x28", "a\u0085b", "\u009b2J", strings.Repeat("k", 256)}
 	if spec.idem {
@@ -1392,6 +1479,18 @@ func (s *badSuite) bodyCases(q req, spec routeSpec) []badCase {
 		for _, v := range headerValues {
 			add(catHeader, "X-Correlation-Id "+strconv.Quote(shorten(v)), base, "INVALID_CORRELATION_ID").headers =
 				map[string]string{server.HeaderCorrelationID: v}
+		}
+	}
+	for _, h := range []struct {
+		on         bool
+		name, code string
+	}{{spec.idem, server.HeaderIdempotencyKey, "INVALID_IDEMPOTENCY_KEY"}, {spec.corr, server.HeaderCorrelationID, "INVALID_CORRELATION_ID"}} {
+		if !h.on {
+			continue
+		}
+		for _, v := range badTokenHeaders {
+			c := add(catHeader, h.name+" "+v.name, base, h.code)
+			c.rawHeaders, c.status = http.Header{h.name: v.vs}, http.StatusBadRequest
 		}
 	}
 	return out
@@ -1453,6 +1552,28 @@ func (s *badSuite) signedIntents(q req) []badCase {
 			})))
 		}
 	}
+	// Look-alike names, another case, too long.
+	for _, member := range []string{"workflow_key", "decision_type", "surface"} {
+		for _, v := range []string{"refunds\u200b", "\u202eREFUND", "REFUND ", "\u00a0refunds", "\u0430", "refund", "Refund", "REFUND-2",
+			strings.Repeat("W", 300)} {
+			if member == "workflow_key" && (v == "refund" || v == "Refund" || v == "REFUND-2") || member == "surface" && v == "refund" {
+				continue // valid names
+			}
+			add(fmt.Sprintf("%s %q", member, shorten(v)), sign(x.agent, payload(func(m map[string]any) { m[member] = v })),
+				"INVALID_IDENTIFIER")
+		}
+	}
+	// Stale and future intents.
+	for _, c := range []struct{ at, code string }{
+		{"2001-09-09T01:46:40Z", "INTENT_STALE"}, {"1970-01-01T00:00:00Z", "INTENT_STALE"},
+		{"2100-01-01T00:00:00Z", "INTENT_NOT_YET_VALID"}, {"9999-12-31T23:59:59Z", "INTENT_NOT_YET_VALID"},
+		{x.clock().Add(-clearance.DefaultIntentMaxAge - time.Second).Format(time.RFC3339), "INTENT_STALE"},
+		{x.clock().Add(clearance.DefaultMaxClockSkew + time.Second).Format(time.RFC3339Nano), "INTENT_NOT_YET_VALID"},
+	} {
+		p := payload(func(m map[string]any) { m["issued_at"] = c.at })
+		out = append(out, s.variant(q, catFresh, "issued_at "+c.at, `{"signed_intent":`+lit(sign(x.agent, p))+`}`, c.code))
+		out[len(out)-1].status = http.StatusBadRequest
+	}
 	for _, c := range []struct {
 		name   string
 		mutate func(m map[string]any)
@@ -1468,6 +1589,14 @@ func (s *badSuite) signedIntents(q req) []badCase {
 		{"action is an array", func(m map[string]any) { m["action"] = []any{} }},
 		{"context is a string", func(m map[string]any) { m["context"] = "x" }},
 		{"issued_at not a time", func(m map[string]any) { m["issued_at"] = "yesterday" }},
+		{"context of 1,001 members", func(m map[string]any) {
+			ctx := map[string]any{}
+			for i := range clearance.DefaultMaxJSONMembers + 1 {
+				ctx[fmt.Sprint(i)] = i
+			}
+			m["context"] = ctx
+		}},
+		{"NUL in the context", func(m map[string]any) { m["context"] = map[string]any{"note": "a\x00b"} }},
 	} {
 		add(c.name, sign(x.agent, payload(c.mutate)))
 	}
@@ -1750,7 +1879,7 @@ func (s *badSuite) orgCases(r tableRoute, spec routeSpec, q req) []badCase {
 		a, b, plat := s.a, s.b, s.x.platform
 		add("org key, another org", a.Key, withOrg(lit(b.ID)), 403, "ORG_MISMATCH")
 		add("org key, malformed org", a.Key, withOrg(`"not-a-uuid"`), 403, "ORG_MISMATCH")
-		add("org key, NUL org", a.Key, withOrg(`"\u0000"`), 403, "ORG_MISMATCH")
+		add("org key, NUL org", a.Key, withOrg(`"\u0000"`), 400, "JSON_NUL_CHARACTER")
 		add("org key, org a number", a.Key, withOrg(`5`), 400, "WRONG_TYPE")
 		add("org key, org an array", a.Key, withOrg(`[`+lit(a.ID)+`]`), 400, "WRONG_TYPE")
 		add("another org's key naming this org", b.Key, withOrg(lit(a.ID)), 403, "ORG_MISMATCH")
@@ -1758,7 +1887,7 @@ func (s *badSuite) orgCases(r tableRoute, spec routeSpec, q req) []badCase {
 		add("platform key, malformed org", plat, withOrg(`"not-a-uuid"`), 400, "INVALID_REQUEST")
 		add("platform key, unknown org", plat, withOrg(lit(unknownID)), 404, "ORG_NOT_FOUND")
 		add("platform key, uppercase org", plat, withOrg(lit(strings.ToUpper(a.ID))), 400, "INVALID_REQUEST")
-		add("platform key, NUL org", plat, withOrg(`"\u0000"`), 400, "INVALID_REQUEST")
+		add("platform key, NUL org", plat, withOrg(`"\u0000"`), 400, "JSON_NUL_CHARACTER")
 	}
 	return out
 }
@@ -1860,16 +1989,29 @@ func TestBadInputExactAnswers(t *testing.T) {
 		{"C1 in bundle_id", "POST", pathBundles, strings.Replace(bundle, `"b"`, `"a\u0085b"`, 1), nil, 422, "POLICY_INVALID"},
 		{"C1 in a rule id", "POST", pathBundles, strings.Replace(bundle, `"rules":[]`, `"rules":[{"id":"r\u0080","outcome":"BLOCK","reason_codes":["BIG"]}]`, 1), nil, 422, "POLICY_INVALID"},
 		{"C1 in intent_id", "POST", pathBind, body(map[string]any{"signed_intent": c1}), nil, 400, "INTENT_MALFORMED"},
-		{"NUL in effect_evidence.kind", "POST", pathFinalize, finalize(evidence("a\x00b", "CONFIRMED")), nil, 400, "INVALID_EFFECT_EVIDENCE"},
+		{"NUL in effect_evidence.kind", "POST", pathFinalize, finalize(evidence("a\x00b", "CONFIRMED")), nil, 400, "JSON_NUL_CHARACTER"},
 		{"C1 in effect_evidence.kind", "POST", pathFinalize, finalize(evidence("a\u0085b", "CONFIRMED")), nil, 400, "INVALID_EFFECT_EVIDENCE"},
-		{"NUL in effect_evidence.status", "POST", pathFinalize, finalize(evidence("psp.charge", "OK\x00")), nil, 400, "INVALID_EFFECT_EVIDENCE"},
+		{"NUL in effect_evidence.status", "POST", pathFinalize, finalize(evidence("psp.charge", "OK\x00")), nil, 400, "JSON_NUL_CHARACTER"},
 		{"newline in reconciled effect_evidence.kind", "POST", pathReconcile + "/" + rg.grantID, reconcile(evidence("a\nb", "CONFIRMED")), nil, 400, "INVALID_EFFECT_EVIDENCE"},
 		{"C1 in reconciled effect_evidence.status", "POST", pathReconcile + "/" + rg.grantID, reconcile(evidence("psp.charge", "OK\u009b")), nil, 400, "INVALID_EFFECT_EVIDENCE"},
-		{"NUL in iss", "POST", pathProvKeys, register("gap-1", "a\x00b", 80), nil, 400, "INVALID_REQUEST"},
+		{"NUL in iss", "POST", pathProvKeys, register("gap-1", "a\x00b", 80), nil, 400, "JSON_NUL_CHARACTER"},
 		{"C1 in iss", "POST", pathAgentKeys, register("gap-1", "a\u0085b", 80), nil, 400, "INVALID_REQUEST"},
 		{"overlong iss", "POST", pathProvKeys, register("gap-2", strings.Repeat("i", 4096), 81), nil, 400, "INVALID_REQUEST"},
 		{"513-byte iss", "POST", pathProvKeys, register("gap-3", strings.Repeat("i", 513), 82), nil, 400, "INVALID_REQUEST"},
-		{"NUL in the intent's header kid", "POST", pathBind, body(map[string]any{"signed_intent": withKID("a\x00b")}), nil, 403, "INTENT_SIGNATURE_INVALID"},
+		{"NUL in the intent's header kid", "POST", pathBind, body(map[string]any{"signed_intent": withKID("a\x00b")}), nil, 400, "INTENT_MALFORMED"},
+		{"zero-width space in the intent's header kid", "POST", pathBind, body(map[string]any{"signed_intent": withKID(x.agent.KID() + "\u200b")}), nil, 403, "INTENT_SIGNATURE_INVALID"},
+		{"zero-width space in workflow_key", "POST", pathEvaluate, `{"amount":5,"workflow_key":"refunds\u200b"}`, nil, 400, "INVALID_IDENTIFIER"},
+		{"bidi override in surface", "POST", pathGate, `{"amount":5,"surface":"crm\u202e"}`, nil, 400, "INVALID_IDENTIFIER"},
+		{"lower-case decision_type", "POST", pathCloud, `{"decision_type":"refund","intent":{"action_type":"x"}}`, nil, 400, "INVALID_IDENTIFIER"},
+		{"trailing space in a selector", "POST", pathBundles, strings.Replace(bundle, `"rules":[]`, `"rules":[{"id":"r","workflow_keys":["refunds "],"outcome":"BLOCK","reason_codes":["BIG"]}]`, 1), nil, 422, "POLICY_INVALID"},
+		{"zero-width space in a kid", "POST", pathAgentKeys, register("gap-4\u200b", "", 83), nil, 400, "INVALID_KID"},
+		{"blank Idempotency-Key", "POST", pathEvaluate, `{"amount":5}`, map[string]string{server.HeaderIdempotencyKey: "   "}, 400, "INVALID_IDEMPOTENCY_KEY"},
+		{"zero-width space in Idempotency-Key", "POST", pathEvaluate, `{"amount":5}`, map[string]string{server.HeaderIdempotencyKey: "k\u200b"}, 400, "INVALID_IDEMPOTENCY_KEY"},
+		{"bidi override in X-Correlation-Id", "POST", pathEvaluate, `{"amount":5}`, map[string]string{server.HeaderCorrelationID: "\u202ec"}, 400, "INVALID_CORRELATION_ID"},
+		{"empty idempotency_key", "POST", pathGate, `{"amount":5,"idempotency_key":""}`, nil, 400, "INVALID_IDEMPOTENCY_KEY"},
+		{"NUL in the context", "POST", pathEvaluate, `{"amount":5,"context":{"a":"\u0000"}}`, nil, 400, "JSON_NUL_CHARACTER"},
+		{"201-character kid on DELETE", "DELETE", pathAgentKeys + "/" + strings.Repeat("k", 201), "", nil, 400, "INVALID_KID"},
+		{"201-character provider kid on DELETE", "DELETE", pathProvKeys + "/" + strings.Repeat("k", 201), "", nil, 400, "INVALID_KID"},
 		{"C1 in the intent's header kid", "POST", pathBind, body(map[string]any{"signed_intent": withKID("a\u0085b")}), nil, 403, "INTENT_SIGNATURE_INVALID"},
 		{"overlong intent header kid", "POST", pathBind, body(map[string]any{"signed_intent": withKID(strings.Repeat("k", 201))}), nil, 403, "INTENT_SIGNATURE_INVALID"},
 		{"literal dot-dot segment", "GET", pathDossiers + "../../v1/health", "", nil, 404, "ROUTE_NOT_FOUND"},

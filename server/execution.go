@@ -30,14 +30,17 @@ func (s *Server) enforceAndBind(c *call) error {
 	if err != nil {
 		return err
 	}
-	corr := c.r.Header.Get(HeaderCorrelationID)
-	if corr != "" && !clearance.ValidToken(corr) {
-		return &clearance.Error{Kind: clearance.ErrInvalidRequest, Code: "INVALID_CORRELATION_ID",
-			Detail: "the correlation id must be 1 to 255 visible ASCII characters"}
+	corr, err := c.correlationID()
+	if err != nil {
+		return err
+	}
+	key, err := c.idempotencyKey()
+	if err != nil {
+		return err
 	}
 	d, err := s.engine.EnforceAndBind(c.r.Context(), clearance.AuthorityRequest{
 		OrgID: org, SignedIntent: req.SignedIntent, Mode: req.Mode, ApprovalEvidence: req.ApprovalEvidence,
-		IdempotencyKey: c.r.Header.Get(HeaderIdempotencyKey), CorrelationID: corr, RequestID: c.requestID, Principal: c.principal,
+		IdempotencyKey: key, CorrelationID: corr, RequestID: c.requestID, Principal: c.principal,
 		WantEnvelope: wantsEnvelope(c.r.Header.Get("User-Agent")),
 	})
 	if err != nil {
@@ -232,11 +235,7 @@ func (k keyRoutes) revoke(s *Server, c *call) error {
 	if err != nil {
 		return err
 	}
-	kid, ok := c.pathName("kid")
-	if !ok {
-		return &clearance.Error{Kind: clearance.ErrNotFound, Code: "KEY_NOT_FOUND", Detail: "key not found"}
-	}
-	key, err := s.engine.RevokeKey(c.r.Context(), org, k.kind, kid)
+	key, err := s.engine.RevokeKey(c.r.Context(), org, k.kind, c.r.PathValue("kid"))
 	if err != nil {
 		return err
 	}

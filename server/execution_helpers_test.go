@@ -274,7 +274,7 @@ func (x *execEnv) intent(t testing.TB, s intentSpec) (jws, id string) {
 		"intent_id": s.id, "org_id": s.org, "actor": map[string]any{"id": "agent-7", "type": "agent"},
 		"action":       map[string]any{"type": "refund", "amount": s.amount, "currency": "EUR", "target": "order-1"},
 		"workflow_key": "refunds", "decision_type": "REFUND", "nonce": s.nonce,
-		"concurrency_scope": s.scope, "escalation": map[string]any{"mode": "NONE"}, "issued_at": "2026-11-01T12:00:00Z",
+		"concurrency_scope": s.scope, "escalation": map[string]any{"mode": "NONE"}, "issued_at": x.clock().Format(time.RFC3339),
 	}
 	if s.effect != "" {
 		m["expected_effect_digest"] = s.effect

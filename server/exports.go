@@ -40,8 +40,12 @@ func (s *Server) createExport(c *call) error {
 	if err != nil {
 		return err
 	}
+	key, err := c.idempotencyKey()
+	if err != nil {
+		return err
+	}
 	x, created, err := s.engine.CreateExport(c.r.Context(), clearance.ExportRequest{OrgID: org, Format: req.Format,
-		From: req.From, To: req.To, IncludeEvents: req.IncludeEvents, IdempotencyKey: c.r.Header.Get(HeaderIdempotencyKey)})
+		From: req.From, To: req.To, IncludeEvents: req.IncludeEvents, IdempotencyKey: key})
 	if err != nil {
 		return err
 	}

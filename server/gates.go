@@ -71,9 +71,11 @@ func envelopeOf(d clearance.Decision) gateEnvelope {
 
 // gateRequest is the hook-style body shared by the action-gate routes.
 type gateRequest struct {
-	OrgID          string `json:"org_id,omitempty"`
-	IdempotencyKey string `json:"idempotency_key,omitempty"`
-	CorrelationID  string `json:"correlation_id,omitempty"`
+	OrgID string `json:"org_id,omitempty"`
+	// IdempotencyKey and CorrelationID are pointers so that a member sent
+	// empty is refused, not taken for absent.
+	IdempotencyKey *string `json:"idempotency_key,omitempty"`
+	CorrelationID  *string `json:"correlation_id,omitempty"`
 	policy.Intent  `json:",inline"`
 }
 
@@ -94,7 +96,15 @@ func (s *Server) gate(c *call, rt clearance.Route, pathOrg, defaultSurface strin
 	if req.Surface == "" {
 		req.Surface = defaultSurface
 	}
-	d, err := s.evaluate(c, explicit, rt, req.Intent, nil, req.IdempotencyKey, req.CorrelationID)
+	key, err := bodyToken(req.IdempotencyKey, "idempotency_key", clearance.CodeInvalidIdempotencyKey)
+	if err != nil {
+		return err
+	}
+	corr, err := bodyToken(req.CorrelationID, "correlation_id", clearance.CodeInvalidCorrelationID)
+	if err != nil {
+		return err
+	}
+	d, err := s.evaluate(c, explicit, rt, req.Intent, nil, key, corr)
 	if err != nil {
 		return err
 	}
@@ -144,7 +154,9 @@ func (s *Server) cloudAgentVerify(c *call) error {
 	if len(req.Intent) == 0 {
 		req.Intent = jsontext.Value("{}")
 	}
-	if err := strictjson.Decode(req.Intent, &ai, strictjson.Options{}); err != nil {
+	open := c.json
+	open.RejectUnknown = false
+	if err := strictjson.Decode(req.Intent, &ai, open); err != nil {
 		return err
 	}
 	if err := checkName("system_of_record", req.SystemOfRecord); err != nil {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -68,9 +69,55 @@ func (s *Server) MetricsHandler() http.Handler {
 	return mux
 }
 
-// decode strictly decodes the call's body into v, refusing unknown members.
+// decode strictly decodes the call's body into v, refusing unknown members,
+// within the engine's JSON limits.
 func (c *call) decode(v any) error {
-	return strictjson.Decode(c.body, v, strictjson.Options{RejectUnknown: true})
+	return strictjson.Decode(c.body, v, c.json)
+}
+
+// headerToken returns the value of a header that carries a client token,
+// "" when the header is absent. A header that is present must be sent once
+// and hold a clearance.ValidToken: an empty or blank value (an ignored key
+// would let a retry be recorded twice), two values (which one would count?)
+// and anything but visible ASCII (never echoed) are refused with code.
+func (c *call) headerToken(name, code string) (string, error) {
+	vs := c.r.Header.Values(name)
+	switch {
+	case len(vs) == 0:
+		return "", nil
+	case len(vs) > 1:
+		return "", tokenError(code, name, name+" must be sent at most once")
+	case !clearance.ValidToken(vs[0]):
+		return "", tokenError(code, name, fmt.Sprintf("%s must be 1 to %d visible ASCII characters", name, clearance.MaxKeyLength))
+	}
+	return vs[0], nil
+}
+
+// idempotencyKey is the call's Idempotency-Key header (see headerToken).
+func (c *call) idempotencyKey() (string, error) {
+	return c.headerToken(HeaderIdempotencyKey, clearance.CodeInvalidIdempotencyKey)
+}
+
+// correlationID is the call's X-Correlation-Id header (see headerToken).
+func (c *call) correlationID() (string, error) {
+	return c.headerToken(HeaderCorrelationID, clearance.CodeInvalidCorrelationID)
+}
+
+// bodyToken checks a body member that carries a client token: absent is "",
+// present it must be a clearance.ValidToken, like its header.
+func bodyToken(v *string, field, code string) (string, error) {
+	if v == nil {
+		return "", nil
+	}
+	if !clearance.ValidToken(*v) {
+		return "", tokenError(code, field, fmt.Sprintf("%s must be 1 to %d visible ASCII characters", field, clearance.MaxKeyLength))
+	}
+	return *v, nil
+}
+
+func tokenError(code, field, msg string) error {
+	return &clearance.Error{Kind: clearance.ErrInvalidRequest, Code: code, Detail: msg,
+		Fields: []clearance.FieldError{{Field: field, Message: msg}}}
 }
 
 // orgFor resolves the org the call acts on from an explicit org_id. The
@@ -334,23 +381,29 @@ func (s *Server) evaluate(c *call, explicitOrg string, rt clearance.Route, in po
 
 // evaluateRequest is evaluate for a request whose route-specific members
 // (Route, Intent, Extra, ParentDecisionID) are set; it fills in the rest.
+// bodyKey and bodyCorr are a hook body's idempotency_key and correlation_id,
+// already checked (bodyToken).
 func (s *Server) evaluateRequest(c *call, explicitOrg string, req clearance.EvaluateRequest, bodyKey, bodyCorr string) (clearance.Decision, error) {
 	rt := req.Route
 	org, err := c.orgFor(explicitOrg)
 	if err != nil {
 		return clearance.Decision{}, err
 	}
-	key, err := pick(c.r.Header.Get(HeaderIdempotencyKey), bodyKey, "idempotency_key")
+	headerKey, err := c.idempotencyKey()
 	if err != nil {
 		return clearance.Decision{}, err
 	}
-	corr, err := pick(c.r.Header.Get(HeaderCorrelationID), bodyCorr, "correlation_id")
+	key, err := pick(headerKey, bodyKey, "idempotency_key")
 	if err != nil {
 		return clearance.Decision{}, err
 	}
-	if corr != "" && !clearance.ValidToken(corr) {
-		return clearance.Decision{}, &clearance.Error{Kind: clearance.ErrInvalidRequest, Code: "INVALID_CORRELATION_ID",
-			Detail: "the correlation id must be 1 to 255 visible ASCII characters"}
+	headerCorr, err := c.correlationID()
+	if err != nil {
+		return clearance.Decision{}, err
+	}
+	corr, err := pick(headerCorr, bodyCorr, "correlation_id")
+	if err != nil {
+		return clearance.Decision{}, err
 	}
 	req.OrgID, req.Raw, req.IdempotencyKey, req.CorrelationID, req.RequestID, req.Principal = org, c.body, key, corr, c.requestID, c.principal
 	req.WantEnvelope = wantsEnvelope(c.r.Header.Get("User-Agent"))

@@ -50,9 +50,13 @@ func (s *Server) recordOverride(c *call) error {
 	if err != nil {
 		return err
 	}
+	key, err := c.idempotencyKey()
+	if err != nil {
+		return err
+	}
 	o, err := s.engine.RecordOverride(c.r.Context(), clearance.OverrideRequest{OrgID: org, DossierID: c.r.PathValue("dossierId"),
 		Resolution: req.Resolution, Actor: req.Actor, Note: req.Note, ReasonCode: req.ReasonCode,
-		IdempotencyKey: c.r.Header.Get(HeaderIdempotencyKey), Principal: c.principal, RequestID: c.requestID})
+		IdempotencyKey: key, Principal: c.principal, RequestID: c.requestID})
 	if err != nil {
 		return err
 	}
@@ -93,9 +97,13 @@ func (s *Server) recordDispatch(c *call) error {
 	if err != nil {
 		return err
 	}
+	key, err := c.idempotencyKey()
+	if err != nil {
+		return err
+	}
 	d, err := s.engine.RecordDispatch(c.r.Context(), clearance.DispatchRequest{OrgID: org, ExecutionToken: req.ExecutionToken,
 		GrantID: req.GrantID, ClaimToken: req.ClaimToken, RequestDigest: req.RequestDigest, Target: req.Target,
-		DispatchedAt: req.DispatchedAt, IdempotencyKey: c.r.Header.Get(HeaderIdempotencyKey), Principal: c.principal,
+		DispatchedAt: req.DispatchedAt, IdempotencyKey: key, Principal: c.principal,
 		RequestID: c.requestID})
 	if err != nil {
 		return err

@@ -22,6 +22,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/clearancehq/clearance"
+	"github.com/clearancehq/clearance/internal/strictjson"
 	"github.com/clearancehq/clearance/tenant"
 )
 
@@ -71,7 +72,8 @@ type Server struct {
 	log      *slog.Logger
 	mux      *http.ServeMux
 	metrics  *metrics
-	limiters sync.Map // key id -> *rate.Limiter
+	limiters sync.Map           // key id -> *rate.Limiter
+	json     strictjson.Options // request bodies: strict, within the engine's JSON limits
 }
 
 // New builds the HTTP API.
@@ -95,6 +97,8 @@ func New(e *clearance.Engine, opts Options) *Server {
 		opts.Registerer = prometheus.NewRegistry()
 	}
 	s := &Server{engine: e, opts: opts, log: opts.Logger, mux: http.NewServeMux(), metrics: newMetrics(opts.Registerer)}
+	s.json.RejectUnknown = true
+	s.json.MaxMembers, s.json.MaxElements = e.JSONLimits()
 	allowed := map[string][]string{} // path -> methods served
 	var paths []string
 	for _, rt := range s.routes() {
@@ -168,13 +172,14 @@ type call struct {
 	requestID string
 	principal clearance.Principal
 	body      []byte
+	json      strictjson.Options // how decode reads body
 	status    int
 }
 
 func (s *Server) wrap(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		c := &call{engine: s.engine, w: w, r: r, requestID: requestID(r)}
+		c := &call{engine: s.engine, w: w, r: r, requestID: requestID(r), json: s.json}
 		w.Header().Set(HeaderRequestID, c.requestID)
 		if rt.deprecated {
 			w.Header().Set("Deprecation", deprecatedSince)
@@ -272,9 +277,16 @@ func bearer(r *http.Request) string {
 	return ""
 }
 
+// maxRequestIDLen bounds an X-Request-Id the server echoes.
+const maxRequestIDLen = 128
+
+// requestID is the client's X-Request-Id when it sent exactly one that is a
+// clearance.ValidToken of at most maxRequestIDLen bytes; otherwise a new
+// one. The id is ours to give, so a bad one is replaced, not refused, and
+// never echoed.
 func requestID(r *http.Request) string {
-	if id := r.Header.Get(HeaderRequestID); id != "" && len(id) <= 128 && clearance.ValidToken(id) {
-		return id
+	if ids := r.Header.Values(HeaderRequestID); len(ids) == 1 && len(ids[0]) <= maxRequestIDLen && clearance.ValidToken(ids[0]) {
+		return ids[0]
 	}
 	var b [16]byte
 	_, _ = rand.Read(b[:])

@@ -27,7 +27,7 @@ var starterCases = []struct {
 
 // benchCase is the starter input of BenchmarkStarter (as in the policy
 // package's BenchmarkEvaluateStarter).
-var benchCase = Case{Name: "bench", DecisionType: "payment", WorkflowKey: "ap", Amount: 5000, HasAmount: true, Approved: true}
+var benchCase = Case{Name: "bench", DecisionType: "PAYMENT", WorkflowKey: "ap", Amount: 5000, HasAmount: true, Approved: true}
 
 // rulesCases are inputs of the generated bundles, valid for every size.
 func rulesCases(n int) []struct {
@@ -41,11 +41,11 @@ func rulesCases(n int) []struct {
 		want Result
 	}{
 		// candidates rule-(7+2d) (REVIEW_REQUIRED) and rule-(7+7d) (BLOCK) both match.
-		{Case{Name: "two-match", DecisionType: "dt-7", WorkflowKey: "wk-2", Amount: 5000, HasAmount: true}, Result{"BLOCK", rule(7 + 7*d)}},
+		{Case{Name: "two-match", DecisionType: "DT_7", WorkflowKey: "wk-2", Amount: 5000, HasAmount: true}, Result{"BLOCK", rule(7 + 7*d)}},
 		// candidates rule-(3+d) (ESCALATE, ≥100) matches, rule-(3+6d) (≥600) does not.
-		{Case{Name: "one-match", DecisionType: "dt-3", WorkflowKey: "wk-1", Amount: 150, HasAmount: true}, Result{"ESCALATE", rule(3 + d)}},
-		{Case{Name: "no-match", DecisionType: "dt-3", WorkflowKey: "wk-1", Amount: 50, HasAmount: true}, Result{"ALLOW", nil}},
-		{Case{Name: "unknown-type", DecisionType: "other", WorkflowKey: "wk-1", Amount: 5000, HasAmount: true}, Result{"ALLOW", nil}},
+		{Case{Name: "one-match", DecisionType: "DT_3", WorkflowKey: "wk-1", Amount: 150, HasAmount: true}, Result{"ESCALATE", rule(3 + d)}},
+		{Case{Name: "no-match", DecisionType: "DT_3", WorkflowKey: "wk-1", Amount: 50, HasAmount: true}, Result{"ALLOW", nil}},
+		{Case{Name: "unknown-type", DecisionType: "OTHER", WorkflowKey: "wk-1", Amount: 5000, HasAmount: true}, Result{"ALLOW", nil}},
 	}
 }
 

@@ -8,7 +8,7 @@ import (
 )
 
 // The generated bundle has n rules (n a multiple of 10) over n/10 decision
-// types and 5 workflow keys. Rule i selects decision type "dt-<i mod n/10>"
+// types and 5 workflow keys. Rule i selects decision type "DT_<i mod n/10>"
 // and workflow key "wk-<j mod 5>" where j = i div (n/10) ∈ 0..9, requires
 // amount ≥ 100·j and has outcome ALLOW, ESCALATE, REVIEW_REQUIRED, BLOCK by
 // j mod 4. An input therefore selects exactly 2 candidate rules (j = k and
@@ -29,7 +29,7 @@ func genRules(n int) []genRule {
 	out := make([]genRule, n)
 	for i := range n {
 		j := i / d
-		out[i] = genRule{id: fmt.Sprintf("rule-%d", i), dt: fmt.Sprintf("dt-%d", i%d), wk: fmt.Sprintf("wk-%d", j%5),
+		out[i] = genRule{id: fmt.Sprintf("rule-%d", i), dt: fmt.Sprintf("DT_%d", i%d), wk: fmt.Sprintf("wk-%d", j%5),
 			min: 100 * j, outcome: ruleOutcomes[j%4]}
 	}
 	return out

@@ -60,6 +60,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	keyReload := fs.Duration("key-reload-interval", defaultKeyReloadInterval, "how often the grant key file is checked for a rotation or revocation; 0 means only on SIGHUP")
 	grantTTL := fs.Duration("grant-ttl", clearance.DefaultGrantTTL, "execution grant lifetime")
 	claimLease := fs.Duration("claim-lease", clearance.DefaultClaimLease, "claim lease")
+	intentMaxAge := fs.Duration("intent-max-age", clearance.DefaultIntentMaxAge, "oldest issued_at of a signed intent that enforce-and-bind accepts")
+	maxClockSkew := fs.Duration("max-clock-skew", clearance.DefaultMaxClockSkew, "how far ahead of the server's clock a signed intent's issued_at may be")
+	maxJSONMembers := fs.Int("max-json-members", clearance.DefaultMaxJSONMembers, "most members of one JSON object in a request (bodies, signed intents)")
+	maxJSONElements := fs.Int("max-json-elements", clearance.DefaultMaxJSONElements, "most elements of one JSON array in a request")
 	shareFile := fs.String("share-secret-file", env("CLEARANCE_SHARE_SECRET_FILE", ""), "dossier share-link secret file (0600, at least 32 characters); empty means "+shareSecretFile+" in the data directory, created on first start (env CLEARANCE_SHARE_SECRET_FILE)")
 	exportFile := fs.String("export-secret-file", env("CLEARANCE_EXPORT_SECRET_FILE", ""), "validation-pack HMAC secret file (0600); empty means "+exportSecretFile+" in the data directory, created on first start (env CLEARANCE_EXPORT_SECRET_FILE)")
 	if err := fs.Parse(args); err != nil {
@@ -77,7 +81,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	log := slog.New(slog.NewJSONHandler(stdout, &slog.HandlerOptions{Level: level}))
 	if err := runServer(ctx, log, serveConfig{data: *data, addr: *addr, metricsAddr: *metricsAddr, store: *storeURL, rateLimit: *rateLimit,
 		rateBurst: *rateBurst, maxBody: *maxBody, grantKeyFile: *grantKeyFile, ledgerKeyFile: *ledgerKeyFile, grantTTL: *grantTTL, claimLease: *claimLease,
-		shareSecretFile: *shareFile, exportSecretFile: *exportFile, keyReloadInterval: *keyReload}); err != nil {
+		shareSecretFile: *shareFile, exportSecretFile: *exportFile, keyReloadInterval: *keyReload, intentMaxAge: *intentMaxAge,
+		maxClockSkew: *maxClockSkew, maxJSONMembers: *maxJSONMembers, maxJSONElements: *maxJSONElements}); err != nil {
 		log.Error("server stopped", "error", err.Error())
 		return 1
 	}
@@ -98,6 +103,10 @@ type serveConfig struct {
 	// keyReloadInterval is how often the grant key file is checked for a
 	// change; 0 means only on SIGHUP.
 	keyReloadInterval time.Duration
+	intentMaxAge         time.Duration
+	maxClockSkew         time.Duration
+	maxJSONMembers       int
+	maxJSONElements      int
 }
 
 func runServer(ctx context.Context, log *slog.Logger, cfg serveConfig) error {
@@ -150,7 +159,8 @@ func runServer(ctx context.Context, log *slog.Logger, cfg serveConfig) error {
 		return err
 	}
 	engine, err := clearance.Open(backend, clearance.Options{Logger: log, ShareSecret: shareSecret, GrantKeys: grantKeys.ring, LedgerKey: ledgerKey,
-		ProducerKey: producer, GrantTTL: cfg.grantTTL, ClaimLease: cfg.claimLease, ExportSecret: exportSecret})
+		ProducerKey: producer, GrantTTL: cfg.grantTTL, ClaimLease: cfg.claimLease, ExportSecret: exportSecret,
+		IntentMaxAge: cfg.intentMaxAge, MaxClockSkew: cfg.maxClockSkew, MaxJSONMembers: cfg.maxJSONMembers, MaxJSONElements: cfg.maxJSONElements})
 	if err != nil {
 		return err
 	}

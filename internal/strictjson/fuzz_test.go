@@ -38,7 +38,8 @@ type fuzzAction struct {
 var fuzzCodes = map[string]bool{
 	strictjson.CodeMalformed: true, strictjson.CodeDuplicate: true, strictjson.CodeInvalidUTF8: true,
 	strictjson.CodeTrailingData: true, strictjson.CodeTooDeep: true, strictjson.CodeUnknownMember: true,
-	strictjson.CodeWrongType: true, strictjson.CodeEmpty: true,
+	strictjson.CodeWrongType: true, strictjson.CodeEmpty: true, strictjson.CodeTooManyMembers: true,
+	strictjson.CodeTooManyElements: true, strictjson.CodeNUL: true,
 }
 
 func wantStrictError(t *testing.T, err error) {
@@ -71,12 +72,13 @@ func FuzzDecode(f *testing.F) {
 		`{"risk_score":1e400}`,
 		`{"risk_score":9007199254740993}`,
 		`null`, `[]`, `"s"`, `1`, ``, ` `, `{`, `{"a":`, `{"\ud800":1}`,
+		`{"intent_id":"a\u0000b"}`, `{"intent_id":"a\\u0000b"}`, `{"context":{"\u0000":1}}`,
 	} {
 		f.Add([]byte(s), false)
 		f.Add([]byte(s), true)
 	}
 	f.Fuzz(func(t *testing.T, raw []byte, strict bool) {
-		verr := strictjson.Validate(raw)
+		verr := strictjson.Validate(raw, strictjson.Options{})
 		if verr != nil {
 			wantStrictError(t, verr)
 		} else {
@@ -84,7 +86,7 @@ func FuzzDecode(f *testing.F) {
 			if err != nil {
 				t.Fatalf("validated body does not canonicalize: %v\n%q", err, raw)
 			}
-			if err := strictjson.Validate(c); err != nil {
+			if err := strictjson.Validate(c, strictjson.Options{}); err != nil {
 				t.Fatalf("canonical form does not validate: %v\n%q", err, c)
 			}
 		}

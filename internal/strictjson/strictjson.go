@@ -1,7 +1,8 @@
 // Package strictjson decodes request bodies the way Clearance hashes and signs
-// them: duplicate member names, invalid UTF-8, trailing data and nesting deeper
-// than MaxDepth are errors, never silently resolved. Every decode error is an
-// *Error so callers can answer 400 with a stable code.
+// them: duplicate member names, invalid UTF-8, trailing data, nesting deeper
+// than MaxDepth, objects or arrays larger than their limits (Options) and
+// U+0000 in any string are errors, never silently resolved. Every decode
+// error is an *Error so callers can answer 400 with a stable code.
 package strictjson
 
 import (
@@ -19,6 +20,15 @@ import (
 // MaxDepth is the deepest nesting of arrays and objects accepted.
 const MaxDepth = 64
 
+// Defaults of Options. A policy bundle may hold policy.MaxRules (10,000)
+// rules, so arrays are allowed as many elements; no object Clearance reads
+// needs more than a few dozen members, and a request's free-form context
+// stays far below 1,000.
+const (
+	DefaultMaxMembers  = 1_000
+	DefaultMaxElements = 10_000
+)
+
 // Error describes why a body was refused.
 type Error struct {
 	Code   string // stable machine code, e.g. MALFORMED_JSON
@@ -30,20 +40,43 @@ func (e *Error) Error() string { return e.Code + ": " + e.Detail }
 
 // Codes reported by Decode.
 const (
-	CodeMalformed     = "MALFORMED_JSON"
-	CodeDuplicate     = "DUPLICATE_MEMBER"
-	CodeInvalidUTF8   = "INVALID_UTF8"
-	CodeTrailingData  = "TRAILING_DATA"
-	CodeTooDeep       = "JSON_TOO_DEEP"
-	CodeUnknownMember = "UNKNOWN_MEMBER"
-	CodeWrongType     = "WRONG_TYPE"
-	CodeEmpty         = "EMPTY_BODY"
+	CodeMalformed       = "MALFORMED_JSON"
+	CodeDuplicate       = "DUPLICATE_MEMBER"
+	CodeInvalidUTF8     = "INVALID_UTF8"
+	CodeTrailingData    = "TRAILING_DATA"
+	CodeTooDeep         = "JSON_TOO_DEEP"
+	CodeUnknownMember   = "UNKNOWN_MEMBER"
+	CodeWrongType       = "WRONG_TYPE"
+	CodeEmpty           = "EMPTY_BODY"
+	CodeTooManyMembers  = "JSON_TOO_MANY_MEMBERS"
+	CodeTooManyElements = "JSON_TOO_MANY_ELEMENTS"
+	// CodeNUL: a string (value or member name) holds U+0000, which no
+	// name or text Clearance records needs and PostgreSQL text and jsonb
+	// cannot hold.
+	CodeNUL = "JSON_NUL_CHARACTER"
 )
 
 // Options tune one decode.
 type Options struct {
 	// RejectUnknown refuses members the target struct does not declare.
 	RejectUnknown bool
+	// MaxMembers bounds the members of any one object; 0 or less means
+	// DefaultMaxMembers.
+	MaxMembers int
+	// MaxElements bounds the elements of any one array; 0 or less means
+	// DefaultMaxElements.
+	MaxElements int
+}
+
+func (o Options) limits() (members, elements int) {
+	members, elements = o.MaxMembers, o.MaxElements
+	if members <= 0 {
+		members = DefaultMaxMembers
+	}
+	if elements <= 0 {
+		elements = DefaultMaxElements
+	}
+	return members, elements
 }
 
 // A decode target's UnmarshalJSON may fail with an error that has an
@@ -54,7 +87,7 @@ type Options struct {
 // Clearance accepts is a JSON object: anything else (null included) is
 // refused rather than decoded into a zero value.
 func Decode(raw []byte, v any, opts Options) error {
-	if err := Validate(raw); err != nil {
+	if err := Validate(raw, opts); err != nil {
 		return err
 	}
 	if first := bytes.TrimLeft(raw, " \t\r\n"); first[0] != '{' {
@@ -67,12 +100,16 @@ func Decode(raw []byte, v any, opts Options) error {
 	return classify(err)
 }
 
-// Validate checks raw is exactly one strict JSON value within MaxDepth.
-func Validate(raw []byte) error {
+// Validate checks raw is exactly one strict JSON value within MaxDepth and
+// opts' limits, without U+0000 in any string. Problems are reported in this
+// order: depth, syntax, then size and NUL.
+func Validate(raw []byte, opts Options) error {
 	if len(raw) == 0 {
 		return &Error{Code: CodeEmpty, Detail: "request body is empty"}
 	}
-	if d := depth(raw); d > MaxDepth {
+	members, elements := opts.limits()
+	tooDeep, limit := scan(raw, members, elements)
+	if tooDeep {
 		return &Error{Code: CodeTooDeep, Detail: fmt.Sprintf("JSON nesting exceeds %d levels", MaxDepth)}
 	}
 	dec := jsontext.NewDecoder(bytesReader(raw))
@@ -84,19 +121,36 @@ func Validate(raw []byte) error {
 	} else if !isEOF(err) {
 		return &Error{Code: CodeTrailingData, Detail: "data after the top-level JSON value"}
 	}
+	if limit != nil {
+		return limit
+	}
 	return nil
 }
 
-// depth returns the maximum nesting of raw, ignoring brackets in strings.
-func depth(raw []byte) int {
-	d, maxD := 0, 0
+// scan reports whether raw nests deeper than MaxDepth and the first object
+// with more than maxMembers members, array with more than maxElements
+// elements or string with an escaped U+0000 (a raw NUL byte is malformed
+// JSON already). It counts the commas of each open container, ignoring
+// brackets and commas in strings: exact for valid JSON, which Validate
+// checks before it reports a limit. It allocates nothing.
+func scan(raw []byte, maxMembers, maxElements int) (tooDeep bool, limit *Error) {
+	type container struct {
+		commas int
+		array  bool
+	}
+	var stack [MaxDepth]container
+	d := 0
 	inStr, esc := false, false
-	for _, c := range raw {
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
 		switch {
 		case inStr:
 			switch {
 			case esc:
 				esc = false
+				if c == 'u' && limit == nil && i+4 < len(raw) && string(raw[i+1:i+5]) == "0000" {
+					limit = &Error{Code: CodeNUL, Detail: "a string holds U+0000 (NUL)"}
+				}
 			case c == '\\':
 				esc = true
 			case c == '"':
@@ -105,15 +159,27 @@ func depth(raw []byte) int {
 		case c == '"':
 			inStr = true
 		case c == '{' || c == '[':
-			d++
-			if d > maxD {
-				maxD = d
+			if d == MaxDepth {
+				return true, limit
 			}
+			stack[d] = container{array: c == '['}
+			d++
 		case c == '}' || c == ']':
-			d--
+			if d > 0 {
+				d--
+			}
+		case c == ',' && d > 0 && limit == nil:
+			top := &stack[d-1]
+			top.commas++ // at least commas+1 entries
+			switch {
+			case top.array && top.commas >= maxElements:
+				limit = &Error{Code: CodeTooManyElements, Detail: fmt.Sprintf("a JSON array has more than %d elements", maxElements)}
+			case !top.array && top.commas >= maxMembers:
+				limit = &Error{Code: CodeTooManyMembers, Detail: fmt.Sprintf("a JSON object has more than %d members", maxMembers)}
+			}
 		}
 	}
-	return maxD
+	return false, limit
 }
 
 func classify(err error) error {

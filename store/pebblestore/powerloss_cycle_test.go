@@ -333,7 +333,7 @@ func (w *plWorker) cycle(org int, id string, failed bool) bool {
 		"intent_id": "intent-" + id, "org_id": o.id, "actor": map[string]any{"id": "agent-7", "type": "agent"},
 		"action":       map[string]any{"type": "refund", "amount": 100, "currency": "EUR", "target": "order-" + id},
 		"workflow_key": "refunds", "decision_type": "REFUND", "nonce": "nonce-" + id, "concurrency_scope": "scope-" + id,
-		"escalation": map[string]any{"mode": "NONE"}, "issued_at": "2026-11-01T12:00:00Z",
+		"escalation": map[string]any{"mode": "NONE"}, "issued_at": time.Now().UTC().Format(time.RFC3339),
 	})
 	if err != nil {
 		w.fail("intent: %v", err)
