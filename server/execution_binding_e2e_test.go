@@ -214,7 +214,7 @@ func TestExecReceiptChecks(t *testing.T) {
 		{"profile": "VP-3", "receipt": ""},
 		{},
 		{"profile": "VP-3", "receipt": strings.Repeat("A", 200000)},
-		{"profile": "VP-3\u0000", "receipt": "a.b.c"},
+		{"profile": "VP-3\u200b", "receipt": "a.b.c"}, // (a NUL anywhere in a body is refused before: JSON_NUL_CHARACTER)
 	} {
 		presented, _ := rc["receipt"].(string)
 		r := finalizeWith(rc)

@@ -103,10 +103,10 @@ type serveConfig struct {
 	// keyReloadInterval is how often the grant key file is checked for a
 	// change; 0 means only on SIGHUP.
 	keyReloadInterval time.Duration
-	intentMaxAge         time.Duration
-	maxClockSkew         time.Duration
-	maxJSONMembers       int
-	maxJSONElements      int
+	intentMaxAge      time.Duration
+	maxClockSkew      time.Duration
+	maxJSONMembers    int
+	maxJSONElements   int
 }
 
 func runServer(ctx context.Context, log *slog.Logger, cfg serveConfig) error {
