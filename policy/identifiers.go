@@ -1,5 +1,10 @@
 package policy
 
+import (
+	"unicode"
+	"unicode/utf8"
+)
+
 // The names a policy selects on have grammars of printable ASCII, so that a
 // name that looks like another one (a zero-width space, a bidi override, a
 // trailing space, a homoglyph, another case) is refused instead of being
@@ -60,6 +65,39 @@ func ValidSurface(s string) bool {
 		if c := s[i]; !isLower(c) && !isDigit(c) && c != '_' {
 			return false
 		}
+	}
+	return true
+}
+
+// VisibleName reports whether s, a name of free text (actor.id,
+// action.type, vertical_pack, …), shows every character it holds: valid
+// UTF-8 without control characters, format characters (zero-width, bidi
+// overrides, byte-order marks: Unicode Cf), white space other than the
+// ASCII space, and without white space at either end. Any script is
+// allowed, so unlike the grammars above it does not stop homoglyphs; it
+// stops the invisible differences a policy rule would not see.
+func VisibleName(s string) bool {
+	if s == "" {
+		return true
+	}
+	if s[0] == ' ' || s[len(s)-1] == ' ' {
+		return false
+	}
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c < 0x20 || c == 0x7f {
+				return false
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || unicode.IsSpace(r) ||
+			unicode.In(r, unicode.Variation_Selector) {
+			return false
+		}
+		i += n
 	}
 	return true
 }

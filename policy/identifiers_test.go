@@ -59,7 +59,7 @@ func TestIdentifiersRefuseControls(t *testing.T) {
 			continue // ASCII grammars: TestIntentRefusesLookAlikes
 		}
 		var i Intent
-		set(&i, "remboursé\u00a0返金")
+		set(&i, "remboursé 返金") // a no-break space would be a look-alike of this space
 		if _, err := i.Input(now); err != nil {
 			t.Errorf("%s: printable non-ASCII refused: %v", field, err)
 		}
@@ -168,6 +168,41 @@ func TestIntentRefusesLookAlikes(t *testing.T) {
 			var ie *InputError
 			if !errors.As(err, &ie) || ie.Code != CodeInvalidIdentifier || ie.Field != field {
 				t.Errorf("%s %q: got %v; want %s on %s", field, v, err, CodeInvalidIdentifier, field)
+			}
+		}
+	}
+}
+
+// TestFreeNamesRefuseInvisibleCharacters: names without a grammar (any
+// script is welcome) still show every character they hold, so that a rule
+// on action.type "wire_transfer" is not evaded by an invisible variant.
+func TestFreeNamesRefuseInvisibleCharacters(t *testing.T) {
+	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	members := map[string]func(i *Intent, v string){
+		"actor.id":          func(i *Intent, v string) { i.Actor = &Actor{ID: v} },
+		"actor.type":        func(i *Intent, v string) { i.Actor = &Actor{Type: v} },
+		"action.type":       func(i *Intent, v string) { i.Action = &Action{Type: v} },
+		"action.currency":   func(i *Intent, v string) { i.Action = &Action{Currency: v} },
+		"action.target":     func(i *Intent, v string) { i.Action = &Action{Target: v} },
+		"vertical_pack":     func(i *Intent, v string) { i.VerticalPack = v },
+		"objective_profile": func(i *Intent, v string) { i.ObjectiveProfile = v },
+	}
+	for field, set := range members {
+		for _, good := range []string{"wire_transfer", "Jane Doe", "Zoë Müller", "東京", "acct:42/ä"} {
+			var i Intent
+			set(&i, good)
+			if _, err := i.Input(now); err != nil {
+				t.Errorf("%s %q refused: %v", field, good, err)
+			}
+		}
+		for _, bad := range []string{"wire_transfer\u200b", "\u202ewire_transfer", "wire_transfer ", " wire_transfer",
+			"wire\u00a0transfer", "\ufeffwire_transfer", "wire\u2066transfer", "wire_transfer\ufe0f", "wire\x00", "wire\xff"} {
+			var i Intent
+			set(&i, bad)
+			_, err := i.Input(now)
+			var ie *InputError
+			if !errors.As(err, &ie) || ie.Code != CodeInvalidIdentifier || ie.Field != field {
+				t.Errorf("%s %q: got %v; want %s on %s", field, bad, err, CodeInvalidIdentifier, field)
 			}
 		}
 	}

@@ -446,13 +446,15 @@ func checkGrammar(field, v string, g *grammar) error {
 	return nil
 }
 
-// checkName refuses an oversized name or one with control characters.
+// checkName refuses an oversized name, and one a reader of the dossier
+// would not see as it is (VisibleName).
 func checkName(field, v string) error {
 	if len(v) > MaxIdentifierLen {
 		return &InputError{Code: CodeInvalidIdentifier, Field: field, Message: fmt.Sprintf("%s is longer than %d bytes", field, MaxIdentifierLen)}
 	}
-	if hasControl(v) {
-		return &InputError{Code: CodeInvalidIdentifier, Field: field, Message: field + " must not contain control characters"}
+	if !VisibleName(v) {
+		return &InputError{Code: CodeInvalidIdentifier, Field: field,
+			Message: field + " must not contain control or invisible characters, nor begin or end with white space"}
 	}
 	return nil
 }

@@ -87,7 +87,9 @@ func TestLookAlikeIdentifiersAreRefused(t *testing.T) {
 	x.bind(t, jws, nil).wantProblem(t, http.StatusBadRequest, "INVALID_IDENTIFIER")
 	for _, body := range []string{`{"decision_type":"payment","amount":5}`, `{"decision_type":"PAYMENT\u200b","amount":5}`,
 		`{"decision_type":"PAY-MENT","amount":5}`, `{"surface":"CRM","amount":5}`, `{"surface":"crm ","amount":5}`,
-		`{"surface":"crm\u202e","amount":5}`, `{"workflow_key":` + lit(strings.Repeat("w", 129)) + `,"amount":5}`} {
+		`{"surface":"crm\u202e","amount":5}`, `{"workflow_key":` + lit(strings.Repeat("w", 129)) + `,"amount":5}`,
+		`{"action":{"type":"refund\u200b"},"amount":5}`, `{"actor":{"id":"agent-7 ","type":"agent"},"amount":5}`,
+		`{"actor":{"id":"agent-7","type":"\u2066agent"},"amount":5}`, `{"vertical_pack":"retail\u00a0eu","amount":5}`} {
 		x.req(t, "POST", pathGate, o.Key, body, nil).wantProblem(t, http.StatusBadRequest, "INVALID_IDENTIFIER")
 	}
 	// A bundle whose selector no valid request can carry is refused.
