@@ -635,7 +635,7 @@ func (e *Engine) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, erro
 		return ClaimResult{}, err
 	}
 	if req.CorrelationID != "" && !ValidToken(req.CorrelationID) {
-		return ClaimResult{}, invalid(CodeInvalidRequest, "correlation_id", "correlation_id must be 1 to %d visible ASCII characters", MaxKeyLength)
+		return ClaimResult{}, invalid(CodeInvalidCorrelationID, "correlation_id", "correlation_id must be 1 to %d visible ASCII characters", MaxKeyLength)
 	}
 	if err := e.checkDossier(ctx, g); err != nil {
 		return ClaimResult{}, err
