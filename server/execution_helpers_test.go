@@ -211,6 +211,12 @@ func (x *execEnv) req(t testing.TB, method, path, key string, body any, headers 
 		rq.Header.Set(k, v)
 	}
 	rq.Header["User-Agent"] = []string{""}
+	return x.roundTrip(t, rq)
+}
+
+// roundTrip sends rq and reads its answer.
+func (x *execEnv) roundTrip(t testing.TB, rq *http.Request) *result {
+	t.Helper()
 	res, err := x.client.Do(rq)
 	if err != nil {
 		t.Fatal(err)
@@ -220,7 +226,7 @@ func (x *execEnv) req(t testing.TB, method, path, key string, body any, headers 
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &result{Status: res.StatusCode, Header: res.Header, Raw: raw, what: method + " " + path}
+	r := &result{Status: res.StatusCode, Header: res.Header, Raw: raw, what: rq.Method + " " + rq.URL.RequestURI()}
 	if len(raw) > 0 && raw[0] == '{' {
 		_ = json.Unmarshal(raw, &r.JSON)
 	}

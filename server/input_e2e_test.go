@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -33,20 +32,7 @@ func (x *execEnv) rawReq(t *testing.T, method, path, key, body string, header ht
 	for k, vs := range header {
 		rq.Header[k] = vs
 	}
-	res, err := x.client.Do(rq)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	raw, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &result{Status: res.StatusCode, Header: res.Header, Raw: raw, what: method + " " + path}
-	if len(raw) > 0 && raw[0] == '{' {
-		_ = json.Unmarshal(raw, &r.JSON)
-	}
-	return r
+	return x.roundTrip(t, rq)
 }
 
 // blockedWorkflow blocks the workflow blocked.wf and allows the rest.

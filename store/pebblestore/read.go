@@ -102,31 +102,22 @@ func last(r kv, lower, upper []byte) ([]byte, bool, error) {
 
 // firstKey returns copies of the least key in [lower, upper) and its value.
 func firstKey(r kv, lower, upper []byte) (k, v []byte, found bool, err error) {
-	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
-	if err != nil {
-		return nil, nil, false, fmt.Errorf("pebblestore: iterate: %w", err)
-	}
-	if found = it.First(); found {
-		val, err := it.ValueAndErr()
-		if err != nil {
-			_ = it.Close()
-			return nil, nil, false, fmt.Errorf("pebblestore: iterate: %w", err)
-		}
-		k, v = append([]byte(nil), it.Key()...), append([]byte(nil), val...)
-	}
-	if err := it.Close(); err != nil {
-		return nil, nil, false, fmt.Errorf("pebblestore: iterate: %w", err)
-	}
-	return k, v, found, nil
+	return edgeKey(r, lower, upper, (*pebble.Iterator).First)
 }
 
 // lastKey returns copies of the greatest key in [lower, upper) and its value.
 func lastKey(r kv, lower, upper []byte) (k, v []byte, found bool, err error) {
+	return edgeKey(r, lower, upper, (*pebble.Iterator).Last)
+}
+
+// edgeKey returns copies of the key in [lower, upper) that seek (First or
+// Last) positions on, and its value.
+func edgeKey(r kv, lower, upper []byte, seek func(*pebble.Iterator) bool) (k, v []byte, found bool, err error) {
 	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return nil, nil, false, fmt.Errorf("pebblestore: iterate: %w", err)
 	}
-	if found = it.Last(); found {
+	if found = seek(it); found {
 		val, err := it.ValueAndErr()
 		if err != nil {
 			_ = it.Close()
