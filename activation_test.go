@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	"github.com/clearancehq/clearance"
-	"github.com/clearancehq/clearance/grant"
-	"github.com/clearancehq/clearance/internal/canon"
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/policy"
 )
@@ -27,26 +25,11 @@ const (
 // context.policy_version is pin ("" for none).
 func (x *execEnv) pinnedIntent(t testing.TB, amount float64, pin string) string {
 	t.Helper()
-	n := x.seq.Add(1)
-	m := map[string]any{
-		"intent_id": fmt.Sprintf("pinned-%d", n), "org_id": x.org.Org.ID, "actor": map[string]any{"id": "agent-7", "type": "agent"},
-		"action":       map[string]any{"type": "refund", "amount": amount, "currency": "EUR"},
-		"workflow_key": "refunds", "decision_type": "REFUND", "nonce": fmt.Sprintf("pinned-nonce-%d", n),
-		"concurrency_scope": fmt.Sprintf("pinned-scope-%d", n), "escalation": map[string]any{"mode": "NONE"},
-		"issued_at": "2026-11-01T12:00:00Z",
-	}
+	m := x.intentMembers("pinned-", amount)
 	if pin != "" {
 		m["context"] = map[string]any{"policy_version": pin}
 	}
-	payload, err := canon.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	jws, err := grant.SignIntent(x.agent, payload)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return jws
+	return x.sign(t, m)
 }
 
 // dossierPin reads the pin members of a decision's dossier.

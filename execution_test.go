@@ -89,32 +89,44 @@ const enforceAll = `{"bundle_id":"pay","version":"v1","mode":"ENFORCEMENT","rule
  {"id":"big","match":[{"field":"amount","op":"ge","value":10000}],"outcome":"BLOCK","reason_codes":["TOO_BIG"]}],
  "default":{"outcome":"ALLOW","reason_codes":["OK"]}}`
 
-// intent signs an execution intent for amount in scope.
-func (x *execEnv) intent(t testing.TB, amount float64, scope, effect string) (jws, id string) {
-	t.Helper()
+// intentMembers returns the members of a fresh refund intent of x's org for
+// amount, issued at x's start; prefix starts its ids (intent, nonce, scope).
+func (x *execEnv) intentMembers(prefix string, amount float64) map[string]any {
 	n := x.seq.Add(1)
-	if scope == "" {
-		scope = fmt.Sprintf("scope-%d", n)
-	}
-	id = fmt.Sprintf("intent-%d", n)
-	m := map[string]any{
-		"intent_id": id, "org_id": x.org.Org.ID, "actor": map[string]any{"id": "agent-7", "type": "agent"},
+	return map[string]any{
+		"intent_id": fmt.Sprintf("%sintent-%d", prefix, n), "org_id": x.org.Org.ID, "actor": map[string]any{"id": "agent-7", "type": "agent"},
 		"action":       map[string]any{"type": "refund", "amount": amount, "currency": "EUR", "target": "order-1"},
-		"workflow_key": "refunds", "decision_type": "REFUND", "nonce": fmt.Sprintf("nonce-%d", n),
-		"concurrency_scope": scope, "escalation": map[string]any{"mode": "NONE"}, "issued_at": "2026-11-01T12:00:00Z",
+		"workflow_key": "refunds", "decision_type": "REFUND", "nonce": fmt.Sprintf("%snonce-%d", prefix, n),
+		"concurrency_scope": fmt.Sprintf("%sscope-%d", prefix, n), "escalation": map[string]any{"mode": "NONE"},
+		"issued_at": "2026-11-01T12:00:00Z",
 	}
-	if effect != "" {
-		m["expected_effect_digest"] = effect
-	}
+}
+
+// sign signs m, canonicalized, as an execution intent with x's agent key.
+func (x *execEnv) sign(t testing.TB, m map[string]any) string {
+	t.Helper()
 	payload, err := canon.Marshal(m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	jws, err = grant.SignIntent(x.agent, payload)
+	jws, err := grant.SignIntent(x.agent, payload)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return jws, id
+	return jws
+}
+
+// intent signs an execution intent for amount in scope ("" for its own).
+func (x *execEnv) intent(t testing.TB, amount float64, scope, effect string) (jws, id string) {
+	t.Helper()
+	m := x.intentMembers("", amount)
+	if scope != "" {
+		m["concurrency_scope"] = scope
+	}
+	if effect != "" {
+		m["expected_effect_digest"] = effect
+	}
+	return x.sign(t, m), m["intent_id"].(string)
 }
 
 func (x *execEnv) bind(t testing.TB, jws string) clearance.AuthorityDecision {

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/clearancehq/clearance"
-	"github.com/clearancehq/clearance/grant"
-	"github.com/clearancehq/clearance/internal/canon"
 	"github.com/clearancehq/clearance/internal/strictjson"
 	"github.com/clearancehq/clearance/policy"
 	"github.com/clearancehq/clearance/registry"
@@ -100,25 +98,12 @@ func TestEvaluateRefusesInvisibleTokens(t *testing.T) {
 // signIntent signs an intent of x's org issued at issuedAt, changed by mutate.
 func (x *execEnv) signIntent(t *testing.T, issuedAt string, mutate func(m map[string]any)) string {
 	t.Helper()
-	n := x.seq.Add(1)
-	m := map[string]any{
-		"intent_id": fmt.Sprintf("fresh-%d", n), "org_id": x.org.Org.ID, "actor": map[string]any{"id": "agent-7", "type": "agent"},
-		"action": map[string]any{"type": "refund", "amount": 5, "currency": "EUR", "target": "order-1"}, "decision_type": "REFUND",
-		"nonce": fmt.Sprintf("fresh-nonce-%d", n), "concurrency_scope": fmt.Sprintf("fresh-scope-%d", n),
-		"escalation": map[string]any{"mode": "NONE"}, "issued_at": issuedAt,
-	}
+	m := x.intentMembers("fresh-", 5)
+	m["issued_at"] = issuedAt
 	if mutate != nil {
 		mutate(m)
 	}
-	payload, err := canon.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	jws, err := grant.SignIntent(x.agent, payload)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return jws
+	return x.sign(t, m)
 }
 
 // TestEnforceAndBindRefusesStaleAndFutureIntents: a signed intent is a

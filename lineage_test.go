@@ -79,26 +79,11 @@ func (x *execEnv) storedDossier(t *testing.T, id string) (clearance.Dossier, str
 // signed signs an execution intent of amount with extra members.
 func (x *execEnv) signed(t *testing.T, amount float64, extra map[string]any) string {
 	t.Helper()
-	n := x.seq.Add(1)
-	m := map[string]any{
-		"intent_id": fmt.Sprintf("lineage-%d", n), "org_id": x.org.Org.ID, "actor": map[string]any{"id": "agent-7", "type": "agent"},
-		"action":       map[string]any{"type": "refund", "amount": amount, "currency": "EUR", "target": "order-1"},
-		"workflow_key": "refunds", "decision_type": "REFUND", "nonce": fmt.Sprintf("lineage-nonce-%d", n),
-		"concurrency_scope": fmt.Sprintf("lineage-scope-%d", n), "escalation": map[string]any{"mode": "NONE"},
-		"issued_at": "2026-11-01T12:00:00Z",
-	}
+	m := x.intentMembers("lineage-", amount)
 	for k, v := range extra {
 		m[k] = v
 	}
-	payload, err := canon.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	jws, err := grant.SignIntent(x.agent, payload)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return jws
+	return x.sign(t, m)
 }
 
 func memberIDs(ch clearance.DecisionChain) []string {
