@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"github.com/clearancehq/clearance"
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/policy"
+	"github.com/clearancehq/clearance/store"
 )
 
 // smallOnly allows amounts below 1,000; blockAll refuses everything. Both
@@ -87,6 +89,63 @@ func TestPinToInactiveVersionNeverAuthorizes(t *testing.T) {
 	}
 	if pin, active := dossierPin(t, x.e, org, d.DossierID); pin != "" || active != "" {
 		t.Fatalf("a pin to the active version is not noted: %q %q", pin, active)
+	}
+}
+
+// staleActivation is a backend whose reads outside a transaction see the
+// activation set in stale, as a request does that read the active version
+// just before another activation committed; transactions see the truth.
+type staleActivation struct {
+	store.Backend
+	stale atomic.Pointer[store.Activation]
+}
+
+func (s *staleActivation) Activation(ctx context.Context, orgID string) (store.Activation, error) {
+	if a := s.stale.Load(); a != nil {
+		return *a, nil
+	}
+	return s.Backend.Activation(ctx, orgID)
+}
+
+// TestActivationRacingAnAuthorization: an activation that commits between
+// the evaluation of a request and its transaction wins. Neither a grant nor
+// a claim commits under the version that stopped being active meanwhile.
+func TestActivationRacingAnAuthorization(t *testing.T) {
+	ctx := context.Background()
+	var st *staleActivation
+	x := newExecEnvOver(t, smallOnly, clearance.Options{}, func(b store.Backend) store.Backend {
+		st = &staleActivation{Backend: b}
+		return st
+	})
+	org := x.org.Org.ID
+	v1, err := st.Activation(ctx, org)
+	if err != nil || v1.Version != "v1" {
+		t.Fatalf("activation after publishing v1: %+v %v", v1, err)
+	}
+	g := x.bind(t, x.pinnedIntent(t, 500, ""))
+	if g.ExecutionToken == "" {
+		t.Fatalf("v1 binds a grant: %+v", g)
+	}
+	if _, err := x.e.PublishBundle(ctx, org, []byte(blockAll)); err != nil {
+		t.Fatal(err)
+	}
+	st.stale.Store(&v1) // the requests below read v1 as active; v2 committed since
+
+	_, err = x.e.EnforceAndBind(ctx, clearance.AuthorityRequest{OrgID: org, SignedIntent: x.pinnedIntent(t, 500, "")})
+	wantCode(t, "enforce-and-bind decided under v1 after v2 was activated", err, clearance.ErrConflict, clearance.CodeStaleAuthorization)
+	_, err = x.e.Claim(ctx, clearance.ClaimRequest{OrgID: org, ExecutionToken: g.ExecutionToken, IntentHash: g.IntentHash})
+	wantCode(t, "claim decided under v1 after v2 was activated", err, clearance.ErrConflict, clearance.CodeStaleAuthorization)
+
+	// Once the activation is seen, the same grant is refused by v2 itself,
+	// and activating v1 again lets it be claimed.
+	st.stale.Store(nil)
+	_, err = x.e.Claim(ctx, clearance.ClaimRequest{OrgID: org, ExecutionToken: g.ExecutionToken, IntentHash: g.IntentHash})
+	wantCode(t, "claim under v2", err, clearance.ErrConflict, clearance.CodeStaleAuthorization)
+	if _, err := x.e.ActivateBundle(ctx, clearance.ActivateRequest{OrgID: org, Version: "v1"}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := x.e.Claim(ctx, clearance.ClaimRequest{OrgID: org, ExecutionToken: g.ExecutionToken, IntentHash: g.IntentHash}); err != nil || !r.ShouldExecute {
+		t.Fatalf("claim after v1 is active again: %+v %v", r, err)
 	}
 }
 

@@ -235,6 +235,9 @@ func (e *Engine) EnforceAndBind(ctx context.Context, req AuthorityRequest) (Auth
 		out = AuthorityDecision{Decision: decisionOf(d, digest), IntentID: intent.IntentID, IntentHash: intentHash,
 			EscalationMode: intent.Escalation.Mode}
 		if authorize {
+			if err := stillActive(ctx, tx, g.PolicyVersion); err != nil {
+				return err
+			}
 			g.DossierDigest = digest
 			if err := claim.Issue(ctx, tx, g); err != nil {
 				return err
@@ -644,7 +647,8 @@ func (e *Engine) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, erro
 	if err != nil {
 		return ClaimResult{}, err
 	}
-	if err := e.checkCurrentPolicy(ctx, g, intent); err != nil {
+	version, err := e.checkCurrentPolicy(ctx, g, intent)
+	if err != nil {
 		return ClaimResult{}, err
 	}
 	ring, err := e.ring()
@@ -661,6 +665,9 @@ func (e *Engine) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, erro
 	}
 	var claimed claim.Grant
 	err = e.store.Update(ctx, req.OrgID, func(tx store.Tx) error {
+		if err := stillActive(ctx, tx, version); err != nil {
+			return err
+		}
 		claimed, err = claim.Claim(ctx, tx, claim.ClaimRequest{GrantID: g.GrantID, IntentHash: req.IntentHash,
 			ClaimTokenDigest: digest, Correlation: req.CorrelationID, Lease: e.opts.ClaimLease})
 		if err != nil {
@@ -713,28 +720,28 @@ func (e *Engine) checkDossier(ctx context.Context, g claim.Grant) error {
 }
 
 // checkCurrentPolicy re-evaluates g's bound intent under the org's version
-// active now, whatever the intent pins; any answer but ALLOW in ENFORCEMENT
-// is a stale authorization.
-func (e *Engine) checkCurrentPolicy(ctx context.Context, g claim.Grant, intent ExecutionIntent) error {
+// active now, whatever the intent pins, and returns that version; any answer
+// but ALLOW in ENFORCEMENT is a stale authorization.
+func (e *Engine) checkCurrentPolicy(ctx context.Context, g claim.Grant, intent ExecutionIntent) (string, error) {
 	in, err := intentInput(intent, "", e.now())
 	if err != nil {
-		return newError(ErrConflict, CodeStaleAuthorization, "the bound intent cannot be re-evaluated")
+		return "", newError(ErrConflict, CodeStaleAuthorization, "the bound intent cannot be re-evaluated")
 	}
 	res, err := e.resolvePolicy(ctx, g.OrgID, "")
 	if err != nil {
 		var ee *Error
 		if errors.As(err, &ee) && errors.Is(err, ErrUnavailable) {
-			return err
+			return "", err
 		}
-		return &Error{Kind: ErrConflict, Code: CodeStaleAuthorization, Detail: "the current policy cannot be resolved", Err: err}
+		return "", &Error{Kind: ErrConflict, Code: CodeStaleAuthorization, Detail: "the current policy cannot be resolved", Err: err}
 	}
 	c := res.Policy
 	pd := c.Evaluate(&in)
 	if pd.Err != nil || pd.Outcome != policy.OutcomeAllow || res.Mode("") != policy.ModeEnforcement {
-		return newError(ErrConflict, CodeStaleAuthorization,
+		return "", newError(ErrConflict, CodeStaleAuthorization,
 			"under the current policy (%s) the action is %s in %s mode", c.Snapshot().PolicyVersion, pd.Outcome, res.Mode(""))
 	}
-	return nil
+	return c.Snapshot().PolicyVersion, nil
 }
 
 // claimTokenPrefix marks claim tokens, like API keys are marked.

@@ -16,6 +16,7 @@ import (
 	"github.com/clearancehq/clearance/grant"
 	"github.com/clearancehq/clearance/internal/canon"
 	"github.com/clearancehq/clearance/registry"
+	"github.com/clearancehq/clearance/store"
 	"github.com/clearancehq/clearance/store/pebblestore"
 )
 
@@ -40,14 +41,25 @@ func newExecEnv(t testing.TB, bundle string) *execEnv {
 // keys are set here).
 func newExecEnvWith(t testing.TB, bundle string, opts clearance.Options) *execEnv {
 	t.Helper()
+	return newExecEnvOver(t, bundle, opts, nil)
+}
+
+// newExecEnvOver is newExecEnvWith over wrap(the Pebble store); a nil wrap
+// is the store itself.
+func newExecEnvOver(t testing.TB, bundle string, opts clearance.Options, wrap func(store.Backend) store.Backend) *execEnv {
+	t.Helper()
 	x := &execEnv{now: &atomic.Int64{}}
 	x.now.Store(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC).UnixNano())
 	clock := func() time.Time { return time.Unix(0, x.now.Load()).UTC() }
-	b, err := pebblestore.Open(t.TempDir(), pebblestore.Options{Now: clock})
+	ps, err := pebblestore.Open(t.TempDir(), pebblestore.Options{Now: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { b.Close() })
+	t.Cleanup(func() { ps.Close() })
+	var b store.Backend = ps
+	if wrap != nil {
+		b = wrap(ps)
+	}
 	signing, _ := grant.KeyFromSeed(seed(1))
 	x.ring = grant.NewKeyRing(signing)
 	opts.Now, opts.GrantKeys = clock, x.ring

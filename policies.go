@@ -299,6 +299,26 @@ func (e *Engine) resolvePolicy(ctx context.Context, orgID, pin string) (policy.R
 	return r, nil
 }
 
+// stillActive refuses, inside the org's transaction, an authorization
+// decided under a version that is no longer the org's active one: an
+// activation that committed between the evaluation and this transaction
+// wins (the org lock orders them), so no grant is issued or claimed under
+// a version other than the one active when it commits. The request can be
+// sent again and is then decided under the new version.
+func stillActive(ctx context.Context, tx store.Tx, version string) error {
+	a, err := tx.ActivationInTx(ctx)
+	switch {
+	case isNotFound(err):
+		return newError(ErrConflict, CodeStaleAuthorization, "the org has no active policy version any more; send the request again")
+	case err != nil:
+		return err
+	case a.Version != version:
+		return newError(ErrConflict, CodeStaleAuthorization,
+			"the org's active policy changed from %q to %q while this request was decided; send it again", version, a.Version)
+	}
+	return nil
+}
+
 // notePin records in d that a pin selected another version than the active
 // one: d is then evaluated under the pinned version, in SHADOW.
 func (d *Dossier) notePin(pin string, r policy.Resolution) {
