@@ -10,11 +10,6 @@ import (
 	"github.com/clearancehq/clearance/registry"
 )
 
-// CodeSigningKeyRevoked answers an operation that must sign while the
-// active grant key of this server's ring is revoked in the store: nothing is
-// signed until the server's key file is rotated to a fresh key.
-const CodeSigningKeyRevoked = "SIGNING_KEY_REVOKED"
-
 // DefaultKeyRevocationInterval is how often RunKeyRevocations rereads the
 // grant keys revoked in the store.
 const DefaultKeyRevocationInterval = time.Second

@@ -12,9 +12,12 @@ import (
 	"github.com/clearancehq/clearance/store"
 )
 
-// Codes of key registration.
+// Codes of key registration and signing. CodeSigningKeyRevoked answers an
+// operation that must sign while the active grant key of the server's ring
+// is revoked in the store: nothing is signed until its key file is rotated.
 const (
 	CodeSigningNotConfigured = "SIGNING_NOT_CONFIGURED"
+	CodeSigningKeyRevoked    = "SIGNING_KEY_REVOKED"
 )
 
 // RegisterKey registers an org's public agent or provider key (ledgered).
