@@ -153,9 +153,9 @@ func (e *Engine) producerKey() (grant.Key, error) {
 	if !e.opts.ProducerKey.IsZero() {
 		return e.opts.ProducerKey, nil
 	}
-	ring, err := e.ring()
+	keys, err := e.signingKeys()
 	if err != nil {
 		return grant.Key{}, err
 	}
-	return ring.Active(), nil
+	return keys.signer()
 }

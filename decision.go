@@ -8,6 +8,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/clearancehq/clearance/grant"
 	"github.com/clearancehq/clearance/internal/canon"
 	"github.com/clearancehq/clearance/policy"
 	"github.com/clearancehq/clearance/store"
@@ -164,6 +165,16 @@ func (e *Engine) Evaluate(ctx context.Context, req EvaluateRequest) (Decision, e
 	if req.CorrelationID != "" && !ValidToken(req.CorrelationID) {
 		return Decision{}, invalid(CodeInvalidCorrelationID, "correlation_id", "the correlation id must be 1 to %d visible ASCII characters", MaxKeyLength)
 	}
+	// The envelope's key is taken before anything is recorded, so that a
+	// revoked active key refuses the request rather than a recorded answer.
+	var envSigner grant.Key
+	if req.WantEnvelope {
+		if keys, err := e.signingKeys(); err == nil {
+			if envSigner, err = keys.signer(); err != nil {
+				return Decision{}, err
+			}
+		}
+	}
 	now := e.now()
 	in, err := req.Intent.Input(now)
 	if err != nil {
@@ -252,8 +263,8 @@ func (e *Engine) Evaluate(ctx context.Context, req EvaluateRequest) (Decision, e
 	}
 	// A replay's Update wrote nothing, but the backend returns only once what
 	// it read is durable, so a replayed answer is never ahead of the disk.
-	if req.WantEnvelope && e.opts.GrantKeys != nil {
-		if out.VerificationEnvelope, err = e.envelope(e.opts.GrantKeys, out, "", ""); err != nil {
+	if !envSigner.IsZero() {
+		if out.VerificationEnvelope, err = e.envelope(envSigner, out, "", ""); err != nil {
 			return Decision{}, unavailable("sign envelope", err)
 		}
 	}

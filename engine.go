@@ -145,8 +145,10 @@ type Engine struct {
 	raw   store.Backend // the backend itself, for sealing
 	grown *grownOrgs
 	opts  Options
-	// grantKeys is the ring in use: read once per operation, swapped whole.
-	grantKeys atomic.Pointer[grant.KeyRing]
+	// keyState is the grant key ring in use with the kids revoked in the
+	// store: read once per operation, swapped whole under keyMu.
+	keyState atomic.Pointer[signingKeys]
+	keyMu    sync.Mutex
 
 	compiled sync.Map     // bundleKey -> *policy.Compiled (published bundles are immutable)
 	keys     sync.Map     // key hash -> cachedKey
@@ -165,7 +167,7 @@ func Open(backend store.Backend, opts Options) (*Engine, error) {
 	}
 	grown := &grownOrgs{}
 	e := &Engine{store: trackingBackend{Backend: backend, grown: grown}, raw: backend, grown: grown, opts: opts}
-	e.grantKeys.Store(opts.GrantKeys)
+	e.publishKeys(opts.GrantKeys, nil)
 	return e, nil
 }
 
@@ -174,17 +176,26 @@ func Open(backend store.Backend, opts Options) (*Engine, error) {
 // that starts afterwards signs with the new active key and verifies against
 // the new ring (a key no longer in it, or revoked, verifies nothing); the
 // JWKS follows. An operation already under way finishes with the ring it
-// started with. nil turns signing off.
-func (e *Engine) SetGrantKeys(r *grant.KeyRing) { e.grantKeys.Store(r) }
+// started with. nil turns signing off. Kids revoked in the store
+// (RevokeGrantKey) stay refused whatever r holds.
+func (e *Engine) SetGrantKeys(r *grant.KeyRing) {
+	e.keyMu.Lock()
+	defer e.keyMu.Unlock()
+	e.publishKeys(r, e.keyState.Load().revoked)
+}
 
 // GrantKeys returns the grant key ring in use; nil when signing is not
 // configured.
-func (e *Engine) GrantKeys() *grant.KeyRing { return e.grantKeys.Load() }
+func (e *Engine) GrantKeys() *grant.KeyRing { return e.keyState.Load().ring }
 
-// Health reports whether the store answers.
+// Health reports whether the store answers and the active grant key may
+// sign.
 type Health struct {
-	Status           string `json:"status"` // "ok" or "degraded"
-	Store            string `json:"store"`  // "ok" or the error
+	Status string `json:"status"` // "ok" or "degraded"
+	Store  string `json:"store"`  // "ok" or the error
+	// GrantKey is "revoked" when the active grant key is revoked in the
+	// store (the server signs nothing: degraded); absent otherwise.
+	GrantKey         string `json:"grant_key,omitempty"`
 	Version          string `json:"version"`
 	InterfaceVersion string `json:"interface_version"`
 }
@@ -194,6 +205,9 @@ func (e *Engine) Health(ctx context.Context) Health {
 	h := Health{Status: "ok", Store: "ok", Version: Version, InterfaceVersion: InterfaceVersion}
 	if err := e.store.Ping(ctx); err != nil {
 		h.Status, h.Store = "degraded", err.Error()
+	}
+	if e.keyState.Load().activeRevoked {
+		h.Status, h.GrantKey = "degraded", "revoked"
 	}
 	return h
 }

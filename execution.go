@@ -110,23 +110,17 @@ type AuthorityDecision struct {
 	EscalationMode string `json:"escalation_mode"`
 }
 
-// ring is the grant key ring in use, read once per operation so that an
-// operation signs and verifies with one ring even while it is replaced.
-func (e *Engine) ring() (*grant.KeyRing, error) {
-	r := e.grantKeys.Load()
-	if r == nil {
-		return nil, newError(ErrUnavailable, CodeSigningNotConfigured, "grant signing is not configured")
-	}
-	return r, nil
-}
-
 // EnforceAndBind verifies a signed execution intent, evaluates it and, for
 // ALLOW in ENFORCEMENT mode, binds a single-use grant to it. The dossier,
 // ledger entries, grant record and intent binding commit atomically. The
 // intent_id is the issuance boundary: the same intent again returns the
 // same answer; another intent under a bound intent_id is ErrConflict.
 func (e *Engine) EnforceAndBind(ctx context.Context, req AuthorityRequest) (AuthorityDecision, error) {
-	ring, err := e.ring()
+	keys, err := e.signingKeys()
+	if err != nil {
+		return AuthorityDecision{}, err
+	}
+	signer, err := keys.signer()
 	if err != nil {
 		return AuthorityDecision{}, err
 	}
@@ -208,7 +202,7 @@ func (e *Engine) EnforceAndBind(ctx context.Context, req AuthorityRequest) (Auth
 			PolicyVersion: c.Snapshot().PolicyVersion, BundleDigest: c.Digest(), Intent: payload,
 			IssuedAt: now, ExpiresAt: now.Add(e.opts.GrantTTL),
 		}
-		if token, err = grant.Mint(ring.Active(), grantClaims(e.opts.Issuer, g, intent, mode)); err != nil {
+		if token, err = grant.Mint(signer, grantClaims(e.opts.Issuer, g, intent, mode)); err != nil {
 			return AuthorityDecision{}, unavailable("sign grant", err)
 		}
 		g.TokenDigest = canon.Digest([]byte(token))
@@ -258,7 +252,7 @@ func (e *Engine) EnforceAndBind(ctx context.Context, req AuthorityRequest) (Auth
 		return AuthorityDecision{}, asEngineError("enforce and bind", err)
 	}
 	if req.WantEnvelope {
-		if out.VerificationEnvelope, err = e.envelope(ring, out.Decision, out.IntentHash, out.GrantID); err != nil {
+		if out.VerificationEnvelope, err = e.envelope(signer, out.Decision, out.IntentHash, out.GrantID); err != nil {
 			return AuthorityDecision{}, unavailable("sign envelope", err)
 		}
 	}
@@ -269,12 +263,12 @@ func (e *Engine) EnforceAndBind(ctx context.Context, req AuthorityRequest) (Auth
 // grant id of an enforce-and-bind answer; "" elsewhere). It is made from the
 // recorded decision alone, never stored, so a replay gets the same envelope
 // (Ed25519 is deterministic) while the signing key is unchanged.
-func (e *Engine) envelope(ring *grant.KeyRing, d Decision, intentHash, grantID string) (string, error) {
+func (e *Engine) envelope(signer grant.Key, d Decision, intentHash, grantID string) (string, error) {
 	at, err := time.Parse(timeFormat, d.CreatedAt)
 	if err != nil {
 		return "", err
 	}
-	return grant.MintEnvelope(ring.Active(), grant.Envelope{
+	return grant.MintEnvelope(signer, grant.Envelope{
 		Issuer: e.opts.Issuer, Audience: grant.AudDecision, OrgID: d.OrgID, ID: d.EvaluationID,
 		IssuedAt: at.Unix(), Expiry: at.Add(e.opts.GrantTTL).Unix(), DecisionID: d.DecisionID, DossierID: d.DossierID,
 		IntentHash: intentHash, Outcome: string(d.Outcome), ReasonCodes: d.ReasonCodes, Mode: string(d.Mode),
@@ -481,7 +475,7 @@ type tokenGrant struct {
 // grant package's error; a failed read of the stored grant is in lookupErr.
 // The token's claims are compared with the stored grant by grantOf.
 func (e *Engine) checkToken(ctx context.Context, orgID, token string, ignoreExpiry bool) (tokenGrant, error) {
-	ring, err := e.ring()
+	keys, err := e.signingKeys()
 	if err != nil {
 		return tokenGrant{}, err
 	}
@@ -496,7 +490,7 @@ func (e *Engine) checkToken(ctx context.Context, orgID, token string, ignoreExpi
 		tg.recognized = tg.lookupErr == nil && subtle.ConstantTimeCompare([]byte(tg.stored.TokenDigest), []byte(want)) == 1
 		return tg.recognized
 	}
-	tg.claims, err = grant.Verify(token, ring, grant.VerifyOptions{Now: e.now(), Issuer: e.opts.Issuer,
+	tg.claims, err = grant.Verify(token, keys, grant.VerifyOptions{Now: e.now(), Issuer: e.opts.Issuer,
 		MaxFutureIssuedAt: e.opts.MaxClockSkew, IgnoreExpiry: ignoreExpiry, Recognize: recognize})
 	if err != nil {
 		return tokenGrant{}, err
@@ -651,7 +645,11 @@ func (e *Engine) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, erro
 	if err != nil {
 		return ClaimResult{}, err
 	}
-	ring, err := e.ring()
+	keys, err := e.signingKeys()
+	if err != nil {
+		return ClaimResult{}, err
+	}
+	signer, err := keys.signer()
 	if err != nil {
 		return ClaimResult{}, err
 	}
@@ -684,7 +682,7 @@ func (e *Engine) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, erro
 	// claim stays recorded without a token, so nothing executes. Everything
 	// it states comes from the stored grant; the lease ends on a whole
 	// second, so exp is exactly its end.
-	att, err := grant.MintAttestation(ring.Active(), grant.Attestation{
+	att, err := grant.MintAttestation(signer, grant.Attestation{
 		Issuer: e.opts.Issuer, Audience: grant.AudAttestation, Subject: claimed.ActorID, OrgID: claimed.OrgID, ID: attID,
 		IssuedAt: claimed.ClaimedAt.Unix(), Expiry: claimed.LeaseExpiresAt.Unix(), GrantID: claimed.GrantID,
 		DecisionID: claimed.DecisionID, DossierID: claimed.DossierID, ClaimTokenDigest: digest, Action: actionClaim(intent.Action),

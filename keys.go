@@ -12,9 +12,12 @@ import (
 	"github.com/clearancehq/clearance/store"
 )
 
-// Codes of key registration.
+// Codes of key registration and signing. CodeSigningKeyRevoked answers an
+// operation that must sign while the active grant key of the server's ring
+// is revoked in the store: nothing is signed until its key file is rotated.
 const (
 	CodeSigningNotConfigured = "SIGNING_NOT_CONFIGURED"
+	CodeSigningKeyRevoked    = "SIGNING_KEY_REVOKED"
 )
 
 // RegisterKey registers an org's public agent or provider key (ledgered).
@@ -120,12 +123,12 @@ func registryError(op string, err error) error {
 }
 
 // JWKS returns the public grant-signing keys of the ring in use (the active
-// key and every previous key until its grants drain, never a revoked one);
-// ok is false when signing is not configured.
+// key and every previous key until its grants drain, never one revoked in
+// the ring or in the store); ok is false when signing is not configured.
 func (e *Engine) JWKS() (jose.JSONWebKeySet, bool) {
-	r := e.grantKeys.Load()
-	if r == nil {
+	k, err := e.signingKeys()
+	if err != nil {
 		return jose.JSONWebKeySet{}, false
 	}
-	return r.JWKS(e.now()), true
+	return k.jwks(e.now()), true
 }

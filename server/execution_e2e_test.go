@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clearancehq/clearance"
 	"github.com/clearancehq/clearance/grant"
 	"github.com/clearancehq/clearance/server"
 )
@@ -843,6 +844,97 @@ func TestExecKeyRingSwapWithoutRestart(t *testing.T) {
 		t.Fatalf("attestation signed by %q, want %s", kid, keyC.KID())
 	}
 	x.finalize(t, late.token, c.str("claim_token"), "COMMITTED", nil).want(t, http.StatusOK)
+	x.ledgerOK(t)
+}
+
+// A revocation written to the store reaches a server whose own copy of the
+// key file still holds the key, without a restart: once the server rereads
+// the revocations, a retired revoked key verifies nothing and leaves the
+// JWKS, and a revoked ACTIVE key signs nothing (503 SIGNING_KEY_REVOKED,
+// health degraded) until the server's ring is rotated to a fresh key.
+func TestExecStoreRevocationReachesEveryServer(t *testing.T) {
+	t.Parallel()
+	x := newExecEnv(t, bandsBundle)
+	keyA, keyB, keyC := x.ring.Active(), mustKey(t, 9), mustKey(t, 10)
+	byA := x.grantFor(t, intentSpec{})
+	// This server's copy of the file: B active, A retired and draining.
+	rotated := x.ring.Rotate(keyB, x.clock(), 150*time.Second)
+	x.engine.SetGrantKeys(rotated)
+	byB := x.grantFor(t, intentSpec{})
+	verify := func(g issued) *result {
+		t.Helper()
+		return x.req(t, "POST", pathVerifyToken, x.o.Key, map[string]any{"execution_token": g.token, "intent_hash": g.hash}, nil)
+	}
+	verify(byA).want(t, http.StatusOK)
+
+	// Another server on the same database (its own copy of the file)
+	// revokes the retired key A there.
+	peer, err := clearance.Open(x.store, clearance.Options{Now: x.clock, GrantKeys: rotated})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := peer.RevokeGrantKey(t.Context(), keyA.KID()); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.engine.RefreshKeyRevocations(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	verify(byA).wantProblem(t, http.StatusConflict, "GRANT_INVALID")
+	wantFailedClaim(t, x.claim(t, pathClaim, byA.token, byA.hash), "GRANT_INVALID")
+	if kids := jwksKIDs(x.fetchJWKS(t)); !slices.Equal(kids, []string{keyB.KID()}) {
+		t.Fatalf("JWKS after revoking A in the store %v, want [%s]", kids, keyB.KID())
+	}
+	x.claimed(t, byB)
+	byB2 := x.grantFor(t, intentSpec{})
+
+	// The active key B leaks: revoked in the store while this server's
+	// file still names it active.
+	if err := peer.RevokeGrantKey(t.Context(), keyB.KID()); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.engine.RefreshKeyRevocations(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	head := x.head(x.o.Key)
+	jws, _ := x.intent(t, intentSpec{})
+	refused := x.bind(t, jws, nil).wantProblem(t, http.StatusServiceUnavailable, clearance.CodeSigningKeyRevoked)
+	if refused.str("execution_token") != "" || refused.str("grant_id") != "" {
+		t.Fatalf("a refused bind carries a grant: %s", refused)
+	}
+	x.req(t, "POST", "/v1/protocol/evaluate-decision", x.o.Key, map[string]any{"decision_type": "PAYMENT", "amount": 1},
+		map[string]string{"User-Agent": pipelineUA}).wantProblem(t, http.StatusServiceUnavailable, clearance.CodeSigningKeyRevoked)
+	if got := x.head(x.o.Key); got != head {
+		t.Fatalf("refused requests recorded %d ledger entries", got-head)
+	}
+	verify(byB2).wantProblem(t, http.StatusConflict, "GRANT_INVALID")
+	wantFailedClaim(t, x.claim(t, pathClaim, byB2.token, byB2.hash), "GRANT_INVALID")
+	if kids := jwksKIDs(x.fetchJWKS(t)); len(kids) != 0 {
+		t.Fatalf("JWKS with every key revoked %v, want none", kids)
+	}
+	h := x.req(t, "GET", pathHealth, "", nil, nil).want(t, http.StatusServiceUnavailable)
+	if h.str("status") != "degraded" || h.str("grant_key") != "revoked" {
+		t.Fatalf("health with the active key revoked: %s", h)
+	}
+	// Reloading a stale copy of the file changes nothing: still revoked.
+	x.engine.SetGrantKeys(rotated)
+	x.bind(t, jws, nil).wantProblem(t, http.StatusServiceUnavailable, clearance.CodeSigningKeyRevoked)
+
+	// The file is rotated to C: this server signs again, and neither A
+	// nor B comes back though the ring still lists B as retired.
+	x.engine.SetGrantKeys(rotated.Rotate(keyC, x.clock(), 150*time.Second))
+	if h := x.req(t, "GET", pathHealth, "", nil, nil).want(t, http.StatusOK); h.str("status") != "ok" || h.str("grant_key") != "" {
+		t.Fatalf("health after the rotation: %s", h)
+	}
+	set := x.fetchJWKS(t)
+	if kids := jwksKIDs(set); !slices.Equal(kids, []string{keyC.KID()}) {
+		t.Fatalf("JWKS after rotating to C %v, want [%s]", kids, keyC.KID())
+	}
+	byC := x.grantFor(t, intentSpec{})
+	if _, kid := verifyOffline(t, byC.token, grant.TypGrant, set); kid != keyC.KID() {
+		t.Fatalf("grant after the rotation signed by %q, want %s", kid, keyC.KID())
+	}
+	x.claimed(t, byC)
+	verify(byB2).wantProblem(t, http.StatusConflict, "GRANT_INVALID")
 	x.ledgerOK(t)
 }
 

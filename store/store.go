@@ -67,6 +67,14 @@ type IdempotencyRecord struct {
 	CreatedAt     time.Time `json:"created_at"`
 }
 
+// KeyRevocation records that the grant-signing key KID was revoked at
+// RevokedAt. It is platform-wide (no org) and permanent: every server on the
+// database refuses the kid, whatever its own key file says.
+type KeyRevocation struct {
+	KID       string    `json:"kid"`
+	RevokedAt time.Time `json:"revoked_at"`
+}
+
 // Tx is one org's atomic unit of work. Reads see the transaction's own writes.
 type Tx interface {
 	OrgID() string
@@ -124,5 +132,11 @@ type Backend interface {
 	Sync(ctx context.Context) error
 	// Ping reports whether the backend can serve requests.
 	Ping(ctx context.Context) error
+	// RevokeGrantKey records, durably before it returns, that the
+	// grant-signing key kid is revoked. It is idempotent: revoking a revoked
+	// kid again keeps the first RevokedAt. There is no un-revoke.
+	RevokeGrantKey(ctx context.Context, kid string, at time.Time) error
+	// RevokedGrantKeys lists every revoked grant-signing key, in kid order.
+	RevokedGrantKeys(ctx context.Context) ([]KeyRevocation, error)
 	Close() error
 }

@@ -18,6 +18,8 @@ import (
 
 	"github.com/clearancehq/clearance/grant"
 	"github.com/clearancehq/clearance/internal/keyfile"
+	"github.com/clearancehq/clearance/store/pgstore"
+	"github.com/clearancehq/clearance/store/pgstore/pgtest"
 )
 
 // keysOutput is what `clearance keys rotate|revoke` print.
@@ -387,5 +389,68 @@ func TestServeUsesOnlyTheKeyFilesItIsGiven(t *testing.T) {
 	}
 	if code := q.signal(syscall.SIGTERM); code != 0 {
 		t.Fatalf("SIGTERM: exit %d", code)
+	}
+}
+
+// keys revoke --store refuses what it cannot do before writing anything: an
+// embedded store, a kid the named file does not hold; with --store alone it
+// writes only the database, and revoking twice keeps the first record.
+func TestKeysRevokeInTheStore(t *testing.T) {
+	grantFile := filepath.Join(t.TempDir(), "grant.json")
+	active, err := keyfile.Create(grantFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kid := active.KID()
+	var out, errb bytes.Buffer
+	if code := run(t.Context(), []string{"keys", "revoke", "--kid", kid, "--store", "pebble:/tmp/x", "--grant-key-file", grantFile}, &out, &errb); code != 2 {
+		t.Fatalf("revoke with a non-PostgreSQL store: exit %d, want 2: %s", code, errb.String())
+	}
+	pgtest.Admin(t)
+	storeURL := pgtest.SchemaURL(t, pgtest.NewSchema(t, "clearance_keysrevoke_"))
+	st, err := pgstore.Open(t.Context(), storeURL, pgstore.Options{MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	revoked := func() []string {
+		t.Helper()
+		list, err := st.RevokedGrantKeys(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var kids []string
+		for _, r := range list {
+			kids = append(kids, r.KID)
+		}
+		return kids
+	}
+	errb.Reset()
+	if code := run(t.Context(), []string{"keys", "revoke", "--kid", "not-in-the-file", "--store", storeURL, "--grant-key-file", grantFile}, &out, &errb); code != 1 {
+		t.Fatalf("revoke of a kid the file does not hold: exit %d, want 1: %s", code, errb.String())
+	}
+	if got := revoked(); len(got) != 0 {
+		t.Fatalf("a refused revoke wrote %v to the database", got)
+	}
+	before, err := os.ReadFile(grantFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if code := run(t.Context(), []string{"keys", "revoke", "--kid", "some-retired-kid", "--store", storeURL}, &out, &errb); code != 0 {
+		t.Fatalf("revoke in the database only: exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), `"revoked_kid":"some-retired-kid"`) {
+		t.Fatalf("output %s", out.String())
+	}
+	if after, _ := os.ReadFile(grantFile); !bytes.Equal(after, before) {
+		t.Fatal("a database-only revoke changed the key file")
+	}
+	got := runKeys(t, "revoke", "--kid", kid, "--store", storeURL, "--grant-key-file", grantFile)
+	if got.Active == kid || len(got.Revoked) != 1 || got.Revoked[0].KID != kid {
+		t.Fatalf("revoke of the active key in file and database: %+v", got)
+	}
+	if kids := revoked(); !slices.Equal(kids, []string{kid, "some-retired-kid"}) && !slices.Equal(kids, []string{"some-retired-kid", kid}) {
+		t.Fatalf("database revocations %v", kids)
 	}
 }

@@ -41,7 +41,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "admin":
 		return admin(ctx, args[1:], stdout, stderr)
 	case "keys":
-		return keys(args[1:], stdout, stderr)
+		return keys(ctx, args[1:], stdout, stderr)
 	case "loadtest":
 		return loadtest(ctx, args[1:], stdout, stderr)
 	case "migrate":

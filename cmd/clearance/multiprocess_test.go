@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/clearancehq/clearance/store/pgstore/pgtest"
 	"net/http"
+	"os"
 	"path/filepath"
 	"sync"
 	"syscall"
@@ -452,6 +453,153 @@ func TestMultiProcessKeyRotationAndRevocation(t *testing.T) {
 		if !p.hasLog("grant keys reloaded") {
 			t.Fatalf("no reload logged: %v", p.logLines())
 		}
+	}
+	httpc.CloseIdleConnections()
+	for _, p := range []*proc{pa, pb} {
+		if code := p.signal(syscall.SIGTERM); code != 0 {
+			t.Fatalf("SIGTERM: exit %d (%v), stderr %s", code, p.waitErr, p.stderr.String())
+		}
+	}
+}
+
+// TestMultiProcessStoreRevocationWithOwnKeyFiles runs two `clearance serve`
+// processes on one PostgreSQL schema, each with its OWN copy of the grant
+// key file (distributed like TLS keys). `clearance keys revoke --store`
+// reaches both without a restart, whatever their copies say: a retired key
+// revoked in the database only is refused by both; when the active key
+// leaks, the server whose copy was rewritten signs with a fresh key, and
+// the one whose copy still names the leaked key active refuses its grants
+// and signs nothing (503 SIGNING_KEY_REVOKED) until its copy is replaced.
+func TestMultiProcessStoreRevocationWithOwnKeyFiles(t *testing.T) {
+	pgtest.Admin(t)
+	schema := pgtest.NewSchema(t, "clearance_mprevoke_")
+	storeURL := pgtest.SchemaURL(t, schema)
+	keysDir := t.TempDir()
+	master, ledgerFile := filepath.Join(keysDir, "grant.json"), filepath.Join(keysDir, "ledger.json")
+	if code, _, stderr := runCLI(t, nil, "keys", "init", "--grant-key-file", master, "--ledger-key-file", ledgerFile); code != 0 {
+		t.Fatalf("keys init: exit %d: %s", code, stderr)
+	}
+	copyA, copyB := filepath.Join(t.TempDir(), "grant.json"), filepath.Join(t.TempDir(), "grant.json")
+	distribute := func(from string, to ...string) {
+		t.Helper()
+		data, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range to {
+			replaceFile(t, p, data)
+		}
+	}
+	distribute(master, copyA, copyB)
+	first, err := keyfile.ReadRing(master)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k1 := first.Active().KID()
+
+	common := []string{"--store", storeURL, "--ledger-key-file", ledgerFile, "--rate-limit", "-1"}
+	dirA, dirB := t.TempDir(), t.TempDir()
+	pa := startServer(t, dirA, append([]string{"--grant-key-file", copyA}, common...)...)
+	pb := startServer(t, dirB, append([]string{"--grant-key-file", copyB}, common...)...)
+	httpc := &http.Client{Timeout: 30 * time.Second}
+	defer httpc.CloseIdleConnections()
+	plat := mpClient{name: "A", url: pa.url, key: platformKey(t, dirA), httpc: httpc}
+	org := plat.want(t, "POST", "/v1/platform/orgs", `{"name":"MultiProcessRevocations"}`, http.StatusCreated)
+	orgID, apiKey := str(org.json, "org_id"), str(org.json, "api_key")
+	A := mpClient{name: "A", url: pa.url, key: apiKey, httpc: httpc}
+	B := mpClient{name: "B", url: pb.url, key: apiKey, httpc: httpc}
+	agent, err := grant.NewKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	A.want(t, "POST", "/v1/execution/agent-keys", map[string]any{"kid": agent.KID(), "public_jwk": agent.PublicJWK()}, http.StatusCreated)
+	A.want(t, "POST", "/v1/protocol/policies/bundles", mpBundle, http.StatusCreated)
+
+	type issuedGrant struct{ token, hash string }
+	n := 0
+	bind := func(c mpClient, wantKID string) issuedGrant {
+		t.Helper()
+		n++
+		tok, hash := mpBind(t, c, mpIntent(t, agent, orgID, 200+n))
+		if got := kidOf(t, tok); got != wantKID {
+			t.Fatalf("server %s signed with %s, want %s", c.name, got, wantKID)
+		}
+		return issuedGrant{tok, hash}
+	}
+	verify := func(g issuedGrant, status int, servers ...mpClient) {
+		t.Helper()
+		for _, s := range servers {
+			r := s.want(t, "POST", "/v1/execution/verify-token", map[string]any{"execution_token": g.token, "intent_hash": g.hash}, status)
+			if status == http.StatusConflict && str(r.json, "code") != "GRANT_INVALID" {
+				t.Fatalf("server %s: a grant of a revoked key: %s", s.name, r.raw)
+			}
+		}
+	}
+	revoke := func(args ...string) {
+		t.Helper()
+		if code, _, stderr := runCLI(t, nil, append([]string{"keys", "revoke"}, args...)...); code != 0 {
+			t.Fatalf("keys revoke %v: exit %d: %s", args, code, stderr)
+		}
+	}
+	byK1 := bind(B, k1)
+
+	// A rotation, distributed to both copies: K2 signs, K1 drains.
+	if code, _, stderr := runCLI(t, nil, "keys", "rotate", "--grant-key-file", master); code != 0 {
+		t.Fatalf("keys rotate: exit %d: %s", code, stderr)
+	}
+	distribute(master, copyA, copyB)
+	rotated, err := keyfile.ReadRing(master)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k2 := rotated.Active().KID()
+	awaitJWKS(t, []string{k2, k1}, A, B)
+	verify(byK1, http.StatusOK, A, B)
+	byK2 := bind(B, k2)
+
+	// The retired K1 leaked: revoked in the database only. Both copies
+	// still list K1; both servers refuse it.
+	revoke("--kid", k1, "--store", storeURL)
+	awaitJWKS(t, []string{k2}, A, B)
+	verify(byK1, http.StatusConflict, A, B)
+	verify(byK2, http.StatusOK, A, B)
+
+	// The active K2 leaked: revoked in the database and in A's copy (which
+	// gets a fresh active key K3). B's copy still names K2 active.
+	revoke("--kid", k2, "--store", storeURL, "--grant-key-file", copyA)
+	ringA, err := keyfile.ReadRing(copyA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k3 := ringA.Active().KID()
+	if k3 == k2 {
+		t.Fatal("revoking the active key left it active in the file")
+	}
+	awaitJWKS(t, []string{k3}, A)
+	awaitJWKS(t, nil, B)
+	verify(byK2, http.StatusConflict, A, B)
+	if c := B.want(t, "POST", "/v1/execution/claim-token", map[string]any{"execution_token": byK2.token, "intent_hash": byK2.hash}, http.StatusConflict); str(c.json, "code") != "GRANT_INVALID" || c.json["should_execute"] != false {
+		t.Fatalf("server B: claim of a grant of the revoked active key: %s", c.raw)
+	}
+	r := B.want(t, "POST", "/v1/authority/enforce-and-bind", map[string]any{"signed_intent": mpIntent(t, agent, orgID, 299)}, http.StatusServiceUnavailable)
+	if str(r.json, "code") != "SIGNING_KEY_REVOKED" || str(r.json, "execution_token") != "" {
+		t.Fatalf("server B signed with its revoked active key: %s", r.raw)
+	}
+	if h := B.want(t, "GET", "/v1/health", nil, http.StatusServiceUnavailable); str(h.json, "grant_key") != "revoked" {
+		t.Fatalf("server B health: %s", h.raw)
+	}
+	fresh := bind(A, k3)
+	if c := A.want(t, "POST", "/v1/execution/claim-token", map[string]any{"execution_token": fresh.token, "intent_hash": fresh.hash}, http.StatusOK); c.json["should_execute"] != true {
+		t.Fatalf("claim of a grant of the fresh key through A: %s", c.raw)
+	}
+
+	// B's copy is replaced: it signs again, with K3.
+	distribute(copyA, copyB)
+	awaitJWKS(t, []string{k3}, B)
+	bind(B, k3)
+	B.want(t, "GET", "/v1/health", nil, http.StatusOK)
+	if !pb.hasLog("grant keys revoked in the store applied") {
+		t.Fatalf("server B logged no revocation: %v", pb.logLines())
 	}
 	httpc.CloseIdleConnections()
 	for _, p := range []*proc{pa, pb} {

@@ -175,6 +175,18 @@ func runServer(ctx context.Context, log *slog.Logger, cfg serveConfig) error {
 	if err := ensurePlatformKey(ctx, log, engine, dataDir); err != nil {
 		return err
 	}
+	// Grant keys revoked in the database apply before the first request,
+	// then within a second of being revoked anywhere.
+	if err := engine.RefreshKeyRevocations(ctx); err != nil {
+		return err
+	}
+	revCtx, stopRevocations := context.WithCancel(ctx)
+	revDone := make(chan struct{})
+	go func() {
+		defer close(revDone)
+		engine.RunKeyRevocations(revCtx, clearance.DefaultKeyRevocationInterval)
+	}()
+	defer func() { stopRevocations(); <-revDone }()
 	grantKeys.engine = engine
 	reloadCtx, stopReload := context.WithCancel(ctx)
 	reloadDone := make(chan struct{})

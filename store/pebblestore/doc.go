@@ -63,6 +63,7 @@
 //
 //	m "format"                          layout version ("2")
 //	k <hash>                            tenant.APIKey (global lookup by key hash)
+//	g <kid>                             store.KeyRevocation: a revoked grant-signing key (platform-wide)
 //	o <org> o                           tenant.Org
 //	o <org> h                           ledger.Head
 //	o <org> l <seq u64>                 ledger.Entry
@@ -90,7 +91,8 @@
 // RegisteredKeys scans "o <org> r <kind>" in kid order. LatestCheckpoint
 // is a reverse seek over "o <org> p"; the tree hashes a proof needs are
 // point reads of "o <org> t". Databases written before the tree existed
-// simply have no "t" and "p" keys (sealed size 0). Layout "1" had no
+// simply have no "t" and "p" keys (sealed size 0), and databases written
+// before grant key revocations were stored no "g" keys (none revoked). Layout "1" had no
 // activations ("u"): the newest bundle was active. Open upgrades such a
 // database in one synced batch, giving each org with bundles its newest one
 // as activation and stamping "2", so a build that would ignore activations

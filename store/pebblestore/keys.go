@@ -13,6 +13,7 @@ const (
 	tagMeta   = 'm' // m <name>                          -> store metadata
 	tagAPIKey = 'k' // k <hash>                          -> tenant.APIKey (JSON)
 	tagOrg    = 'o' // o <lp org> <sub-table> ...        -> org-scoped records
+	tagKeyRev = 'g' // g <kid>                           -> store.KeyRevocation (JSON): a revoked grant-signing key
 )
 
 // Sub-tables under an org.
@@ -45,6 +46,10 @@ const formatVersion = "2"
 
 func apiKeyKey(hash string) []byte {
 	return append([]byte{tagAPIKey}, hash...)
+}
+
+func keyRevocationKey(kid string) []byte {
+	return append([]byte{tagKeyRev}, kid...)
 }
 
 // orgPrefix returns o <lp org> <sub> with spare capacity for a suffix.

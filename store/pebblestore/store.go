@@ -37,7 +37,8 @@ type Store struct {
 	db  *pebble.DB
 	now func() time.Time
 
-	locks sync.Map // org id -> *sync.Mutex: serializes each org's Updates
+	locks sync.Map   // org id -> *sync.Mutex: serializes each org's Updates
+	revMu sync.Mutex // serializes grant key revocations (first one kept)
 
 	// unsynced counts commits that are visible but whose WAL sync has not
 	// completed yet (group commit). A transaction that writes nothing may

@@ -45,6 +45,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Backend) {
 		{"WritesStayInTheTxOrg", testTxOrg},
 		{"CancelledContext", testCancelled},
 		{"PingSync", testPingSync},
+		{"GrantKeyRevocations", testGrantKeyRevocations},
 		{"TxUnusableAfterUpdate", testTxAfterUpdate},
 		{"Closed", testClosed},
 	}
@@ -444,6 +445,31 @@ func testCancelled(t *testing.T, b store.Backend) {
 	}
 	_, err = b.Org(t.Context(), orgA)
 	wantNotFound(t, "Org after refused Update", err)
+}
+
+// testGrantKeyRevocations: revocations are platform-wide, listed in kid
+// order, and permanent; revoking again keeps the first revoked_at.
+func testGrantKeyRevocations(t *testing.T, b store.Backend) {
+	got, err := b.RevokedGrantKeys(t.Context())
+	wantEqual(t, "RevokedGrantKeys(empty)", got, err, nil)
+	if err := b.RevokeGrantKey(t.Context(), "", base); err == nil {
+		t.Fatal("RevokeGrantKey(\"\"): nil error, want a refusal")
+	}
+	for _, r := range []store.KeyRevocation{
+		{KID: "kid-b", RevokedAt: base},
+		{KID: "kid-a", RevokedAt: base.Add(time.Second)},
+		{KID: "kid-b", RevokedAt: base.Add(time.Hour)}, // again: the first stays
+	} {
+		if err := b.RevokeGrantKey(t.Context(), r.KID, r.RevokedAt); err != nil {
+			t.Fatalf("RevokeGrantKey(%s): %v", r.KID, err)
+		}
+	}
+	want := []store.KeyRevocation{{KID: "kid-a", RevokedAt: base.Add(time.Second)}, {KID: "kid-b", RevokedAt: base}}
+	got, err = b.RevokedGrantKeys(t.Context())
+	wantEqual(t, "RevokedGrantKeys", got, err, want)
+	// They belong to no org: an org's data stays as it was.
+	_, err = b.Org(t.Context(), orgA)
+	wantNotFound(t, "Org after revocations", err)
 }
 
 func testPingSync(t *testing.T, b store.Backend) {
