@@ -67,6 +67,24 @@ const mpBundle = `{"bundle_id":"mp","version":"v1","mode":"ENFORCEMENT","rules":
 // mpFreeze (v2) blocks everything.
 const mpFreeze = `{"bundle_id":"mp","version":"v2","mode":"ENFORCEMENT","rules":[],"default":{"outcome":"BLOCK","reason_codes":["FROZEN"]}}`
 
+// mpOrg creates, through A, an org named name with an agent key and the
+// ENFORCEMENT bundle, and returns clients of A and B with its API key.
+func mpOrg(t *testing.T, pa, pb *proc, httpc *http.Client, name string) (A, B mpClient, orgID string, agent grant.Key) {
+	t.Helper()
+	plat := mpClient{name: "A", url: pa.url, key: platformKey(t, pa.dataDir), httpc: httpc}
+	org := plat.want(t, "POST", "/v1/platform/orgs", map[string]any{"name": name}, http.StatusCreated)
+	orgID, apiKey := str(org.json, "org_id"), str(org.json, "api_key")
+	A = mpClient{name: "A", url: pa.url, key: apiKey, httpc: httpc}
+	B = mpClient{name: "B", url: pb.url, key: apiKey, httpc: httpc}
+	agent, err := grant.NewKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	A.want(t, "POST", "/v1/execution/agent-keys", map[string]any{"kid": agent.KID(), "public_jwk": agent.PublicJWK()}, http.StatusCreated)
+	A.want(t, "POST", "/v1/protocol/policies/bundles", mpBundle, http.StatusCreated)
+	return A, B, orgID, agent
+}
+
 // mpIntent signs an execution intent of orgID with agent.
 func mpIntent(t *testing.T, agent grant.Key, orgID string, n int) string {
 	t.Helper()
@@ -134,18 +152,8 @@ func TestMultiProcessOnePostgres(t *testing.T) {
 	defer httpc.CloseIdleConnections()
 
 	// Org, agent key and ENFORCEMENT bundle, all through A.
-	plat := mpClient{name: "A", url: pa.url, key: platformKey(t, dirA), httpc: httpc}
-	org := plat.want(t, "POST", "/v1/platform/orgs", `{"name":"MultiProcess"}`, http.StatusCreated)
-	orgID, apiKey := str(org.json, "org_id"), str(org.json, "api_key")
-	A := mpClient{name: "A", url: pa.url, key: apiKey, httpc: httpc}
-	B := mpClient{name: "B", url: pb.url, key: apiKey, httpc: httpc}
+	A, B, orgID, agent := mpOrg(t, pa, pb, httpc, "MultiProcess")
 	servers := []mpClient{A, B}
-	agent, err := grant.NewKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	A.want(t, "POST", "/v1/execution/agent-keys", map[string]any{"kid": agent.KID(), "public_jwk": agent.PublicJWK()}, http.StatusCreated)
-	A.want(t, "POST", "/v1/protocol/policies/bundles", mpBundle, http.StatusCreated)
 	ledgerEntries := 5 // org.created, api_key.created, key.registered, policy.published, policy.activated
 
 	// Both servers publish the one shared key.
@@ -362,17 +370,7 @@ func TestMultiProcessKeyRotationAndRevocation(t *testing.T) {
 	pb := startServer(t, dirB, common...)
 	httpc := &http.Client{Timeout: 30 * time.Second}
 	defer httpc.CloseIdleConnections()
-	plat := mpClient{name: "A", url: pa.url, key: platformKey(t, dirA), httpc: httpc}
-	org := plat.want(t, "POST", "/v1/platform/orgs", `{"name":"MultiProcessKeys"}`, http.StatusCreated)
-	orgID, apiKey := str(org.json, "org_id"), str(org.json, "api_key")
-	A := mpClient{name: "A", url: pa.url, key: apiKey, httpc: httpc}
-	B := mpClient{name: "B", url: pb.url, key: apiKey, httpc: httpc}
-	agent, err := grant.NewKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	A.want(t, "POST", "/v1/execution/agent-keys", map[string]any{"kid": agent.KID(), "public_jwk": agent.PublicJWK()}, http.StatusCreated)
-	A.want(t, "POST", "/v1/protocol/policies/bundles", mpBundle, http.StatusCreated)
+	A, B, orgID, agent := mpOrg(t, pa, pb, httpc, "MultiProcessKeys")
 	awaitJWKS(t, []string{k1}, A, B)
 
 	type issuedGrant struct{ token, hash string }
@@ -503,17 +501,7 @@ func TestMultiProcessStoreRevocationWithOwnKeyFiles(t *testing.T) {
 	pb := startServer(t, dirB, append([]string{"--grant-key-file", copyB}, common...)...)
 	httpc := &http.Client{Timeout: 30 * time.Second}
 	defer httpc.CloseIdleConnections()
-	plat := mpClient{name: "A", url: pa.url, key: platformKey(t, dirA), httpc: httpc}
-	org := plat.want(t, "POST", "/v1/platform/orgs", `{"name":"MultiProcessRevocations"}`, http.StatusCreated)
-	orgID, apiKey := str(org.json, "org_id"), str(org.json, "api_key")
-	A := mpClient{name: "A", url: pa.url, key: apiKey, httpc: httpc}
-	B := mpClient{name: "B", url: pb.url, key: apiKey, httpc: httpc}
-	agent, err := grant.NewKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	A.want(t, "POST", "/v1/execution/agent-keys", map[string]any{"kid": agent.KID(), "public_jwk": agent.PublicJWK()}, http.StatusCreated)
-	A.want(t, "POST", "/v1/protocol/policies/bundles", mpBundle, http.StatusCreated)
+	A, B, orgID, agent := mpOrg(t, pa, pb, httpc, "MultiProcessRevocations")
 
 	type issuedGrant struct{ token, hash string }
 	n := 0
