@@ -94,8 +94,12 @@ type keyEvent struct {
 	PublicJWK []byte          `json:"public_jwk"`
 }
 
+func keyEventOf(k registry.Key) keyEvent {
+	return keyEvent{k.Kind, k.KID, k.Issuer, k.Status, k.PublicJWK}
+}
+
 func (e *Engine) appendKeyEvent(ctx context.Context, tx store.Tx, kind string, k registry.Key) error {
-	d, err := canon.DigestValue(keyEvent{k.Kind, k.KID, k.Issuer, k.Status, k.PublicJWK})
+	d, err := canon.DigestValue(keyEventOf(k))
 	if err != nil {
 		return err
 	}

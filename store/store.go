@@ -1,10 +1,16 @@
 // Package store declares the storage contract that every Clearance backend
-// implements (store/pebblestore, later store/pgstore). It composes the small
-// interfaces the domain packages declare (ledger.Tx, dossier.Tx, tenant.Tx, …)
-// and adds the records no domain package owns (policy bundles, idempotency).
+// implements: store/pebblestore (embedded, one server) and store/pgstore
+// (PostgreSQL, shared by any number of servers). It composes the small
+// interfaces the domain packages declare (ledger.Tx, dossier.Tx, claim.Tx,
+// artifact.Tx, registry.Tx, tenant.Tx, …) and adds the records no domain
+// package owns (policy bundles and activations, idempotency records,
+// grant-key revocations).
 //
-// Backends hold no business rules: hash linking, idempotency decisions and
-// policy resolution live in their packages and run inside Update.
+// Backends hold no business rules: hash linking, idempotency decisions, the
+// claim state machine and policy resolution live in their packages and run
+// inside Update, whose function may run more than once (see
+// Backend.Update). Every backend passes the conformance suites that
+// store/storetest.All runs.
 package store
 
 import (
@@ -127,6 +133,14 @@ type Backend interface {
 	// atomically and durably (synced) before Update returns nil; when fn or the
 	// commit fails, nothing is written. An Update that writes nothing returns
 	// only once everything it read is durable.
+	//
+	// fn may run more than once: a backend may roll an attempt back and run
+	// fn again from the start in a new transaction (store/pgstore does on a
+	// serialization failure, a deadlock or a commit that did not happen).
+	// So fn must write only through tx, and change outer state only by
+	// assigning results that the final run overwrites (out = v, never
+	// appending to an outer slice, counting or sending); nothing of an
+	// abandoned run may matter after Update returns.
 	Update(ctx context.Context, orgID string, fn func(tx Tx) error) error
 	// Sync returns once everything already visible to readers is durable.
 	Sync(ctx context.Context) error

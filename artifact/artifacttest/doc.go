@@ -1,7 +1,7 @@
 // Package artifacttest is the conformance suite for the artifact part of a
-// store.Backend. Every backend runs it from its own tests:
+// store.Backend. Every backend runs it through storetest.All, which calls
 //
-//	func TestArtifact(t *testing.T) { artifacttest.Run(t, open) }
+//	artifacttest.Run(t, open)
 //
 // where open returns a fresh, empty backend that the caller closes. The
 // backend must implement artifact.Reader and its transactions artifact.Tx

@@ -1,11 +1,10 @@
 // Package claimtest is the conformance suite for the claim part of a
 // store.Backend: the claim.Tx and claim.Reader a backend provides, driven
 // through the lifecycle functions of package claim exactly as Clearance
-// drives them (one lifecycle call per Update). Every backend runs it:
+// drives them (one lifecycle call per Update). Every backend runs it
+// through storetest.All, which calls
 //
-//	func TestClaim(t *testing.T) {
-//		claimtest.Run(t, claimtest.Harness{Open: ..., DeleteScope: ...})
-//	}
+//	claimtest.Run(t, claimtest.Harness{Open: ..., DeleteScope: ...})
 //
 // Open gets the clock the backend must use as its store clock (Tx.Now), so
 // the suite moves time instead of sleeping. The suite opens a fresh, empty

@@ -1,7 +1,7 @@
 // Package dossiertest is the conformance suite for the dossier part of a
-// store.Backend. Every backend runs it from its own tests:
+// store.Backend. Every backend runs it through storetest.All, which calls
 //
-//	func TestDossier(t *testing.T) { dossiertest.Run(t, open) }
+//	dossiertest.Run(t, open)
 //
 // where open returns a fresh, empty backend that the caller closes. The
 // suite records dossiers the way Clearance does, each with its ledger entry

@@ -1,10 +1,11 @@
 // Package ledgertest is the conformance suite for the ledger part of a
-// store.Backend. Every backend runs it from its own tests:
+// store.Backend. Every backend runs it through storetest.All, which calls
 //
-//	func TestLedger(t *testing.T) {
-//		ledgertest.Run(t, ledgertest.Harness{Open: ..., OverwriteEntry: ..., DeleteEntry: ...,
-//			SetHead: ..., DeleteCheckpoint: ...})
-//	}
+//	ledgertest.Run(t, ledgertest.Harness{Open: ..., OverwriteEntry: ..., DeleteEntry: ...,
+//		SetHead: ..., DeleteCheckpoint: ...})
+//
+// and benchmarks it from its own tests:
+//
 //	func BenchmarkLedgerTree(b *testing.B) { ledgertest.Benchmark(b, open) }
 //
 // The suite opens a fresh, empty backend per subtest and appends only

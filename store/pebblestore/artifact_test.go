@@ -15,11 +15,8 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/clearancehq/clearance/artifact"
-	"github.com/clearancehq/clearance/artifact/artifacttest"
 	"github.com/clearancehq/clearance/store"
 )
-
-func TestArtifact(t *testing.T) { artifacttest.Run(t, openBackend) }
 
 // TestArtifactTagsUnused parses the package's other files and fails when
 // another table or sub-table uses the artifact tags.

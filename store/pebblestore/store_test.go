@@ -13,10 +13,8 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/clearancehq/clearance/dossier"
-	"github.com/clearancehq/clearance/dossier/dossiertest"
 	"github.com/clearancehq/clearance/internal/canon"
 	"github.com/clearancehq/clearance/ledger"
-	"github.com/clearancehq/clearance/ledger/ledgertest"
 	"github.com/clearancehq/clearance/store"
 	"github.com/clearancehq/clearance/store/storetest"
 	"github.com/clearancehq/clearance/tenant"
@@ -45,15 +43,22 @@ func openMem(t *testing.T) *Store {
 	return s
 }
 
-func openBackend(t *testing.T) store.Backend { return openMem(t) }
-
-func TestStore(t *testing.T) { storetest.Run(t, openBackend) }
-
-func TestDossier(t *testing.T) { dossiertest.Run(t, openBackend) }
-
-func TestLedger(t *testing.T) {
-	ledgertest.Run(t, ledgertest.Harness{
-		Open: openBackend,
+// TestConformance runs every storage conformance suite.
+func TestConformance(t *testing.T) {
+	storetest.All(t, storetest.Harness{
+		Open: func(t *testing.T, now func() time.Time) store.Backend {
+			t.Helper()
+			s, err := Open("db", Options{FS: vfs.NewMem(), Logger: quiet{}, Now: now})
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			t.Cleanup(func() {
+				if err := s.Close(); err != nil {
+					t.Errorf("Close: %v", err)
+				}
+			})
+			return s
+		},
 		OverwriteEntry: func(t *testing.T, b store.Backend, orgID string, seq uint64, e ledger.Entry) {
 			t.Helper()
 			v, err := encodeJSON(e)
@@ -83,6 +88,12 @@ func TestLedger(t *testing.T) {
 		DeleteCheckpoint: func(t *testing.T, b store.Backend, orgID string, size uint64) {
 			t.Helper()
 			if err := b.(*Store).db.Delete(checkpointKey(orgID, size), pebble.Sync); err != nil {
+				t.Fatal(err)
+			}
+		},
+		DeleteScope: func(t *testing.T, b store.Backend, orgID, scope string) {
+			t.Helper()
+			if err := b.(*Store).db.Delete(scopeKey(orgID, scope), pebble.Sync); err != nil {
 				t.Fatal(err)
 			}
 		},

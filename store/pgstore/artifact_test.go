@@ -8,15 +8,9 @@ import (
 	"time"
 
 	"github.com/clearancehq/clearance/artifact"
-	"github.com/clearancehq/clearance/artifact/artifacttest"
 	"github.com/clearancehq/clearance/store"
 	"github.com/clearancehq/clearance/store/pgstore"
 )
-
-func TestArtifact(t *testing.T) {
-	t.Parallel()
-	artifacttest.Run(t, func(t *testing.T) store.Backend { return openBackend(t, pgstore.Options{}) })
-}
 
 // TestArtifactTwoServers: two Stores on one schema (two server processes)
 // put to one org and to two orgs at once; every record lands, once, and a

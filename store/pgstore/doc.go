@@ -4,8 +4,8 @@
 // with SQL chosen to run on CockroachDB as well (see CockroachDB below).
 //
 // The contract is store.Backend's, and the behaviour is store/pebblestore's:
-// both pass the same conformance suites (ledgertest, dossiertest, storetest,
-// claimtest). Backends hold no business rules; hash linking, idempotency
+// both pass the same conformance suites (storetest.All: storetest,
+// ledgertest, dossiertest, claimtest, artifacttest). Backends hold no business rules; hash linking, idempotency
 // and the claim state machine run in their packages inside Update.
 //
 // # Schema

@@ -12,12 +12,9 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/clearancehq/clearance/claim"
-	"github.com/clearancehq/clearance/claim/claimtest"
 	"github.com/clearancehq/clearance/dossier"
-	"github.com/clearancehq/clearance/dossier/dossiertest"
 	"github.com/clearancehq/clearance/internal/canon"
 	"github.com/clearancehq/clearance/ledger"
-	"github.com/clearancehq/clearance/ledger/ledgertest"
 	"github.com/clearancehq/clearance/store"
 	"github.com/clearancehq/clearance/store/pgstore"
 	"github.com/clearancehq/clearance/store/storetest"
@@ -45,20 +42,20 @@ func schemaOf(t *testing.T, b store.Backend) string {
 	return v.(string)
 }
 
-func TestStore(t *testing.T) {
+// TestConformance runs every storage conformance suite, in parallel.
+func TestConformance(t *testing.T) {
 	t.Parallel()
-	storetest.Run(t, func(t *testing.T) store.Backend { return openBackend(t, pgstore.Options{}) })
-}
-
-func TestDossier(t *testing.T) {
-	t.Parallel()
-	dossiertest.Run(t, func(t *testing.T) store.Backend { return openBackend(t, pgstore.Options{}) })
-}
-
-func TestLedger(t *testing.T) {
-	t.Parallel()
-	ledgertest.Run(t, ledgertest.Harness{
-		Open: func(t *testing.T) store.Backend { return openBackend(t, pgstore.Options{}) },
+	storetest.All(t, storetest.Harness{
+		Open: func(t *testing.T, now func() time.Time) store.Backend {
+			opts := pgstore.Options{}
+			if now != nil {
+				// Only the claim suite sets a clock; its concurrent
+				// claimers get a larger pool.
+				opts = pgstore.Options{Now: now, MaxConns: 8}
+			}
+			return openBackend(t, opts)
+		},
+		Parallel: true,
 		OverwriteEntry: func(t *testing.T, b store.Backend, orgID string, seq uint64, e ledger.Entry) {
 			t.Helper()
 			raw(t, schemaOf(t, b), `
@@ -83,15 +80,6 @@ func TestLedger(t *testing.T) {
 		DeleteCheckpoint: func(t *testing.T, b store.Backend, orgID string, size uint64) {
 			t.Helper()
 			raw(t, schemaOf(t, b), `DELETE FROM ledger_checkpoints WHERE org_id = $1 AND tree_size = $2`, orgID, int64(size))
-		},
-	})
-}
-
-func TestClaim(t *testing.T) {
-	t.Parallel()
-	claimtest.Run(t, claimtest.Harness{
-		Open: func(t *testing.T, now func() time.Time) store.Backend {
-			return openBackend(t, pgstore.Options{Now: now, MaxConns: 8})
 		},
 		DeleteScope: func(t *testing.T, b store.Backend, orgID, scope string) {
 			t.Helper()

@@ -1,11 +1,18 @@
-// Package storetest is the conformance suite for the parts of a
-// store.Backend that ledgertest and dossiertest do not cover. Every backend
-// runs all three:
+// Package storetest holds the storage conformance suites' entry point and
+// the suite for the parts of a store.Backend that no domain suite covers.
 //
-//	func TestStore(t *testing.T) { storetest.Run(t, open) }
+// A backend's tests call only All, which runs every conformance suite
+// (this package's Run, ledgertest, dossiertest, claimtest, artifacttest),
+// so that a suite added to All reaches every backend at once; a test in
+// this package fails on a suite All does not run and on a backend that runs
+// a suite itself:
 //
-// where open returns a fresh, empty backend that the caller closes. The
-// suite checks that:
+//	func TestConformance(t *testing.T) {
+//		storetest.All(t, storetest.Harness{Open: ..., OverwriteEntry: ..., DeleteScope: ...})
+//	}
+//
+// Run, this package's own suite, takes open, which returns a fresh, empty
+// backend that the caller closes. It checks that:
 //
 //   - orgs and API keys read back (keys by hash, globally; the platform key
 //     is written in tenant.PlatformOrgID's transaction), and absent ones are

@@ -1,0 +1,246 @@
+package clearance
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clearancehq/clearance/claim"
+	"github.com/clearancehq/clearance/export"
+	"github.com/clearancehq/clearance/internal/canon"
+	"github.com/clearancehq/clearance/ledger"
+	"github.com/clearancehq/clearance/policy"
+	"github.com/clearancehq/clearance/registry"
+	"github.com/clearancehq/clearance/tenant"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+// The golden records: fixed ids, times and keys, every optional member set
+// (an omitted member would not be pinned).
+var (
+	goldenAt    = time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC)
+	goldenOrg   = "0190f4b2-0000-7000-8000-00000000000a"
+	goldenDos   = "0190f4b2-0000-7000-8000-0000000000d1"
+	goldenDec   = "0190f4b2-0000-7000-8000-0000000000d2"
+	goldenEval  = "0190f4b2-0000-7000-8000-0000000000d3"
+	goldenGrant = "0190f4b2-0000-7000-8000-0000000000a1"
+)
+
+func goldenDigest(c byte) string { return "sha256:" + strings.Repeat(string(c), 64) }
+
+func goldenDossier() Dossier {
+	return Dossier{
+		DossierID: goldenDos, DecisionID: goldenDec, EvaluationID: goldenEval, OrgID: goldenOrg,
+		Route:            RouteEnforceAndBind,
+		Intent:           json.RawMessage(`{"amount":{"value":"120.00","currency":"EUR"},"action":{"type":"payment.send"}}`),
+		IntentAsReceived: `{"action":{"type":"payment.send"},"amount":{"currency":"EUR","value":"120.00"}}`,
+		IntentDigest:     goldenDigest('1'), IntentProfile: canon.Profile,
+		Outcome: policy.OutcomeAllow, ReasonCodes: []string{"WITHIN_LIMIT"}, MatchedRules: []string{"small-payments"},
+		EvaluationError: "none",
+		PolicySnapshot:  policy.Snapshot{PolicyVersion: "3", BundleID: "payments", BundleDigest: goldenDigest('2'), Evaluator: "clearance-policy/1"},
+		Mode:            policy.ModeEnforcement, RequestedMode: policy.ModeShadow, BundleMode: policy.ModeEnforcement,
+		Actor:          DossierActor{CredentialID: "key_1", CredentialKind: "agent", ID: "agent-7", Type: "agent"},
+		IdempotencyKey: "idem-1", CorrelationID: "corr-1", RequestID: "req-1",
+		CreatedAt: goldenAt.Format(timeFormat), LedgerSeq: 42, GrantID: goldenGrant,
+		ChainID: "chain-1", ParentDecisionID: "0190f4b2-0000-7000-8000-0000000000d0",
+		PolicyPin: "2", ActivePolicyVersion: "3",
+	}
+}
+
+func goldenEvidence() (*claim.Evidence, *claim.Receipt) {
+	return &claim.Evidence{Kind: "payment", Status: "CONFIRMED", EffectDigest: goldenDigest('e'), Source: "effect_receipt"},
+		&claim.Receipt{Profile: "VP-3", Token: "eyJhbGciOiJFZERTQSJ9.e30.c2ln", KID: "psp-1", Issuer: "https://psp.example",
+			EffectDigest: goldenDigest('e'), Outcome: "COMMITTED", Verified: false, Reason: "unknown kid"}
+}
+
+func goldenKey(status registry.Status) registry.Key {
+	return registry.Key{OrgID: goldenOrg, Kind: registry.KindAgent, KID: "agent-key-1", Issuer: "https://agents.example",
+		PublicJWK: json.RawMessage(`{"crv":"Ed25519","kid":"agent-key-1","kty":"OKP","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}`),
+		PublicKey: bytes.Repeat([]byte{7}, 32), Status: status, CreatedAt: goldenAt, UpdatedAt: goldenAt}
+}
+
+func goldenExport(status ExportStatus) exportJob {
+	j := exportJob{Export: Export{ExportID: "0190f4b2-0000-7000-8000-0000000000e1", OrgID: goldenOrg, Format: export.FormatCSV,
+		Window: export.Window{From: exportEpoch, To: goldenAt}, IncludeEvents: true, Status: status, Attempts: 1,
+		CreatedAt: goldenAt}, Worker: "worker-1", LeaseExpiresAt: goldenAt.Add(time.Minute), Chunks: 2}
+	if status == ExportSucceeded {
+		j.StartedAt, j.CompletedAt = goldenAt.Add(time.Second), goldenAt.Add(2*time.Second)
+		j.ManifestSHA256, j.BundleSHA256, j.BundleSignature = goldenDigest('f'), goldenDigest('b'), strings.Repeat("5", 64)
+		j.SizeBytes, j.ContentType, j.LedgerSize = 4096, "application/zip", 42
+		j.Counts = &export.Counts{Decisions: 3, ByOutcome: map[string]int{"ALLOW": 2, "BLOCK": 1}, Events: 9, Grants: 2, Workflows: 1}
+	}
+	if status == ExportFailed {
+		j.Attempts, j.LastError = 3, "build failed"
+	}
+	return j
+}
+
+// goldenRecords is every record whose canonical digest enters the ledger:
+// the golden file's name, the ledger kinds whose payload digest it is, and
+// the value as the engine builds it.
+var goldenRecords = []struct {
+	name  string
+	kinds []string
+	value func(t *testing.T) any
+}{
+	{"dossier", []string{ledger.KindDecision}, func(*testing.T) any { return goldenDossier() }},
+	{"grant_issued", []string{ledger.KindGrantIssued}, func(*testing.T) any {
+		return grantRecordOf(claim.Grant{OrgID: goldenOrg, GrantID: goldenGrant, DecisionID: goldenDec, DossierID: goldenDos,
+			DossierDigest: goldenDigest('3'), IntentID: "intent-1", IntentHash: goldenDigest('4'), PayloadDigest: goldenDigest('5'),
+			Nonce: "nonce-1", Scope: "scope-1", ActorID: "agent-7", ActionType: "payment.send", IssuedAt: goldenAt,
+			ExpiresAt: goldenAt.Add(2 * time.Minute), State: claim.StateIssued})
+	}},
+	{"claimed", []string{ledger.KindClaimed}, func(*testing.T) any {
+		return claimEvent{goldenGrant, goldenDigest('6'), goldenAt.Format(timeFormat), goldenAt.Add(30 * time.Second).Format(timeFormat), "corr-1"}
+	}},
+	{"finalized", []string{ledger.KindFinalized}, func(*testing.T) any {
+		ev, rc := goldenEvidence()
+		return finalEvent{goldenGrant, claim.StateCommitted, "CLAIM_LEASE_EXPIRED", goldenAt.Format(timeFormat), true, ev, rc}
+	}},
+	{"finalized_lapsed", []string{ledger.KindFinalized}, func(*testing.T) any {
+		return finalEvent{GrantID: goldenGrant, State: claim.StateIndeterminate, Code: "CLAIM_LEASE_EXPIRED", FinalizedAt: goldenAt.Format(timeFormat)}
+	}},
+	{"reconciled", []string{ledger.KindReconciled}, func(*testing.T) any {
+		ev, rc := goldenEvidence()
+		return claim.Reconciliation{Resolution: claim.OutcomeCommitted, Evidence: ev, Receipt: rc, EffectConfirmed: true,
+			Note: "confirmed with the provider", ReconciledAt: goldenAt}
+	}},
+	{"key_registered", []string{ledger.KindKeyRegistered}, func(*testing.T) any { return keyEventOf(goldenKey(registry.StatusActive)) }},
+	{"key_revoked", []string{ledger.KindKeyRevoked}, func(*testing.T) any {
+		k := goldenKey(registry.StatusRevoked)
+		k.RevokedAt = &goldenAt
+		return keyEventOf(k)
+	}},
+	{"org_created", []string{ledger.KindOrgCreated}, func(*testing.T) any {
+		return tenant.Org{ID: goldenOrg, Name: "Acme Payments", CreatedAt: goldenAt}
+	}},
+	{"api_key_created", []string{ledger.KindAPIKeyCreated}, func(*testing.T) any {
+		return keyRecord{"0190f4b2-0000-7000-8000-0000000000k1", goldenOrg, tenant.KindOrg,
+			[]tenant.Scope{tenant.ScopeOrgAll, tenant.ScopeDecisionRead}, goldenAt.Format(timeFormat)}
+	}},
+	// A bundle's ledger payload is the digest of its canonical form, at
+	// publication and at activation.
+	{"policy_bundle", []string{ledger.KindPolicyPublished, ledger.KindPolicyActivated}, func(t *testing.T) any {
+		c, err := policy.Compile(policy.Bundle{BundleID: "payments", Version: "3", Mode: policy.ModeEnforcement,
+			Rules: []policy.Rule{{ID: "small-payments", DecisionTypes: []string{"PAYMENT"}, WorkflowKeys: []string{"PAYOUTS"},
+				Surfaces: []string{"api"}, Match: []policy.Predicate{{Field: "amount", Op: "le", Value: 500.0}},
+				When: "true", Outcome: policy.OutcomeAllow, ReasonCodes: []string{"WITHIN_LIMIT"}}},
+			Default: policy.Default{Outcome: policy.OutcomeBlock, ReasonCodes: []string{"NO_RULE"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := c.Digest(), canon.Digest(c.Canonical()); got != want {
+			t.Fatalf("bundle digest %s is not the digest of its canonical form (%s)", got, want)
+		}
+		return json.RawMessage(c.Canonical())
+	}},
+	{"override", []string{ledger.KindOverride}, func(*testing.T) any {
+		return Override{OverrideID: "0190f4b2-0000-7000-8000-0000000000o1", OrgID: goldenOrg, DossierID: goldenDos,
+			DossierDigest: goldenDigest('7'), DecisionID: goldenDec, DecisionOutcome: policy.OutcomeEscalate,
+			DecisionMode: policy.ModeEnforcement, Resolution: OverrideApproved, Actor: OverrideActor{ID: "alice", Type: "human"},
+			Note: "approved by phone", ReasonCode: "MANUAL_APPROVAL", CredentialID: "key_1", RequestID: "req-2",
+			CreatedAt: goldenAt.Format(timeFormat), LedgerSeq: 43, Replayed: true}
+	}},
+	{"dispatch", []string{ledger.KindDispatched}, func(*testing.T) any {
+		return Dispatch{DispatchID: "0190f4b2-0000-7000-8000-0000000000s1", OrgID: goldenOrg, GrantID: goldenGrant,
+			DecisionID: goldenDec, DossierID: goldenDos, ClaimTokenDigest: goldenDigest('6'), RequestDigest: goldenDigest('8'),
+			Target: "https://psp.example/payments", DispatchedAt: goldenAt.Format(timeFormat),
+			RecordedAt: goldenAt.Add(time.Millisecond).Format(timeFormat), CredentialID: "key_1", RequestID: "req-3",
+			LedgerSeq: 44, Replayed: true}
+	}},
+	{"export_requested", []string{ledger.KindExportRequested}, func(*testing.T) any { return goldenExport(ExportPending).view() }},
+	{"export_succeeded", []string{ledger.KindExportCompleted}, func(*testing.T) any { return goldenExport(ExportSucceeded).view() }},
+	{"export_failed", []string{ledger.KindExportCompleted}, func(*testing.T) any { return goldenExport(ExportFailed).view() }},
+	{"share_links_revoked", []string{ledger.KindShareLinksRevoked}, func(*testing.T) any {
+		return shareEpoch{Epoch: 2, RevokedAt: goldenAt.Format(timeFormat)}
+	}},
+}
+
+// TestGoldenLedgerPayloads pins the RFC 8785 bytes of every record whose
+// digest the ledger commits to: a renamed member or a changed encoding
+// would change what old entries verify against, so it must be a visible
+// change of testdata/golden (go test -run Golden -update), never a silent one.
+// A file holds exactly the canonical bytes (no trailing newline), so its
+// SHA-256 is the payload digest the ledger records.
+func TestGoldenLedgerPayloads(t *testing.T) {
+	for _, tc := range goldenRecords {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := canon.Marshal(tc.value(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join("testdata", "golden", tc.name+".json")
+			if *update {
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test -run Golden -update to write it)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("canonical encoding changed; the ledger commits to these bytes:\n got %s\nwant %s", got, want)
+			}
+		})
+	}
+}
+
+// TestGoldenCoversEveryLedgerKind fails on a ledger kind without a golden
+// record, so that a new kind of entry cannot escape the pinning above.
+func TestGoldenCoversEveryLedgerKind(t *testing.T) {
+	covered := map[string]bool{}
+	for _, tc := range goldenRecords {
+		for _, k := range tc.kinds {
+			covered[k] = true
+		}
+	}
+	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join("ledger", "ledger.go"), nil, parser.SkipObjectResolution)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, decl := range f.Decls {
+		gd, ok := decl.(*ast.GenDecl)
+		if !ok || gd.Tok != token.CONST {
+			continue
+		}
+		for _, spec := range gd.Specs {
+			vs := spec.(*ast.ValueSpec)
+			for i, name := range vs.Names {
+				if i >= len(vs.Values) {
+					continue
+				}
+				lit, ok := vs.Values[i].(*ast.BasicLit)
+				if !strings.HasPrefix(name.Name, "Kind") || !ok || lit.Kind != token.STRING {
+					continue
+				}
+				kind, err := strconv.Unquote(lit.Value)
+				if err != nil {
+					t.Fatal(err)
+				}
+				n++
+				if !covered[kind] {
+					t.Errorf("ledger.%s (%q) has no golden record in goldenRecords", name.Name, kind)
+				}
+			}
+		}
+	}
+	if n < 15 {
+		t.Fatalf("found only %d ledger kinds in ledger/ledger.go", n)
+	}
+}
