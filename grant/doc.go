@@ -112,5 +112,5 @@
 //
 // The package does no file or network I/O and never reads the clock or
 // crypto/rand: randomness is an io.Reader argument and time is a time.Time
-// argument. Key files live in internal/keyfile.
+// argument. Key files live in cmd/clearance/internal/keyfile.
 package grant

@@ -224,7 +224,18 @@ type routeSpec struct {
 	foreign     bool     // the accepted body names this org's resources
 	query       string   // the accepted query string ("?…"), e.g. a required org_id
 	extra       func(q req) []badCase
+	// phase orders the accepted requests, sent after the battery: a route's
+	// goes after every route of a lower phase, because it spoils what those
+	// rely on. Routes of one phase do not depend on each other.
+	phase int
 }
+
+// Phases of the accepted requests (routeSpec.phase).
+const (
+	phaseSpoilsGrants = 1 + iota // publishing activates a new bundle: earlier grants go stale
+	phaseAfterPublish            // activation rolls back what the publish activated
+	phaseRevokes                 // revoking share links fails every older link
+)
 
 // badSuite is the battery's state.
 type badSuite struct {
@@ -341,14 +352,13 @@ func TestBadInputOnEveryRoute(t *testing.T) {
 
 	// Each route's accepted request is accepted: the bad variants were
 	// refused for their defect, not for something the base already had.
-	// Publishing and activating go last: a new active bundle makes the
-	// grants stale.
+	// They go by phase (see routeSpec), whatever the table's order.
 	order := make([]int, len(table))
 	for i := range order {
 		order[i] = i
 	}
-	publishes := func(i int) bool { return table[i].method == "POST" && strings.Contains(table[i].path, "polic") }
-	sort.SliceStable(order, func(i, j int) bool { return !publishes(order[i]) && publishes(order[j]) })
+	phase := func(i int) int { return specs[table[i].pattern].phase }
+	sort.SliceStable(order, func(i, j int) bool { return phase(order[i]) < phase(order[j]) })
 	for _, i := range order {
 		r, q := table[i], controls[i]
 		var body any
@@ -685,7 +695,7 @@ func (s *badSuite) specs(a specArgs) map[string]routeSpec {
 			`":[@@],"outcome":"BLOCK","reason_codes":["BIG"]}],"default":{"outcome":"ALLOW","reason_codes":["OK"]}}`
 	}
 	bundles := routeSpec{
-		org: orgQuery, body: bundle,
+		org: orgQuery, body: bundle, phase: phaseSpoilsGrants,
 		numbers: []string{bundleTpl("value")},
 		idents:  []string{bundleTpl("bundle_id"), bundleTpl("version"), bundleTpl("rule id"), bundleTpl("reason"), bundleTpl("field")},
 		grammar: []string{selectorTpl("decision_types"), selectorTpl("workflow_keys"), selectorTpl("surfaces")},
@@ -706,9 +716,9 @@ func (s *badSuite) specs(a specArgs) map[string]routeSpec {
 	}
 	bundlesGet := routeSpec{org: orgQuery}
 	// The accepted activation rolls back to v1 from bad-1, which the accepted
-	// publish (sent before it) activates; during the battery v1 is active,
+	// publish (an earlier phase) activates; during the battery v1 is active,
 	// so it could change nothing, and every bad variant is refused anyway.
-	activate := routeSpec{org: orgQuery, params: map[string]string{"version": "v1"}, paramCodes: []string{"POLICY_VERSION_NOT_FOUND"},
+	activate := routeSpec{org: orgQuery, phase: phaseAfterPublish, params: map[string]string{"version": "v1"}, paramCodes: []string{"POLICY_VERSION_NOT_FOUND"},
 		body: `{"expected_active_version":"bad-1"}`, idents: []string{`{"expected_active_version":@@}`},
 		extra: func(q req) []badCase {
 			out := s.values(q, []string{`{"expected_active_version":""}`, `{"expected_active_version":null}`,

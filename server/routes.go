@@ -92,9 +92,7 @@ func (s *Server) routes() []route {
 		{pattern: "GET /v1/protocol/dossiers/{dossier_id}/agent-action-capsule/producer-envelopes", auth: authKey, scopes: scopeDecisionRead, handle: (*Server).producerEnvelopes},
 
 		// Share links (extension): the org makes and revokes them; anyone
-		// holding one verifies the dossier it names, publicly. The public
-		// line stays before the revocation: the bad-input suite sends each
-		// route's accepted request in table order.
+		// holding one verifies the dossier it names, publicly.
 		{pattern: "GET /v1/public/decision-dossiers/{dossierId}/verify", auth: authPublic, handle: (*Server).verifySharedDossier},
 		{pattern: "POST /v1/protocol/dossiers/{dossierId}/share-links", auth: authKey, scopes: scopeShareRevoke, handle: (*Server).createShareLink},
 		{pattern: "DELETE /v1/protocol/share-links", auth: authKey, scopes: scopeShareRevoke, handle: (*Server).revokeShareLinks},

@@ -397,7 +397,7 @@ func (s *badSuite) shareSpec(a specArgs, which string) routeSpec {
 				return append(out, s.variant(p, catForeign, "another org's dossier id", p.body, "DOSSIER_NOT_FOUND"))
 			}}
 	case "revoke":
-		return routeSpec{org: orgQuery}
+		return routeSpec{org: orgQuery, phase: phaseRevokes}
 	}
 	sig := x.req(t, "POST", pathShareLinks(a.dossierID), s.a.Key, `{}`, nil).want(t, http.StatusCreated).str("sig")
 	sigB := x.req(t, "POST", pathShareLinks(a.dossierB), s.b.Key, `{}`, nil).want(t, http.StatusCreated).str("sig")

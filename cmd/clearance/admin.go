@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/clearancehq/clearance/internal/keyfile"
+	"github.com/clearancehq/clearance/cmd/clearance/internal/keyfile"
 )
 
 func admin(ctx context.Context, args []string, stdout, stderr io.Writer) int {

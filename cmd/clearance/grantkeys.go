@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/clearancehq/clearance"
+	"github.com/clearancehq/clearance/cmd/clearance/internal/keyfile"
 	"github.com/clearancehq/clearance/grant"
-	"github.com/clearancehq/clearance/internal/keyfile"
 )
 
 // defaultKeyReloadInterval is how often serve checks the grant key file.

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/clearancehq/clearance"
+	"github.com/clearancehq/clearance/cmd/clearance/internal/keyfile"
 	"github.com/clearancehq/clearance/grant"
-	"github.com/clearancehq/clearance/internal/keyfile"
 	"github.com/clearancehq/clearance/registry"
 	"github.com/clearancehq/clearance/store/pgstore"
 )

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clearancehq/clearance/cmd/clearance/internal/keyfile"
 	"github.com/clearancehq/clearance/grant"
-	"github.com/clearancehq/clearance/internal/keyfile"
 	"github.com/clearancehq/clearance/store/pgstore"
 	"github.com/clearancehq/clearance/store/pgstore/pgtest"
 )

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/clearancehq/clearance"
-	"github.com/clearancehq/clearance/internal/keyfile"
-	"github.com/clearancehq/clearance/internal/load"
+	"github.com/clearancehq/clearance/cmd/clearance/internal/keyfile"
+	"github.com/clearancehq/clearance/cmd/clearance/internal/load"
 	"github.com/clearancehq/clearance/server"
 )
 

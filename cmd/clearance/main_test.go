@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/clearancehq/clearance"
-	"github.com/clearancehq/clearance/internal/keyfile"
+	"github.com/clearancehq/clearance/cmd/clearance/internal/keyfile"
 )
 
 // The real binary, built once (without -race, to keep it fast).

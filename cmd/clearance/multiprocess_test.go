@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clearancehq/clearance/cmd/clearance/internal/keyfile"
 	"github.com/clearancehq/clearance/grant"
 	"github.com/clearancehq/clearance/internal/canon"
-	"github.com/clearancehq/clearance/internal/keyfile"
 )
 
 // mpClient is one org's view of a server: its URL and the org's API key.

@@ -22,8 +22,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/clearancehq/clearance"
+	"github.com/clearancehq/clearance/cmd/clearance/internal/keyfile"
 	"github.com/clearancehq/clearance/grant"
-	"github.com/clearancehq/clearance/internal/keyfile"
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/server"
 	"github.com/clearancehq/clearance/store"

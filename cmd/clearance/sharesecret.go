@@ -9,7 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/clearancehq/clearance/internal/keyfile"
+	"github.com/clearancehq/clearance/cmd/clearance/internal/keyfile"
 )
 
 // shareSecretFile is where serve keeps the share-link secret inside the

@@ -1,174 +1,161 @@
 package archtest
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
+	"slices"
+	"sort"
 	"testing"
 )
 
-const module = "github.com/clearancehq/clearance"
-
-// pure packages: no I/O, no storage, no clock, no global randomness.
-var pure = []string{"policy", "grant", "ledger", "dossier", "tenant", "capsule", "artifact", "proof", "export", "internal/canon", "internal/strictjson"}
-
-// forbiddenInPure are imports no pure package may have.
-var forbiddenInPure = []string{"net/http", "database/sql", "os", "log", "log/slog", "crypto/rand", "math/rand", "math/rand/v2",
-	"github.com/cockroachdb/pebble/v2", "github.com/jackc/pgx/v5"}
-
-// layers: a package (prefix) may not import these module packages (prefixes).
-var layers = map[string][]string{
-	"policy":   {"", "server", "store", "cmd", "ledger", "dossier", "grant", "tenant"},
-	"grant":    {"", "server", "store", "cmd", "policy", "ledger", "dossier", "tenant"},
-	"ledger":   {"", "server", "store", "cmd", "policy", "dossier", "grant", "tenant"},
-	"dossier":  {"", "server", "store", "cmd", "policy"},
-	"tenant":   {"", "server", "store", "cmd", "policy", "ledger", "dossier", "grant"},
-	"store":    {"", "server", "cmd"},
-	"export":   {"", "server", "store", "cmd", "policy", "dossier", "grant", "tenant", "claim", "artifact"},
-	"":         {"server", "cmd", "store/pebblestore"},
-	"server":   {"cmd", "store/pebblestore"},
-	"internal": {"", "server", "store", "cmd"},
-}
-
 func TestImportArrows(t *testing.T) {
 	root := moduleRoot(t)
-	files := 0
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "bench") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		rel, _ := filepath.Rel(root, filepath.Dir(path))
-		pkg := filepath.ToSlash(rel)
-		if pkg == "." {
-			pkg = ""
-		}
-		files++
-		checkFile(t, path, pkg)
-		return nil
-	})
+	found, vs, err := check(root, packages)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if files < 10 {
-		t.Fatalf("walked only %d files: is the module root right?", files)
+	if len(found) < 10 {
+		t.Fatalf("found only %d packages: is the module root right?", len(found))
+	}
+	for _, v := range vs {
+		t.Error(v)
+	}
+	// The list stays the map of the tree: an entry without a package is stale.
+	for pkg := range packages {
+		if !slices.Contains(found, pkg) {
+			t.Errorf("allow-list names %s, which is not a package of the module", displayPkg(pkg))
+		}
 	}
 }
 
-func checkFile(t *testing.T, path, pkg string) {
-	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+func TestTableIsWellFormed(t *testing.T) {
+	for pkg, r := range packages {
+		if _, ok := mayImport[r.layer]; !ok {
+			t.Errorf("%s: unknown layer %q", displayPkg(pkg), r.layer)
+		}
+		for _, p := range r.peers {
+			if q, ok := packages[p]; !ok || q.layer != r.layer {
+				t.Errorf("%s: peer %s is not a listed package of layer %s", displayPkg(pkg), p, r.layer)
+			}
+		}
+		for _, p := range r.deny {
+			if _, ok := packages[p]; !ok {
+				t.Errorf("%s: denies %s, which is not listed", displayPkg(pkg), p)
+			}
+		}
+	}
+	for l, below := range mayImport {
+		for _, b := range below {
+			if _, ok := mayImport[b]; !ok || b == l {
+				t.Errorf("layer %s may import %q: not another layer", l, b)
+			}
+			if slices.Contains(mayImport[b], l) {
+				t.Errorf("layers %s and %s may import each other", l, b)
+			}
+		}
+	}
+}
+
+func TestRulesCatchViolations(t *testing.T) {
+	if allowed(packages, "policy", "store/pebblestore") {
+		t.Error("policy importing store/pebblestore should be banned")
+	}
+	if allowed(packages, "", "server") {
+		t.Error("the engine importing server should be banned")
+	}
+	if !allowed(packages, "server", "") {
+		t.Error("server importing the engine should be allowed")
+	}
+	if allowed(packages, "store/pebblestore", "") {
+		t.Error("a backend importing the engine should be banned")
+	}
+	if allowed(packages, "server", "store/pebblestore") || allowed(packages, "", "store/pgstore") {
+		t.Error("only cmd and examples choose a backend")
+	}
+	if allowed(packages, "", "ledger/ledgertest") {
+		t.Error("production code importing a test suite should be banned")
+	}
+	if allowed(packages, "policy", "grant") || allowed(packages, "tenant", "ledger") {
+		t.Error("a pure or record package importing one its entry does not allow should be banned")
+	}
+	for pkg, r := range packages {
+		if pkg != "cmd/clearance" && r.layer != suite && r.layer != example && !allowed(packages, "cmd/clearance", pkg) {
+			t.Errorf("cmd may import every library package; not %s", displayPkg(pkg))
+		}
+	}
+	if !pureRule(packages["policy"]) || !pureRule(packages["tenant"]) || pureRule(packages["server"]) {
+		t.Error("purity list wrong")
+	}
+}
+
+// TestAllowListBites runs the checker on a small module written for the
+// purpose: each planted violation must be reported, and nothing else.
+func TestAllowListBites(t *testing.T) {
+	module, err := modulePath(moduleRoot(t))
 	if err != nil {
-		t.Fatalf("%s: %v", path, err)
+		t.Fatal(err)
 	}
-	if isTestSupport(pkg) {
-		return
+	root := t.TempDir()
+	files := map[string]string{
+		"go.mod": "module " + module + "\n\ngo 1.26\n",
+		// (a) a folder nobody placed in a layer
+		"newfeature/x.go": "package newfeature\n",
+		// (b) forbidden imports: upward, a backend from server, a suite from production, a pure package doing I/O
+		"ledger/x.go": "package ledger\n\nimport _ \"" + module + "/server\"\n",
+		"server/x.go": "package server\n\nimport _ \"" + module + "/store/pebblestore\"\n",
+		"x.go":        "package clearance\n\nimport _ \"" + module + "/ledger/ledgertest\"\n",
+		"policy/x.go": "package policy\n\nimport _ \"os\"\n",
+		// (c) the clock in pure packages, plainly and under another name
+		"grant/x.go":   "package grant\n\nimport \"time\"\n\nfunc now() time.Time { return time.Now() }\n",
+		"capsule/x.go": "package capsule\n\nimport clock \"time\"\n\nvar tick = clock.NewTicker\n",
+		// allowed: a same-layer peer, time as a value, the clock in a test
+		// file, the clock outside the pure layers, and a nested module
+		"proof/x.go":       "package proof\n\nimport (\n\t\"time\"\n\n\t_ \"" + module + "/ledger\"\n)\n\nfunc later(t time.Time) time.Time { return t.Add(time.Second) }\n",
+		"grant/x_test.go":  "package grant\n\nimport \"time\"\n\nvar _ = time.Now()\n",
+		"store/x.go":       "package store\n\nimport \"time\"\n\nvar _ = time.Now\n",
+		"bench/go.mod":     "module example.com/bench\n",
+		"bench/x.go":       "package bench\n",
+		"testdata/x/x.go":  "package x\n",
+		".hidden/x/x.go":   "package x\n",
+		"ledger/x_test.go": "package ledger\n\nimport _ \"" + module + "/cmd/clearance\"\n",
 	}
-	isPure := owns(pure, pkg)
-	names := map[string]string{} // local name -> import path
-	for _, imp := range f.Imports {
-		p, _ := strconv.Unquote(imp.Path.Value)
-		local := p[strings.LastIndex(p, "/")+1:]
-		if imp.Name != nil {
-			local = imp.Name.Name
+	for name, body := range files {
+		path := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
 		}
-		names[local] = p
-		if isPure && contains(forbiddenInPure, p) {
-			t.Errorf("%s: pure package %q imports %s", path, pkg, p)
-		}
-		if rest, ok := strings.CutPrefix(p, module); ok {
-			target := strings.TrimPrefix(rest, "/")
-			if banned := bannedFor(pkg); banned != nil && hits(banned, target) {
-				t.Errorf("%s: package %q must not import %q", path, pkg, target)
-			}
-		}
-	}
-	if !isPure {
-		return
-	}
-	ast.Inspect(f, func(n ast.Node) bool {
-		sel, ok := n.(*ast.SelectorExpr)
-		if !ok {
-			return true
-		}
-		if id, ok := sel.X.(*ast.Ident); ok && names[id.Name] == "time" && sel.Sel.Name == "Now" {
-			t.Errorf("%s: pure package %q calls time.Now; take time as an input", fset.Position(sel.Pos()), pkg)
-		}
-		return true
-	})
-}
-
-// isTestSupport: conformance suites (…test packages) may import what they test.
-func isTestSupport(pkg string) bool {
-	last := pkg[strings.LastIndex(pkg, "/")+1:]
-	return strings.HasSuffix(last, "test") && last != "archtest"
-}
-
-// bannedFor returns the rule of the longest matching layer prefix.
-func bannedFor(pkg string) []string {
-	best, found := "", false
-	for prefix := range layers {
-		if (prefix == "" || pkg == prefix || strings.HasPrefix(pkg, prefix+"/")) && (!found || len(prefix) > len(best)) {
-			best, found = prefix, true
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
 		}
 	}
-	if !found {
-		return nil
+	_, vs, err := check(root, packages)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if best == "" && pkg != "" {
-		return nil // only the root package itself follows the root rule
+	var got []string
+	for _, v := range vs {
+		got = append(got, v.kind+" "+v.at)
 	}
-	return layers[best]
-}
-
-// hits reports whether target is one of the banned packages or below one.
-func hits(banned []string, target string) bool {
-	for _, b := range banned {
-		if b == "" {
-			if target == "" {
-				return true
-			}
-			continue
-		}
-		if target == b || strings.HasPrefix(target, b+"/") {
-			return true
-		}
+	sort.Strings(got)
+	want := []string{
+		"clock capsule/x.go:5",
+		"clock grant/x.go:5",
+		"import ledger/x.go",
+		"import server/x.go",
+		"import x.go",
+		"impure-import policy/x.go",
+		"unlisted newfeature",
 	}
-	return false
-}
-
-func owns(list []string, pkg string) bool {
-	for _, p := range list {
-		if pkg == p || strings.HasPrefix(pkg, p+"/") {
-			return true
+	if !slices.Equal(got, want) {
+		t.Errorf("violations:\n got %q\nwant %q", got, want)
+		for _, v := range vs {
+			t.Log(v)
 		}
 	}
-	return false
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func moduleRoot(t *testing.T) string {
+	t.Helper()
 	dir, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
@@ -182,26 +169,5 @@ func moduleRoot(t *testing.T) string {
 			t.Fatal("go.mod not found")
 		}
 		dir = parent
-	}
-}
-
-func TestRulesCatchViolations(t *testing.T) {
-	if !hits(bannedFor("policy"), "store/pebblestore") {
-		t.Error("policy importing store/pebblestore should be banned")
-	}
-	if !hits(bannedFor(""), "server") {
-		t.Error("the engine importing server should be banned")
-	}
-	if hits(bannedFor("server"), "") {
-		t.Error("server importing the engine should be allowed")
-	}
-	if !hits(bannedFor("store/pebblestore"), "") {
-		t.Error("a backend importing the engine should be banned")
-	}
-	if bannedFor("cmd/clearance") != nil {
-		t.Error("cmd may import everything")
-	}
-	if !owns(pure, "policy") || owns(pure, "server") {
-		t.Error("purity list wrong")
 	}
 }

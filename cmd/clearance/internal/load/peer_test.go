@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/clearancehq/clearance/internal/load"
+	"github.com/clearancehq/clearance/cmd/clearance/internal/load"
 )
 
 // fakeOPA mimics an OPA server holding starter.rego: GET /health, and POST

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/clearancehq/clearance"
+	"github.com/clearancehq/clearance/cmd/clearance/internal/load"
 	"github.com/clearancehq/clearance/grant"
-	"github.com/clearancehq/clearance/internal/load"
 	"github.com/clearancehq/clearance/server"
 	"github.com/clearancehq/clearance/store/pebblestore"
 )

@@ -1,0 +1,102 @@
+package archtest
+
+// The layers of DESIGN §2, lowest first. A package may import a package of
+// another layer only when mayImport says so; within its own layer only the
+// packages its entry names in peers.
+const (
+	leaf     = "leaf"     // internal/ leaves: canon, strictjson, coded
+	pure     = "pure"     // formats and rules: no storage, net/http, clock or randomness
+	records  = "records"  // rules over a Tx the consumer declares
+	storage  = "storage"  // the store contract
+	backend  = "backend"  // store implementations: chosen by cmd and examples only
+	kernel   = "kernel"   // internal/core
+	features = "features" // one package per feature
+	facade   = "facade"   // the root package
+	wire     = "wire"     // server
+	cmdlib   = "cmdlib"   // cmd/clearance/internal: the command's own helpers
+	cmd      = "cmd"      // the binary
+	example  = "example"  // runnable programs on the public API
+	suite    = "suite"    // test support: conformance suites, test plumbing, test-only packages
+)
+
+var mayImport = map[string][]string{
+	leaf:     {},
+	pure:     {leaf},
+	records:  {leaf, pure},
+	storage:  {leaf, pure, records},
+	backend:  {leaf, pure, records, storage},
+	kernel:   {leaf, pure, records, storage},
+	features: {leaf, pure, records, storage, kernel},
+	facade:   {leaf, pure, records, storage, kernel, features},
+	wire:     {leaf, pure, records, storage, kernel, features, facade},
+	cmdlib:   {leaf, pure},
+	cmd:      {leaf, pure, records, storage, backend, kernel, features, facade, wire, cmdlib},
+	example:  {pure, records, storage, backend, facade, wire},
+	suite:    {leaf, pure, records, storage},
+}
+
+// rule places one package. Packages of the leaf and pure layers are pure;
+// pure marks a package of another layer that keeps the same discipline.
+type rule struct {
+	layer string
+	pure  bool
+	peers []string // same-layer packages it may import
+	deny  []string // packages its layer would allow but it may not import
+}
+
+// packages is the allow-list: every package directory of the module, and
+// nothing else. A new folder must be placed here on purpose.
+var packages = map[string]rule{
+	"internal/canon":      {layer: leaf},
+	"internal/strictjson": {layer: leaf},
+	"internal/coded":      {layer: leaf},
+
+	"policy":  {layer: pure},
+	"grant":   {layer: pure},
+	"ledger":  {layer: pure},
+	"capsule": {layer: pure, peers: []string{"grant"}},
+	"proof":   {layer: pure, peers: []string{"ledger"}},
+	"export":  {layer: pure, peers: []string{"ledger"}}, // the validation-pack format
+
+	// Records keep the pure discipline; their state is the consumer's Tx.
+	"tenant":   {layer: records, pure: true, deny: []string{"policy", "grant", "ledger"}},
+	"dossier":  {layer: records, pure: true, deny: []string{"policy"}},
+	"artifact": {layer: records, pure: true},
+	"claim":    {layer: records, pure: true},
+	"registry": {layer: records, pure: true},
+
+	"store":             {layer: storage},
+	"store/pebblestore": {layer: backend},
+	"store/pgstore":     {layer: backend},
+
+	// Still the feature monolith: the facade it is to become is its layer.
+	"": {layer: facade},
+
+	"server": {layer: wire},
+
+	"cmd/clearance/internal/keyfile": {layer: cmdlib},
+	"cmd/clearance/internal/load":    {layer: cmdlib},
+	"cmd/clearance":                  {layer: cmd},
+
+	"examples/embed":             {layer: example},
+	"examples/verifyattestation": {layer: example},
+
+	"ledger/ledgertest":     {layer: suite},
+	"claim/claimtest":       {layer: suite},
+	"dossier/dossiertest":   {layer: suite},
+	"artifact/artifacttest": {layer: suite},
+	"store/storetest":       {layer: suite},
+	"store/pgstore/pgtest":  {layer: suite},
+	"internal/archtest":     {layer: suite},
+	"internal/apidoc":       {layer: suite},
+	"internal/lincheck":     {layer: suite},
+}
+
+// forbiddenInPure are imports no pure package may have, each with the
+// packages below it.
+var forbiddenInPure = []string{"net/http", "database/sql", "os", "log", "crypto/rand", "math/rand",
+	"syscall", "io/ioutil", "github.com/cockroachdb/pebble", "github.com/jackc/pgx"}
+
+// clockCalls are the time functions that read or wait on the clock: in a
+// pure package time is an input.
+var clockCalls = []string{"Now", "Since", "Until", "After", "Tick", "NewTicker", "NewTimer", "AfterFunc", "Sleep"}
