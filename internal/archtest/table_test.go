@@ -85,11 +85,12 @@ var packages = map[string]rule{
 	"claim/claimtest":       {layer: suite},
 	"dossier/dossiertest":   {layer: suite},
 	"artifact/artifacttest": {layer: suite},
-	"store/storetest":       {layer: suite},
-	"store/pgstore/pgtest":  {layer: suite},
-	"internal/archtest":     {layer: suite},
-	"internal/apidoc":       {layer: suite},
-	"internal/lincheck":     {layer: suite},
+	"store/storetest": {layer: suite, // All composes every record suite
+		peers: []string{"ledger/ledgertest", "claim/claimtest", "dossier/dossiertest", "artifact/artifacttest"}},
+	"store/pgstore/pgtest": {layer: suite},
+	"internal/archtest":    {layer: suite},
+	"internal/apidoc":      {layer: suite},
+	"internal/lincheck":    {layer: suite},
 }
 
 // forbiddenInPure are imports no pure package may have, each with the
