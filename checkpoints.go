@@ -47,20 +47,6 @@ func (g *grownOrgs) take() []string {
 	return out
 }
 
-// trackingBackend marks an org as grown after each committed Update.
-type trackingBackend struct {
-	store.Backend
-	grown *grownOrgs
-}
-
-func (b trackingBackend) Update(ctx context.Context, orgID string, fn func(tx store.Tx) error) error {
-	err := b.Backend.Update(ctx, orgID, fn)
-	if err == nil {
-		b.grown.mark(orgID)
-	}
-	return err
-}
-
 // LedgerVerifierKey is the C2SP note verifier key of the org checkpoints
 // ("" when no ledger key is configured). Auditors verify checkpoints with it.
 func (e *Engine) LedgerVerifierKey() string {
@@ -86,6 +72,10 @@ func (e *Engine) ledgerKey() (*ledger.Key, error) {
 func (e *Engine) SealLedger(ctx context.Context, orgID string) (ledger.Checkpoint, error) {
 	k, err := e.ledgerKey()
 	if err != nil {
+		return ledger.Checkpoint{}, err
+	}
+	// A seal writes a checkpoint even over an empty ledger: only for an org.
+	if err := e.store.known.require(ctx, e.raw, orgID); err != nil {
 		return ledger.Checkpoint{}, err
 	}
 	origin := e.LedgerOrigin(orgID)

@@ -141,8 +141,8 @@ func (e *Engine) decodeOptions() strictjson.Options {
 
 // Engine is Clearance's in-process API. Create it with Open.
 type Engine struct {
-	store store.Backend // the backend, wrapped to mark which ledgers grew
-	raw   store.Backend // the backend itself, for sealing
+	store engineBackend // the backend, refusing unknown orgs and marking which ledgers grew
+	raw   store.Backend // the backend itself, for sealing (after an org check)
 	grown *grownOrgs
 	opts  Options
 	// keyState is the grant key ring in use with the kids revoked in the
@@ -166,7 +166,7 @@ func Open(backend store.Backend, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	grown := &grownOrgs{}
-	e := &Engine{store: trackingBackend{Backend: backend, grown: grown}, raw: backend, grown: grown, opts: opts}
+	e := &Engine{store: engineBackend{Backend: backend, grown: grown, known: &knownOrgs{}}, raw: backend, grown: grown, opts: opts}
 	e.publishKeys(opts.GrantKeys, nil)
 	return e, nil
 }
