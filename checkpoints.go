@@ -16,7 +16,6 @@ import (
 const (
 	CodeLedgerKeyNotConfigured = "LEDGER_KEY_NOT_CONFIGURED"
 	CodeCheckpointNotFound     = "CHECKPOINT_NOT_FOUND"
-	CodeCheckpointInvalid      = "CHECKPOINT_INVALID"
 	CodeProofRange             = "PROOF_OUT_OF_RANGE"
 	CodeLedgerBroken           = "LEDGER_BROKEN"
 )

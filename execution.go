@@ -972,7 +972,7 @@ func (e *Engine) Reconcile(ctx context.Context, req ReconcileRequest) (claim.Gra
 	}
 	g, err := e.store.GrantOf(ctx, req.OrgID, req.GrantID)
 	if isNotFound(err) || (err == nil && g.OrgID != req.OrgID) {
-		return claim.Grant{}, newError(ErrNotFound, "GRANT_NOT_FOUND", "grant not found")
+		return claim.Grant{}, newError(ErrNotFound, claim.CodeGrantNotFound, "grant not found")
 	}
 	if err != nil {
 		return claim.Grant{}, unavailable("read grant", err)

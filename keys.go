@@ -113,7 +113,7 @@ func registryError(op string, err error) error {
 		return ee
 	}
 	if isNotFound(err) || errors.Is(err, registry.ErrKeyNotFound) {
-		return newError(ErrNotFound, "KEY_NOT_FOUND", "key not found")
+		return newError(ErrNotFound, registry.CodeKeyNotFound, "key not found")
 	}
 	var re *registry.Error
 	if errors.As(err, &re) {

@@ -93,6 +93,10 @@ func Verify(capsule []byte) Result {
 	return verifyValue(v, err, nil)
 }
 
+// codeConcurrentSupersedes is the one finding VerifyLedger adds outside the
+// per-capsule checks.
+const codeConcurrentSupersedes = "concurrent_supersedes"
+
 // VerifyLedger verifies a producer's ledger of capsules, in ledger order,
 // with the ledger as the store: a chain parent must be the carried
 // capsule_id of a capsule in the ledger, and every supersedes over a parent
@@ -129,7 +133,7 @@ func VerifyLedger(capsules [][]byte) []Result {
 			continue
 		}
 		if superseded[parent] {
-			results[i].Findings = append(results[i].Findings, Finding{Check: 6, Severity: SeverityInfo, Code: "concurrent_supersedes",
+			results[i].Findings = append(results[i].Findings, Finding{Check: 6, Severity: SeverityInfo, Code: codeConcurrentSupersedes,
 				Detail: "a later supersedes over parent " + parent + "; the earliest in ledger order is authoritative (§5.5.4)"})
 		}
 		superseded[parent] = true

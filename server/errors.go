@@ -17,6 +17,12 @@ const (
 	codeInternal         = "INTERNAL_ERROR"
 	codeMethodNotAllowed = "METHOD_NOT_ALLOWED"
 	codeRouteNotFound    = "ROUTE_NOT_FOUND"
+
+	codeBodyUnreadable     = "BODY_UNREADABLE"      // the body could not be read off the connection
+	codeInvalidQuery       = "INVALID_QUERY"        // a malformed or unsupported query string
+	codeHeaderBodyMismatch = "HEADER_BODY_MISMATCH" // a header and its body member disagree
+	codePathBodyMismatch   = "PATH_BODY_MISMATCH"   // a path segment and its body member disagree
+	codeMissingField       = "MISSING_FIELD"        // a field the route requires is absent
 )
 
 // problem is an RFC 9457 body with Clearance's members.

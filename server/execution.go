@@ -277,7 +277,7 @@ func (s *Server) reconcile(c *call) error {
 	}
 	grantID := c.r.PathValue("grantId")
 	if !clearance.ValidID(grantID) { // grant ids are UUIDs
-		return &clearance.Error{Kind: clearance.ErrNotFound, Code: "GRANT_NOT_FOUND", Detail: "grant not found"}
+		return &clearance.Error{Kind: clearance.ErrNotFound, Code: claim.CodeGrantNotFound, Detail: "grant not found"}
 	}
 	g, err := s.engine.Reconcile(c.r.Context(), clearance.ReconcileRequest{OrgID: org, GrantID: grantID,
 		Resolution: req.Resolution, Evidence: req.EffectEvidence, Receipt: req.EffectReceipt, Note: req.Note})

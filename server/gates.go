@@ -88,7 +88,7 @@ func (s *Server) gate(c *call, rt clearance.Route, pathOrg, defaultSurface strin
 	explicit := req.OrgID
 	if pathOrg != "" {
 		if explicit != "" && explicit != pathOrg {
-			return &clearance.Error{Kind: clearance.ErrInvalidRequest, Code: "PATH_BODY_MISMATCH", Detail: "org_id in the body differs from the path",
+			return &clearance.Error{Kind: clearance.ErrInvalidRequest, Code: codePathBodyMismatch, Detail: "org_id in the body differs from the path",
 				Fields: []clearance.FieldError{{Field: "org_id", Message: "differs from the path"}}}
 		}
 		explicit = pathOrg
@@ -163,7 +163,7 @@ func (s *Server) cloudAgentVerify(c *call) error {
 		return err
 	}
 	if ai.ActionType == "" {
-		return &clearance.Error{Kind: clearance.ErrInvalidRequest, Code: "MISSING_FIELD", Detail: "intent.action_type is required",
+		return &clearance.Error{Kind: clearance.ErrInvalidRequest, Code: codeMissingField, Detail: "intent.action_type is required",
 			Fields: []clearance.FieldError{{Field: "intent.action_type", Message: "required"}}}
 	}
 	in := policy.Intent{

@@ -149,7 +149,7 @@ func (c *call) queryOrg() (string, error) {
 func (c *call) query(name string) (string, error) {
 	q, err := url.ParseQuery(c.r.URL.RawQuery)
 	if err != nil {
-		return "", &clearance.Error{Kind: clearance.ErrInvalidRequest, Code: "INVALID_QUERY", Detail: "the query string is malformed"}
+		return "", &clearance.Error{Kind: clearance.ErrInvalidRequest, Code: codeInvalidQuery, Detail: "the query string is malformed"}
 	}
 	switch v := q[name]; len(v) {
 	case 0:
@@ -425,7 +425,7 @@ func (s *Server) evaluateRequest(c *call, explicitOrg string, req clearance.Eval
 // pick reconciles a header with the same value given in the body.
 func pick(header, body, field string) (string, error) {
 	if header != "" && body != "" && header != body {
-		return "", &clearance.Error{Kind: clearance.ErrInvalidRequest, Code: "HEADER_BODY_MISMATCH",
+		return "", &clearance.Error{Kind: clearance.ErrInvalidRequest, Code: codeHeaderBodyMismatch,
 			Detail: field + " in the body differs from its header", Fields: []clearance.FieldError{{Field: field, Message: "differs from the header"}}}
 	}
 	if header != "" {
@@ -471,7 +471,7 @@ func (s *Server) shadowReport(c *call) error {
 }
 
 func badQuery(field, msg string) error {
-	return &clearance.Error{Kind: clearance.ErrInvalidRequest, Code: "INVALID_QUERY", Detail: msg,
+	return &clearance.Error{Kind: clearance.ErrInvalidRequest, Code: codeInvalidQuery, Detail: msg,
 		Fields: []clearance.FieldError{{Field: field, Message: msg}}}
 }
 

@@ -263,7 +263,7 @@ func readBody(c *call, limit int64) error {
 		if errors.As(err, &mbe) {
 			return errTooLarge
 		}
-		return &clearance.Error{Kind: clearance.ErrInvalidRequest, Code: "BODY_UNREADABLE", Detail: "the request body could not be read"}
+		return &clearance.Error{Kind: clearance.ErrInvalidRequest, Code: codeBodyUnreadable, Detail: "the request body could not be read"}
 	}
 	c.body = body
 	return nil

@@ -24,6 +24,7 @@ import (
 
 // Paths relative to this package's directory (go test runs tests there).
 const (
+	moduleDir  = "../.."
 	specPath   = "../../docs/openapi.yaml"
 	routesPath = "../../server/routes.go"
 	tenantDir  = "../../tenant"
@@ -643,71 +644,6 @@ func TestOperationsAreWellFormed(t *testing.T) {
 	}
 }
 
-// codeSources are the files that define stable problem codes: constants
-// named Code*/code* and `Code: "..."` literals.
-var codeSources = []string{
-	"../../errors.go",
-	"../../server/*.go",
-	"../../internal/strictjson/strictjson.go",
-	"../../policy/*.go",
-	"../../execution.go",
-	"../../sharelinks.go",
-	"../../exports.go",
-	"../../keys.go",
-	"../../claim/*.go",
-	"../../registry/*.go",
-	"../../grant/errors.go",
-}
-
-// stableCodes collects the problem codes the code base defines.
-func stableCodes(t *testing.T) []string {
-	t.Helper()
-	fset := token.NewFileSet()
-	var codes []string
-	add := func(lit ast.Expr) {
-		bl, ok := lit.(*ast.BasicLit)
-		if !ok || bl.Kind != token.STRING {
-			return
-		}
-		if s, err := strconv.Unquote(bl.Value); err == nil && s != "" && !slices.Contains(codes, s) {
-			codes = append(codes, s)
-		}
-	}
-	for _, pattern := range codeSources {
-		files, err := filepath.Glob(pattern)
-		if err != nil || len(files) == 0 {
-			t.Fatalf("no files match %s", pattern)
-		}
-		for _, name := range files {
-			if strings.HasSuffix(name, "_test.go") {
-				continue
-			}
-			f, err := parser.ParseFile(fset, name, nil, 0)
-			if err != nil {
-				t.Fatalf("parse %s: %v", name, err)
-			}
-			ast.Inspect(f, func(n ast.Node) bool {
-				switch n := n.(type) {
-				case *ast.ValueSpec:
-					for i, id := range n.Names {
-						lower := strings.ToLower(id.Name)
-						if strings.HasPrefix(lower, "code") && len(id.Name) > 4 && i < len(n.Values) {
-							add(n.Values[i])
-						}
-					}
-				case *ast.KeyValueExpr:
-					if id, ok := n.Key.(*ast.Ident); ok && id.Name == "Code" {
-						add(n.Value)
-					}
-				}
-				return true
-			})
-		}
-	}
-	slices.Sort(codes)
-	return codes
-}
-
 func TestProblemListsStableCodes(t *testing.T) {
 	_, m := loadSpec(t)
 	if m.Model.Components == nil || m.Model.Components.Schemas == nil {
@@ -721,7 +657,7 @@ func TestProblemListsStableCodes(t *testing.T) {
 	if s == nil {
 		t.Fatalf("Problem schema does not build: %v", proxy.GetBuildError())
 	}
-	codes := stableCodes(t)
+	codes := stableCodes(t, moduleDir)
 	if len(codes) < 10 {
 		t.Fatalf("found only %d codes (%v): have the sources moved?", len(codes), codes)
 	}

@@ -9,4 +9,12 @@
 // public routes say `security: []`, that the other routes name the scopes
 // the table requires, that deprecated routes are marked deprecated, and
 // that the Problem schema lists every stable error code the code defines.
+//
+// Those codes are read from the tree, not from a list of files: every
+// non-test Go file of the module (without testdata, nested modules,
+// test-support packages, and the packages whose codes are not problem
+// codes) is parsed for constants named Code*/code*. That finds every code
+// because another test forbids spelling one as a string literal anywhere
+// else: in a Code field, assigned to .Code, or as the code argument of a
+// known constructor.
 package apidoc
