@@ -5,7 +5,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+
+	"github.com/clearancehq/clearance/internal/gosource"
 )
 
 // notProblemCodes are package directories whose Code* constants are not
@@ -48,45 +49,20 @@ type goFile struct {
 	dir  string // package directory relative to the module root, "" for the root
 }
 
-// moduleFiles lists the non-test Go files of the module rooted at root.
-// Nested modules (a directory with its own go.mod), testdata and hidden
-// directories are not part of it.
+// moduleFiles lists the non-test Go files of the module rooted at root
+// (gosource.Files: nested modules, testdata and hidden directories are not
+// part of it).
 func moduleFiles(t *testing.T, root string) []goFile {
 	t.Helper()
-	var files []goFile
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if path == root {
-				return nil
-			}
-			name := d.Name()
-			if strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || name == "testdata" || name == "vendor" {
-				return filepath.SkipDir
-			}
-			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		rel, err := filepath.Rel(root, filepath.Dir(path))
-		if err != nil {
-			return err
-		}
-		dir := filepath.ToSlash(rel)
-		if dir == "." {
-			dir = ""
-		}
-		files = append(files, goFile{path: path, dir: dir})
-		return nil
-	})
+	all, err := gosource.Files(root)
 	if err != nil {
 		t.Fatalf("walk %s: %v", root, err)
+	}
+	var files []goFile
+	for _, f := range all {
+		if !f.Test {
+			files = append(files, goFile{path: f.Path, dir: f.Dir})
+		}
 	}
 	return files
 }

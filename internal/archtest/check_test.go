@@ -6,13 +6,15 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/clearancehq/clearance/internal/gosource"
 )
 
 // violation is one broken rule, at a file (or a package directory).
@@ -35,35 +37,13 @@ func check(root string, table map[string]rule) (found []string, vs []violation, 
 	if err != nil {
 		return nil, nil, err
 	}
+	files, err := gosource.Files(root)
+	if err != nil {
+		return nil, nil, err
+	}
 	seen := map[string]bool{}
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if path == root {
-				return nil
-			}
-			name := d.Name()
-			if strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || name == "testdata" || name == "vendor" {
-				return filepath.SkipDir
-			}
-			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") {
-			return nil
-		}
-		rel, err := filepath.Rel(root, filepath.Dir(path))
-		if err != nil {
-			return err
-		}
-		pkg := filepath.ToSlash(rel)
-		if pkg == "." {
-			pkg = ""
-		}
+	for _, f := range files {
+		pkg := f.Dir
 		r, listed := table[pkg]
 		if !seen[pkg] {
 			seen[pkg] = true
@@ -72,13 +52,15 @@ func check(root string, table map[string]rule) (found []string, vs []violation, 
 				vs = append(vs, violation{"unlisted", pkg, displayPkg(pkg), "package is not in the allow-list: place it in a layer"})
 			}
 		}
-		if !listed || strings.HasSuffix(path, "_test.go") {
-			return nil
+		if !listed || f.Test {
+			continue
 		}
-		fileVs, err := checkFile(path, filepath.ToSlash(filepath.Join(rel, d.Name())), pkg, r, module, table)
+		fileVs, err := checkFile(f.Path, path.Join(pkg, filepath.Base(f.Path)), pkg, r, module, table)
+		if err != nil {
+			return nil, nil, err
+		}
 		vs = append(vs, fileVs...)
-		return err
-	})
+	}
 	sort.Strings(found)
 	return found, vs, err
 }

@@ -91,6 +91,7 @@ var packages = map[string]rule{
 	"internal/archtest":    {layer: suite},
 	"internal/apidoc":      {layer: suite},
 	"internal/lincheck":    {layer: suite},
+	"internal/gosource":    {layer: suite}, // lists a module's Go files for the guard tests
 }
 
 // forbiddenInPure are imports no pure package may have, each with the
