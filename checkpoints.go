@@ -112,6 +112,19 @@ func (e *Engine) RunSealer(ctx context.Context, interval time.Duration) {
 	if interval <= 0 {
 		interval = DefaultSealInterval
 	}
+	everyTick(ctx, interval, func() {
+		for _, org := range e.grown.take() {
+			if _, err := e.SealLedger(ctx, org); err != nil && ctx.Err() == nil {
+				e.grown.mark(org)
+				e.opts.Logger.Warn("sealing the ledger failed", "org_id", org, "err", err)
+			}
+		}
+	})
+}
+
+// everyTick runs fn every interval until ctx ends; the workers of the
+// engine share it.
+func everyTick(ctx context.Context, interval time.Duration, fn func()) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -120,12 +133,7 @@ func (e *Engine) RunSealer(ctx context.Context, interval time.Duration) {
 			return
 		case <-t.C:
 		}
-		for _, org := range e.grown.take() {
-			if _, err := e.SealLedger(ctx, org); err != nil && ctx.Err() == nil {
-				e.grown.mark(org)
-				e.opts.Logger.Warn("sealing the ledger failed", "org_id", org, "err", err)
-			}
-		}
+		fn()
 	}
 }
 

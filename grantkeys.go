@@ -148,16 +148,9 @@ func (e *Engine) RunKeyRevocations(ctx context.Context, interval time.Duration) 
 	if interval <= 0 {
 		interval = DefaultKeyRevocationInterval
 	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	everyTick(ctx, interval, func() {
 		if err := e.RefreshKeyRevocations(ctx); err != nil && ctx.Err() == nil {
 			e.opts.Logger.Warn("reading the revoked grant keys failed; the revocations already applied stay", "err", err)
 		}
-	}
+	})
 }

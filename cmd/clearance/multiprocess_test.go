@@ -85,6 +85,24 @@ func mpOrg(t *testing.T, pa, pb *proc, httpc *http.Client, name string) (A, B mp
 	return A, B, orgID, agent
 }
 
+// issuedGrant is a grant token and the intent hash it is bound to.
+type issuedGrant struct{ token, hash string }
+
+// mpSignedBinder returns a function that binds a fresh intent (numbered from
+// base) through a server and checks which key signed the grant.
+func mpSignedBinder(t *testing.T, agent grant.Key, orgID string, base int) func(c mpClient, wantKID string) issuedGrant {
+	n := 0
+	return func(c mpClient, wantKID string) issuedGrant {
+		t.Helper()
+		n++
+		tok, hash := mpBind(t, c, mpIntent(t, agent, orgID, base+n))
+		if got := kidOf(t, tok); got != wantKID {
+			t.Fatalf("server %s signed with %s, want %s", c.name, got, wantKID)
+		}
+		return issuedGrant{tok, hash}
+	}
+}
+
 // mpIntent signs an execution intent of orgID with agent.
 func mpIntent(t *testing.T, agent grant.Key, orgID string, n int) string {
 	t.Helper()
@@ -373,17 +391,7 @@ func TestMultiProcessKeyRotationAndRevocation(t *testing.T) {
 	A, B, orgID, agent := mpOrg(t, pa, pb, httpc, "MultiProcessKeys")
 	awaitJWKS(t, []string{k1}, A, B)
 
-	type issuedGrant struct{ token, hash string }
-	n := 0
-	bind := func(c mpClient, wantKID string) issuedGrant {
-		t.Helper()
-		n++
-		tok, hash := mpBind(t, c, mpIntent(t, agent, orgID, 100+n))
-		if got := kidOf(t, tok); got != wantKID {
-			t.Fatalf("server %s signed with %s, want %s", c.name, got, wantKID)
-		}
-		return issuedGrant{tok, hash}
-	}
+	bind := mpSignedBinder(t, agent, orgID, 100)
 	accepted := func(g issuedGrant, servers ...mpClient) {
 		t.Helper()
 		for _, s := range servers {
@@ -503,17 +511,7 @@ func TestMultiProcessStoreRevocationWithOwnKeyFiles(t *testing.T) {
 	defer httpc.CloseIdleConnections()
 	A, B, orgID, agent := mpOrg(t, pa, pb, httpc, "MultiProcessRevocations")
 
-	type issuedGrant struct{ token, hash string }
-	n := 0
-	bind := func(c mpClient, wantKID string) issuedGrant {
-		t.Helper()
-		n++
-		tok, hash := mpBind(t, c, mpIntent(t, agent, orgID, 200+n))
-		if got := kidOf(t, tok); got != wantKID {
-			t.Fatalf("server %s signed with %s, want %s", c.name, got, wantKID)
-		}
-		return issuedGrant{tok, hash}
-	}
+	bind := mpSignedBinder(t, agent, orgID, 200)
 	verify := func(g issuedGrant, status int, servers ...mpClient) {
 		t.Helper()
 		for _, s := range servers {

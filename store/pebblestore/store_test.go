@@ -484,22 +484,7 @@ func TestUpgradeCarriesOverActivations(t *testing.T) {
 	ctx := t.Context()
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	published := map[string][]string{"org_a": {"v1", "v2"}, "org_ab": {"x"}, "org_b": {"only"}, "org_c": nil}
-	for org, versions := range published {
-		if err := s.Update(ctx, org, func(tx store.Tx) error {
-			if err := tx.PutOrg(ctx, tenant.Org{ID: org, Name: org, CreatedAt: at}); err != nil {
-				return err
-			}
-			for i, v := range versions {
-				if err := tx.PutBundle(ctx, store.BundleRecord{OrgID: org, Version: v, Seq: uint64(i + 1),
-					PublishedAt: at.Add(time.Duration(i) * time.Hour), Body: []byte("{}")}); err != nil {
-					return err
-				}
-			}
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	storetest.SeedBundles(t, s, at, published)
 	// Make it a layout 1 database.
 	if err := s.db.Set(formatKey, []byte("1"), pebble.Sync); err != nil {
 		t.Fatal(err)

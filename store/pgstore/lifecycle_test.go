@@ -15,6 +15,7 @@ import (
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/store"
 	"github.com/clearancehq/clearance/store/pgstore"
+	"github.com/clearancehq/clearance/store/storetest"
 	"github.com/clearancehq/clearance/tenant"
 )
 
@@ -262,22 +263,7 @@ func TestMigrationCarriesOverActivations(t *testing.T) {
 	s, schema := open(t, pgstore.Options{})
 	ctx := t.Context()
 	published := map[string][]string{"org_a": {"v1", "v2", "v3"}, "org_b": {"only"}, "org_c": nil}
-	for org, versions := range published {
-		if err := s.Update(ctx, org, func(tx store.Tx) error {
-			if err := tx.PutOrg(ctx, tenant.Org{ID: org, Name: org, CreatedAt: at}); err != nil {
-				return err
-			}
-			for i, v := range versions {
-				if err := tx.PutBundle(ctx, store.BundleRecord{OrgID: org, Version: v, Seq: uint64(i + 1),
-					PublishedAt: at.Add(time.Duration(i) * time.Hour), Body: []byte("{}")}); err != nil {
-					return err
-				}
-			}
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	storetest.SeedBundles(t, s, at, published)
 	s.Close()
 	// Take the schema back to before 0005.
 	raw(t, schema, `DROP TABLE policy_activations; DELETE FROM schema_migrations WHERE version = 5`)

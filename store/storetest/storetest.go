@@ -516,3 +516,28 @@ func testClosed(t *testing.T, b store.Backend) {
 		}
 	}
 }
+
+// SeedBundles creates each org of published and publishes its versions in
+// order (seq 1, 2, … an hour apart from at) with an empty body and no
+// activation: the data a backend held before activations were recorded,
+// for the tests of its upgrade.
+func SeedBundles(t *testing.T, b store.Backend, at time.Time, published map[string][]string) {
+	t.Helper()
+	ctx := t.Context()
+	for org, versions := range published {
+		if err := b.Update(ctx, org, func(tx store.Tx) error {
+			if err := tx.PutOrg(ctx, tenant.Org{ID: org, Name: org, CreatedAt: at}); err != nil {
+				return err
+			}
+			for i, v := range versions {
+				if err := tx.PutBundle(ctx, store.BundleRecord{OrgID: org, Version: v, Seq: uint64(i + 1),
+					PublishedAt: at.Add(time.Duration(i) * time.Hour), Body: []byte("{}")}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
