@@ -157,5 +157,5 @@ func (e *Engine) producerKey() (grant.Key, error) {
 	if err != nil {
 		return grant.Key{}, err
 	}
-	return keys.signer()
+	return keys.Signer()
 }

@@ -3,11 +3,11 @@ package clearance
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"golang.org/x/mod/sumdb/tlog"
 
+	"github.com/clearancehq/clearance/internal/core"
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/store"
 )
@@ -27,24 +27,6 @@ const DefaultSealInterval = time.Second
 // sealMaxEntries bounds one sealing transaction, so that a long unsealed
 // ledger does not hold its org's lock for long; sealing repeats until done.
 const sealMaxEntries = 100_000
-
-// grownOrgs remembers which orgs committed writes since their last seal.
-// The backend wrapper marks them, so every writer is covered without
-// touching the append path.
-type grownOrgs struct{ m sync.Map }
-
-func (g *grownOrgs) mark(org string) { g.m.Store(org, struct{}{}) }
-
-// take returns and forgets the marked orgs.
-func (g *grownOrgs) take() []string {
-	var out []string
-	g.m.Range(func(k, _ any) bool {
-		g.m.Delete(k)
-		out = append(out, k.(string))
-		return true
-	})
-	return out
-}
 
 // LedgerVerifierKey is the C2SP note verifier key of the org checkpoints
 // ("" when no ledger key is configured). Auditors verify checkpoints with it.
@@ -74,7 +56,7 @@ func (e *Engine) SealLedger(ctx context.Context, orgID string) (ledger.Checkpoin
 		return ledger.Checkpoint{}, err
 	}
 	// A seal writes a checkpoint even over an empty ledger: only for an org.
-	if err := e.store.known.require(ctx, e.raw, orgID); err != nil {
+	if err := e.store.RequireOrg(ctx, orgID); err != nil {
 		return ledger.Checkpoint{}, err
 	}
 	origin := e.LedgerOrigin(orgID)
@@ -82,7 +64,7 @@ func (e *Engine) SealLedger(ctx context.Context, orgID string) (ledger.Checkpoin
 		var c ledger.Checkpoint
 		var head ledger.Head
 		// The raw backend: a seal is not growth that needs sealing.
-		err := e.raw.Update(ctx, orgID, func(tx store.Tx) error {
+		err := e.store.Backend.Update(ctx, orgID, func(tx store.Tx) error {
 			var err error
 			if c, err = ledger.Seal(ctx, tx, k, origin, ledger.SealOptions{MaxEntries: sealMaxEntries}); err != nil {
 				return err
@@ -112,29 +94,14 @@ func (e *Engine) RunSealer(ctx context.Context, interval time.Duration) {
 	if interval <= 0 {
 		interval = DefaultSealInterval
 	}
-	everyTick(ctx, interval, func() {
-		for _, org := range e.grown.take() {
+	core.EveryTick(ctx, interval, func() {
+		for _, org := range e.store.TakeGrown() {
 			if _, err := e.SealLedger(ctx, org); err != nil && ctx.Err() == nil {
-				e.grown.mark(org)
+				e.store.MarkGrown(org)
 				e.opts.Logger.Warn("sealing the ledger failed", "org_id", org, "err", err)
 			}
 		}
 	})
-}
-
-// everyTick runs fn every interval until ctx ends; the workers of the
-// engine share it.
-func everyTick(ctx context.Context, interval time.Duration, fn func()) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		fn()
-	}
 }
 
 // LedgerCheckpoint returns the org's latest signed checkpoint, sealing first

@@ -3,13 +3,10 @@ package clearance
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/clearancehq/clearance/grant"
 	"github.com/clearancehq/clearance/internal/canon"
+	"github.com/clearancehq/clearance/internal/core"
 	"github.com/clearancehq/clearance/policy"
 	"github.com/clearancehq/clearance/store"
 )
@@ -129,31 +126,14 @@ type DossierActor struct {
 }
 
 // MaxKeyLength bounds Idempotency-Key and correlation ids.
-const MaxKeyLength = 255
+const MaxKeyLength = core.MaxKeyLength
 
 // ValidToken is the one rule of the tokens a client names things with:
 // Idempotency-Key, correlation and request ids, and an intent's intent_id,
-// nonce and concurrency_scope. s must be 1 to MaxKeyLength bytes of visible
-// ASCII (0x21 to 0x7E): no space, no control character and nothing beyond
-// ASCII, where a zero-width space, a bidi override or a homoglyph would
-// make two tokens that read the same.
-func ValidToken(s string) bool {
-	if s == "" || len(s) > MaxKeyLength {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x21 || s[i] > 0x7e {
-			return false
-		}
-	}
-	return true
-}
+// nonce and concurrency_scope (see core.ValidToken).
+func ValidToken(s string) bool { return core.ValidToken(s) }
 
-// validText reports whether s is UTF-8 without control characters (C0, DEL
-// or C1, as unicode.IsControl says).
-func validText(s string) bool {
-	return utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsControl)
-}
+func validText(s string) bool { return core.ValidText(s) }
 
 // Evaluate makes one decision: it resolves the policy, evaluates the
 // request, and durably records dossier, ledger entry and idempotency record
@@ -170,7 +150,7 @@ func (e *Engine) Evaluate(ctx context.Context, req EvaluateRequest) (Decision, e
 	var envSigner grant.Key
 	if req.WantEnvelope {
 		if keys, err := e.signingKeys(); err == nil {
-			if envSigner, err = keys.signer(); err != nil {
+			if envSigner, err = keys.Signer(); err != nil {
 				return Decision{}, err
 			}
 		}
@@ -178,13 +158,13 @@ func (e *Engine) Evaluate(ctx context.Context, req EvaluateRequest) (Decision, e
 	now := e.now()
 	in, err := req.Intent.Input(now)
 	if err != nil {
-		return Decision{}, inputError(err)
+		return Decision{}, core.TranslateInput(err)
 	}
 	in.Extra = req.Extra
 	in.Approval = req.Approval
 	pin, err := req.Intent.PolicyPin()
 	if err != nil {
-		return Decision{}, inputError(err)
+		return Decision{}, core.TranslateInput(err)
 	}
 	canonical, err := canon.Transform(req.Raw)
 	if err != nil {
@@ -279,15 +259,6 @@ func decisionOf(d Dossier, digest string) Decision {
 		CorrelationID: d.CorrelationID, IdempotencyKey: d.IdempotencyKey, CreatedAt: d.CreatedAt,
 		ChainID: d.ChainID, ParentDecisionID: d.ParentDecisionID, ActivePolicyVersion: d.ActivePolicyVersion,
 	}
-}
-
-func inputError(err error) error {
-	var ie *policy.InputError
-	if errors.As(err, &ie) {
-		return &Error{Kind: ErrInvalidRequest, Code: ie.Code, Detail: ie.Message,
-			Fields: []FieldError{{Field: ie.Field, Message: ie.Message}}, Err: err}
-	}
-	return &Error{Kind: ErrInvalidRequest, Code: CodeInvalidRequest, Detail: err.Error(), Err: err}
 }
 
 func nonNil(s []string) []string {

@@ -7,14 +7,12 @@ import (
 	"io"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/clearancehq/clearance/claim"
 	"github.com/clearancehq/clearance/grant"
 	"github.com/clearancehq/clearance/internal/canon"
+	"github.com/clearancehq/clearance/internal/core"
 	"github.com/clearancehq/clearance/internal/strictjson"
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/store"
@@ -28,7 +26,7 @@ const Version = "0.1.0"
 const InterfaceVersion = "0.5.0"
 
 // timeFormat is how Clearance writes timestamps: RFC 3339, UTC, nanoseconds.
-const timeFormat = time.RFC3339Nano
+const timeFormat = core.TimeFormat
 
 // Options configure an Engine. The zero value is a good default.
 type Options struct {
@@ -135,23 +133,17 @@ func (e *Engine) JSONLimits() (members, elements int) {
 }
 
 // decodeOptions are the strict decoding options of request JSON.
-func (e *Engine) decodeOptions() strictjson.Options {
-	return strictjson.Options{RejectUnknown: true, MaxMembers: e.opts.MaxJSONMembers, MaxElements: e.opts.MaxJSONElements}
-}
+func (e *Engine) decodeOptions() strictjson.Options { return e.deps.JSON }
 
 // Engine is Clearance's in-process API. Create it with Open.
 type Engine struct {
-	store engineBackend // the backend, refusing unknown orgs and marking which ledgers grew
-	raw   store.Backend // the backend itself, for sealing (after an org check)
-	grown *grownOrgs
+	store core.Store // the backend, refusing unknown orgs and marking which ledgers grew
+	deps  core.Deps
 	opts  Options
-	// keyState is the grant key ring in use with the kids revoked in the
-	// store: read once per operation, swapped whole under keyMu.
-	keyState atomic.Pointer[signingKeys]
-	keyMu    sync.Mutex
+	keys  *core.Keys // grant key ring in use with the kids revoked in the store
 
 	compiled sync.Map     // bundleKey -> *policy.Compiled (published bundles are immutable)
-	keys     sync.Map     // key hash -> cachedKey
+	apiKeys  sync.Map     // key hash -> tenant.APIKey
 	exports  exportSignal // wakes RunExports when a validation pack is queued
 }
 
@@ -165,10 +157,14 @@ func Open(backend store.Backend, opts Options) (*Engine, error) {
 	if err := opts.checkShareSecret(); err != nil {
 		return nil, err
 	}
-	grown := &grownOrgs{}
-	e := &Engine{store: engineBackend{Backend: backend, grown: grown, known: &knownOrgs{}}, raw: backend, grown: grown, opts: opts}
-	e.publishKeys(opts.GrantKeys, nil)
-	return e, nil
+	st := core.NewStore(backend)
+	keys := core.NewKeys(opts.GrantKeys)
+	deps := core.Deps{
+		Store: st, Clock: core.Clock(opts.Now), IDs: core.IDs{Rand: opts.Rand}, Logger: opts.Logger,
+		Keys: keys, Issuer: opts.Issuer, LedgerKey: opts.LedgerKey, MaxClockSkew: opts.MaxClockSkew,
+		JSON: strictjson.Options{RejectUnknown: true, MaxMembers: opts.MaxJSONMembers, MaxElements: opts.MaxJSONElements},
+	}
+	return &Engine{store: st, deps: deps, opts: opts, keys: keys}, nil
 }
 
 // SetGrantKeys replaces the grant key ring while the Engine runs, e.g. after
@@ -178,15 +174,11 @@ func Open(backend store.Backend, opts Options) (*Engine, error) {
 // JWKS follows. An operation already under way finishes with the ring it
 // started with. nil turns signing off. Kids revoked in the store
 // (RevokeGrantKey) stay refused whatever r holds.
-func (e *Engine) SetGrantKeys(r *grant.KeyRing) {
-	e.keyMu.Lock()
-	defer e.keyMu.Unlock()
-	e.publishKeys(r, e.keyState.Load().revoked)
-}
+func (e *Engine) SetGrantKeys(r *grant.KeyRing) { e.keys.SetRing(r) }
 
 // GrantKeys returns the grant key ring in use; nil when signing is not
 // configured.
-func (e *Engine) GrantKeys() *grant.KeyRing { return e.keyState.Load().ring }
+func (e *Engine) GrantKeys() *grant.KeyRing { return e.keys.Ring() }
 
 // Health reports whether the store answers and the active grant key may
 // sign.
@@ -206,32 +198,20 @@ func (e *Engine) Health(ctx context.Context) Health {
 	if err := e.store.Ping(ctx); err != nil {
 		h.Status, h.Store = "degraded", err.Error()
 	}
-	if e.keyState.Load().activeRevoked {
+	if e.keys.ActiveRevoked() {
 		h.Status, h.GrantKey = "degraded", "revoked"
 	}
 	return h
 }
 
-func (e *Engine) now() time.Time { return e.opts.Now().UTC() }
+func (e *Engine) now() time.Time { return e.deps.Now() }
 
 // newID returns a time-ordered UUID (v7).
-func (e *Engine) newID() (string, error) {
-	id, err := uuid.NewV7FromReader(e.opts.Rand)
-	if err != nil {
-		return "", err
-	}
-	return id.String(), nil
-}
+func (e *Engine) newID() (string, error) { return e.deps.IDs.New() }
 
 // ValidID reports whether s is a canonical lowercase UUID.
-func ValidID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	u, err := uuid.Parse(s)
-	return err == nil && u.String() == s
-}
+func ValidID(s string) bool { return core.ValidID(s) }
 
-func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
+func isNotFound(err error) bool { return core.IsNotFound(err) }
 
 func digestOf(b []byte) string { return canon.Digest(b) }

@@ -16,6 +16,7 @@ import (
 	"github.com/clearancehq/clearance/dossier"
 	"github.com/clearancehq/clearance/grant"
 	"github.com/clearancehq/clearance/internal/canon"
+	"github.com/clearancehq/clearance/internal/core"
 	"github.com/clearancehq/clearance/internal/strictjson"
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/policy"
@@ -120,7 +121,7 @@ func (e *Engine) EnforceAndBind(ctx context.Context, req AuthorityRequest) (Auth
 	if err != nil {
 		return AuthorityDecision{}, err
 	}
-	signer, err := keys.signer()
+	signer, err := keys.Signer()
 	if err != nil {
 		return AuthorityDecision{}, err
 	}
@@ -144,7 +145,7 @@ func (e *Engine) EnforceAndBind(ctx context.Context, req AuthorityRequest) (Auth
 	}
 	pin, err := policy.Intent{Context: intent.Context}.PolicyPin()
 	if err != nil {
-		return AuthorityDecision{}, inputError(err)
+		return AuthorityDecision{}, core.TranslateInput(err)
 	}
 	parentChain, err := e.parentChain(ctx, req.OrgID, intent.ParentDecisionID, "parent_decision_id", CodeIntentMalformed)
 	if err != nil {
@@ -414,7 +415,7 @@ func intentInput(in ExecutionIntent, mode policy.Mode, now time.Time) (policy.In
 	}
 	out, err := pi.Input(now)
 	if err != nil {
-		return out, inputError(err)
+		return out, core.TranslateInput(err)
 	}
 	return out, nil
 }
@@ -649,7 +650,7 @@ func (e *Engine) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, erro
 	if err != nil {
 		return ClaimResult{}, err
 	}
-	signer, err := keys.signer()
+	signer, err := keys.Signer()
 	if err != nil {
 		return ClaimResult{}, err
 	}
@@ -755,23 +756,13 @@ func newClaimToken(rand io.Reader) (secret, digest string, err error) {
 
 // lifecycleError maps claim-package errors to engine errors: a lifecycle
 // refusal is a 409, a store failure a 503.
+// lifecycleError is the kernel's answer, a store not-found being the
+// grant's.
 func lifecycleError(op string, err error) error {
-	var ee *Error
-	if errors.As(err, &ee) {
-		return ee
-	}
-	var ce *claim.Error
-	if errors.As(err, &ce) {
-		kind := ErrConflict
-		if errors.Is(err, claim.ErrInvalidFinalization) {
-			kind = ErrInvalidRequest
-		}
-		return &Error{Kind: kind, Code: ce.Code(), Detail: ce.Error(), Err: err}
-	}
 	if isNotFound(err) {
 		return newError(ErrConflict, CodeGrantInvalid, "the execution grant is not known")
 	}
-	return unavailable(op, err)
+	return core.Translate(op, err)
 }
 
 // FinalizeRequest is a finalize-token call.

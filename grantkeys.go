@@ -4,9 +4,7 @@ import (
 	"context"
 	"time"
 
-	jose "github.com/go-jose/go-jose/v4"
-
-	"github.com/clearancehq/clearance/grant"
+	"github.com/clearancehq/clearance/internal/core"
 	"github.com/clearancehq/clearance/registry"
 )
 
@@ -14,70 +12,9 @@ import (
 // grant keys revoked in the store.
 const DefaultKeyRevocationInterval = time.Second
 
-// signingKeys is what signs and verifies tokens: the ring in use and the
-// kids the store lists as revoked. It never changes once published; the
-// Engine swaps it whole when either part changes.
-type signingKeys struct {
-	ring          *grant.KeyRing
-	revoked       map[string]struct{} // revoked in the store; nil: none
-	activeRevoked bool
-}
-
-func newSigningKeys(r *grant.KeyRing, revoked map[string]struct{}) *signingKeys {
-	_, activeRevoked := revoked[r.Active().KID()]
-	return &signingKeys{ring: r, revoked: revoked, activeRevoked: r != nil && activeRevoked}
-}
-
-// Lookup implements grant.KeySet: the ring's rule, and never a kid revoked
-// in the store, whatever the ring says.
-func (k *signingKeys) Lookup(kid string, at time.Time) (grant.Key, bool) {
-	if _, revoked := k.revoked[kid]; revoked {
-		return grant.Key{}, false
-	}
-	return k.ring.Lookup(kid, at)
-}
-
-// signer returns the active key, refused (fail closed) when the store lists
-// it as revoked: a leaked key signs nothing more, even on a server whose
-// key file still names it active.
-func (k *signingKeys) signer() (grant.Key, error) {
-	if k.activeRevoked {
-		return grant.Key{}, newError(ErrUnavailable, CodeSigningKeyRevoked,
-			"the active grant signing key %s is revoked; nothing is signed until this server's key file is rotated", k.ring.Active().KID())
-	}
-	return k.ring.Active(), nil
-}
-
-// jwks is the ring's JWKS without the kids revoked in the store.
-func (k *signingKeys) jwks(now time.Time) jose.JSONWebKeySet {
-	set := k.ring.JWKS(now)
-	if len(k.revoked) == 0 {
-		return set
-	}
-	kept := set.Keys[:0]
-	for _, j := range set.Keys {
-		if _, revoked := k.revoked[j.KeyID]; !revoked {
-			kept = append(kept, j)
-		}
-	}
-	set.Keys = kept
-	return set
-}
-
 // signingKeys returns the keys in use, read once per operation so that an
 // operation signs and verifies with one ring even while it is replaced.
-func (e *Engine) signingKeys() (*signingKeys, error) {
-	k := e.keyState.Load()
-	if k == nil || k.ring == nil {
-		return nil, newError(ErrUnavailable, CodeSigningNotConfigured, "grant signing is not configured")
-	}
-	return k, nil
-}
-
-// publishKeys makes (ring, revoked) the keys in use; callers hold keyMu.
-func (e *Engine) publishKeys(r *grant.KeyRing, revoked map[string]struct{}) {
-	e.keyState.Store(newSigningKeys(r, revoked))
-}
+func (e *Engine) signingKeys() (*core.SigningKeys, error) { return e.keys.Current() }
 
 // RevokeGrantKey revokes the grant-signing key kid in the store, for every
 // server on it: each refuses tokens signed by kid and leaves it out of its
@@ -90,7 +27,7 @@ func (e *Engine) RevokeGrantKey(ctx context.Context, kid string) error {
 	if !registry.ValidKID(kid) {
 		return invalid(registry.CodeInvalidKID, "kid", "kid must be 1 to %d characters of [A-Za-z0-9._:-]", registry.MaxKIDLength)
 	}
-	if err := e.raw.RevokeGrantKey(ctx, kid, e.now()); err != nil {
+	if err := e.store.Backend.RevokeGrantKey(ctx, kid, e.now()); err != nil {
 		return unavailable("revoke grant key", err)
 	}
 	return e.RefreshKeyRevocations(ctx)
@@ -100,41 +37,22 @@ func (e *Engine) RevokeGrantKey(ctx context.Context, kid string) error {
 // applies them. On failure the revocations already applied stay (a
 // revocation is never withdrawn).
 func (e *Engine) RefreshKeyRevocations(ctx context.Context) error {
-	list, err := e.raw.RevokedGrantKeys(ctx)
+	list, err := e.store.Backend.RevokedGrantKeys(ctx)
 	if err != nil {
 		return unavailable("read revoked grant keys", err)
 	}
-	e.keyMu.Lock()
-	defer e.keyMu.Unlock()
-	cur := e.keyState.Load()
-	if len(list) == len(cur.revoked) {
-		same := true
-		for _, r := range list {
-			if _, ok := cur.revoked[r.KID]; !ok {
-				same = false
-				break
-			}
-		}
-		if same {
-			return nil
-		}
+	kids := make([]string, len(list))
+	for i, r := range list {
+		kids[i] = r.KID
 	}
-	revoked := make(map[string]struct{}, len(list)+len(cur.revoked))
-	for kid := range cur.revoked {
-		revoked[kid] = struct{}{}
+	added := e.keys.AddRevoked(kids)
+	if len(added) == 0 {
+		return nil
 	}
-	var added []string
-	for _, r := range list {
-		if _, ok := revoked[r.KID]; !ok {
-			added = append(added, r.KID)
-		}
-		revoked[r.KID] = struct{}{}
-	}
-	e.publishKeys(cur.ring, revoked)
 	e.opts.Logger.Info("grant keys revoked in the store applied", "revoked", added)
-	if k := e.keyState.Load(); k.activeRevoked {
+	if e.keys.ActiveRevoked() {
 		e.opts.Logger.Error("the active grant signing key is revoked: nothing is signed until the key file is rotated",
-			"active_kid", k.ring.Active().KID())
+			"active_kid", e.keys.Ring().Active().KID())
 	}
 	return nil
 }
@@ -148,7 +66,7 @@ func (e *Engine) RunKeyRevocations(ctx context.Context, interval time.Duration) 
 	if interval <= 0 {
 		interval = DefaultKeyRevocationInterval
 	}
-	everyTick(ctx, interval, func() {
+	core.EveryTick(ctx, interval, func() {
 		if err := e.RefreshKeyRevocations(ctx); err != nil && ctx.Err() == nil {
 			e.opts.Logger.Warn("reading the revoked grant keys failed; the revocations already applied stay", "err", err)
 		}

@@ -2,22 +2,14 @@ package clearance
 
 import (
 	"context"
-	"errors"
 
 	"github.com/go-jose/go-jose/v4"
 
 	"github.com/clearancehq/clearance/internal/canon"
+	"github.com/clearancehq/clearance/internal/core"
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/registry"
 	"github.com/clearancehq/clearance/store"
-)
-
-// Codes of key registration and signing. CodeSigningKeyRevoked answers an
-// operation that must sign while the active grant key of the server's ring
-// is revoked in the store: nothing is signed until its key file is rotated.
-const (
-	CodeSigningNotConfigured = "SIGNING_NOT_CONFIGURED"
-	CodeSigningKeyRevoked    = "SIGNING_KEY_REVOKED"
 )
 
 // RegisterKey registers an org's public agent or provider key (ledgered).
@@ -107,23 +99,12 @@ func (e *Engine) appendKeyEvent(ctx context.Context, tx store.Tx, kind string, k
 	return err
 }
 
+// registryError is the kernel's answer, a store not-found being the key's.
 func registryError(op string, err error) error {
-	var ee *Error
-	if errors.As(err, &ee) {
-		return ee
-	}
-	if isNotFound(err) || errors.Is(err, registry.ErrKeyNotFound) {
+	if isNotFound(err) {
 		return newError(ErrNotFound, registry.CodeKeyNotFound, "key not found")
 	}
-	var re *registry.Error
-	if errors.As(err, &re) {
-		kind := ErrInvalidRequest
-		if errors.Is(err, registry.ErrKIDInUse) {
-			kind = ErrConflict
-		}
-		return &Error{Kind: kind, Code: re.Code(), Detail: re.Error(), Err: err}
-	}
-	return unavailable(op, err)
+	return core.Translate(op, err)
 }
 
 // JWKS returns the public grant-signing keys of the ring in use (the active
@@ -134,5 +115,5 @@ func (e *Engine) JWKS() (jose.JSONWebKeySet, bool) {
 	if err != nil {
 		return jose.JSONWebKeySet{}, false
 	}
-	return k.jwks(e.now()), true
+	return k.JWKS(e.now()), true
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/clearancehq/clearance/internal/core"
 	"github.com/clearancehq/clearance/internal/strictjson"
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/policy"
@@ -52,11 +53,11 @@ func (e *Engine) publish(ctx context.Context, orgID string, raw []byte, activate
 	// policy.Load holds bundles to the default JSON limits; configured
 	// limits that are lower apply too.
 	if err := strictjson.Validate(raw, e.decodeOptions()); err != nil {
-		return Published{}, bundleError(err)
+		return Published{}, core.TranslateInput(err)
 	}
 	c, err := policy.Load(raw)
 	if err != nil {
-		return Published{}, bundleError(err)
+		return Published{}, core.TranslateInput(err)
 	}
 	b := c.Bundle()
 	var out Published
@@ -216,26 +217,6 @@ func (e *Engine) activeVersion(ctx context.Context, orgID string) (string, error
 		return "", nil
 	}
 	return a.Version, err
-}
-
-func bundleError(err error) error {
-	var se *strictjson.Error
-	if errors.As(err, &se) {
-		return &Error{Kind: ErrInvalidRequest, Code: se.Code, Detail: se.Detail, Err: err}
-	}
-	var ve *policy.ValidationError
-	if errors.As(err, &ve) {
-		e := &Error{Kind: ErrUnprocessable, Code: CodePolicyInvalid, Detail: ve.Error()}
-		for _, p := range ve.Problems {
-			msg := p.Message
-			if p.RuleID != "" {
-				msg = "rule " + p.RuleID + ": " + msg
-			}
-			e.Fields = append(e.Fields, FieldError{Field: p.Field, Message: msg})
-		}
-		return e
-	}
-	return &Error{Kind: ErrInvalidRequest, Code: CodeInvalidRequest, Detail: err.Error()}
 }
 
 func infoOf(r store.BundleRecord, active bool) BundleInfo {

@@ -2,50 +2,18 @@ package clearance
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/clearancehq/clearance/internal/canon"
+	"github.com/clearancehq/clearance/internal/core"
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/store"
 	"github.com/clearancehq/clearance/tenant"
 )
 
 // Principal is an authenticated caller.
-type Principal struct {
-	KeyID  string
-	OrgID  string // tenant.PlatformOrgID for the platform key
-	Kind   tenant.KeyKind
-	Scopes []tenant.Scope
-	key    tenant.APIKey
-}
-
-// IsPlatform reports whether the caller holds the platform key.
-func (p Principal) IsPlatform() bool { return p.Kind == tenant.KindPlatform }
-
-// Allows reports whether the caller has any of the scopes.
-func (p Principal) Allows(want ...tenant.Scope) bool { return p.key.Allows(want...) }
-
-// ResolveOrg returns the org a request acts on: an org key's own org (an
-// explicit org_id that differs is ErrForbidden), or for the platform key the
-// explicit org_id, which is then required.
-func (p Principal) ResolveOrg(explicit string) (string, error) {
-	if p.IsPlatform() {
-		if explicit == "" {
-			return "", invalid(CodeOrgRequired, "org_id", "org_id is required with the platform key")
-		}
-		if !ValidID(explicit) {
-			return "", invalid(CodeInvalidRequest, "org_id", "org_id must be a UUID")
-		}
-		return explicit, nil
-	}
-	if explicit != "" && explicit != p.OrgID {
-		return "", newError(ErrForbidden, CodeOrgMismatch, "org_id does not match the credential's organization")
-	}
-	return p.OrgID, nil
-}
+type Principal = core.Principal
 
 // Authenticate resolves a bearer secret to its principal.
 func (e *Engine) Authenticate(ctx context.Context, secret string) (Principal, error) {
@@ -54,7 +22,7 @@ func (e *Engine) Authenticate(ctx context.Context, secret string) (Principal, er
 	}
 	hash := tenant.HashSecret(secret)
 	var k tenant.APIKey
-	if v, ok := e.keys.Load(hash); ok {
+	if v, ok := e.apiKeys.Load(hash); ok {
 		k = v.(tenant.APIKey)
 	} else {
 		got, err := e.store.APIKeyByHash(ctx, hash)
@@ -65,12 +33,12 @@ func (e *Engine) Authenticate(ctx context.Context, secret string) (Principal, er
 			return Principal{}, unavailable("authentication", err)
 		}
 		k = got
-		e.keys.Store(hash, k) // keys are immutable once issued
+		e.apiKeys.Store(hash, k) // keys are immutable once issued
 	}
 	if !k.Matches(secret) {
 		return Principal{}, newError(ErrUnauthenticated, CodeUnauthenticated, "unknown API key")
 	}
-	return Principal{KeyID: k.ID, OrgID: k.OrgID, Kind: k.Kind, Scopes: k.Scopes, key: k}, nil
+	return core.PrincipalOf(k), nil
 }
 
 // IssuedKey is a newly created API key; Secret is shown only here.
@@ -100,7 +68,7 @@ func (e *Engine) CreateOrg(ctx context.Context, name string) (CreatedOrg, error)
 	}
 	org := tenant.Org{ID: orgID, Name: name, CreatedAt: e.now()}
 	var issued IssuedKey
-	err = e.store.updateNew(ctx, orgID, func(tx store.Tx) error {
+	err = e.store.UpdateNew(ctx, orgID, func(tx store.Tx) error {
 		if err := tx.PutOrg(ctx, org); err != nil {
 			return err
 		}
@@ -114,7 +82,7 @@ func (e *Engine) CreateOrg(ctx context.Context, name string) (CreatedOrg, error)
 	if err != nil {
 		return CreatedOrg{}, asEngineError("create org", err)
 	}
-	e.store.known.add(orgID)
+	e.store.KnowOrg(orgID)
 	return CreatedOrg{Org: org, Key: issued}, nil
 }
 
@@ -142,17 +110,7 @@ func (e *Engine) Org(ctx context.Context, orgID string) (tenant.Org, error) {
 }
 
 func readOrg(ctx context.Context, r store.Reader, orgID string) (tenant.Org, error) {
-	if !ValidID(orgID) {
-		return tenant.Org{}, newError(ErrNotFound, CodeOrgNotFound, "organization not found")
-	}
-	o, err := r.Org(ctx, orgID)
-	if isNotFound(err) {
-		return tenant.Org{}, newError(ErrNotFound, CodeOrgNotFound, "organization not found")
-	}
-	if err != nil {
-		return tenant.Org{}, unavailable("read org", err)
-	}
-	return o, nil
+	return core.ReadOrg(ctx, r, orgID)
 }
 
 // keyRecord is what the ledger records about a key: never its hash.
@@ -198,7 +156,7 @@ func (e *Engine) EnsurePlatformKey(ctx context.Context, secret string) error {
 	k := tenant.APIKey{ID: "platform", OrgID: tenant.PlatformOrgID, Kind: tenant.KindPlatform, Hash: hash, CreatedAt: e.now()}
 	// The raw backend: the platform pseudo-org is no org, and a key is no
 	// ledger growth.
-	err := e.raw.Update(ctx, tenant.PlatformOrgID, func(tx store.Tx) error { return tx.PutAPIKey(ctx, k) })
+	err := e.store.Backend.Update(ctx, tenant.PlatformOrgID, func(tx store.Tx) error { return tx.PutAPIKey(ctx, k) })
 	if err != nil {
 		return unavailable("store platform key", err)
 	}
@@ -213,19 +171,9 @@ func (e *Engine) NewPlatformSecret() (string, error) {
 
 // appendRecord ledgers a change whose stored form is v.
 func (e *Engine) appendRecord(ctx context.Context, tx store.Tx, kind, subject string, v any) error {
-	d, err := canon.DigestValue(v)
-	if err != nil {
-		return err
-	}
-	_, err = ledger.Append(ctx, tx, tx.OrgID(), ledger.Record{Kind: kind, SubjectID: subject, PayloadDigest: d}, e.now())
-	return err
+	return core.AppendRecord(ctx, tx, kind, subject, v, e.now())
 }
 
-// asEngineError passes *Error through and turns anything else into 503.
-func asEngineError(op string, err error) error {
-	var ee *Error
-	if errors.As(err, &ee) {
-		return ee
-	}
-	return unavailable(op, err)
-}
+// asEngineError passes *Error through and turns anything else into the
+// kernel's answer for it (core.Translate).
+func asEngineError(op string, err error) error { return core.Translate(op, err) }

@@ -69,6 +69,8 @@ var packages = map[string]rule{
 	"store/pebblestore": {layer: backend},
 	"store/pgstore":     {layer: backend},
 
+	"internal/core": {layer: kernel},
+
 	// Still the feature monolith: the facade it is to become is its layer.
 	"": {layer: facade},
 

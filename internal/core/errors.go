@@ -1,0 +1,94 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/clearancehq/clearance/store"
+)
+
+// Kinds: sentinels for identity. server/errors.go maps each to one HTTP
+// status; an *Error's Code is the stable machine code on the wire.
+var (
+	ErrInvalidRequest  = errors.New("invalid request")            // 400
+	ErrUnauthenticated = errors.New("unauthenticated")            // 401
+	ErrForbidden       = errors.New("forbidden")                  // 403
+	ErrNotFound        = errors.New("not found")                  // 404
+	ErrConflict        = errors.New("conflict")                   // 409
+	ErrUnprocessable   = errors.New("semantically invalid input") // 422
+	ErrUnavailable     = errors.New("dependency unavailable")     // 503
+)
+
+// Codes the kernel itself reports; features declare their own.
+const (
+	CodeInvalidRequest        = "INVALID_REQUEST"
+	CodeUnauthenticated       = "UNAUTHENTICATED"
+	CodeInsufficientScope     = "INSUFFICIENT_SCOPE"
+	CodeOrgMismatch           = "ORG_MISMATCH"
+	CodePlatformKeyRequired   = "PLATFORM_KEY_REQUIRED"
+	CodeOrgRequired           = "ORG_ID_REQUIRED"
+	CodeNotFound              = "NOT_FOUND"
+	CodeOrgNotFound           = "ORG_NOT_FOUND"
+	CodeIdempotencyKeyReused  = "IDEMPOTENCY_KEY_REUSED"
+	CodeInvalidIdempotencyKey = "INVALID_IDEMPOTENCY_KEY"
+	CodeInvalidCorrelationID  = "INVALID_CORRELATION_ID"
+	CodeInvalidRequestID      = "INVALID_REQUEST_ID"
+	CodeStoreUnavailable      = "STORE_UNAVAILABLE"
+	// CodeSigningNotConfigured: no grant key ring (503).
+	CodeSigningNotConfigured = "SIGNING_NOT_CONFIGURED"
+	// CodeSigningKeyRevoked: the active grant key is revoked in the store
+	// (503): nothing is signed until the key file is rotated.
+	CodeSigningKeyRevoked = "SIGNING_KEY_REVOKED"
+)
+
+// FieldError names one offending field.
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// Error is every error an entry point returns on purpose.
+type Error struct {
+	Kind   error  // one of the Kinds above
+	Code   string // stable UPPER_SNAKE code
+	Detail string
+	Fields []FieldError
+	Err    error // cause, if any
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%s: %s: %v", e.Code, e.Detail, e.Err)
+	}
+	return e.Code + ": " + e.Detail
+}
+
+// Unwrap exposes both the kind (for errors.Is) and the cause.
+func (e *Error) Unwrap() []error {
+	if e.Err != nil {
+		return []error{e.Kind, e.Err}
+	}
+	return []error{e.Kind}
+}
+
+// New returns an *Error of kind with code and formatted detail.
+func New(kind error, code, format string, args ...any) *Error {
+	return &Error{Kind: kind, Code: code, Detail: fmt.Sprintf(format, args...)}
+}
+
+// Invalid is a 400-kind error naming field ("" for none).
+func Invalid(code, field, format string, args ...any) *Error {
+	e := New(ErrInvalidRequest, code, format, args...)
+	if field != "" {
+		e.Fields = []FieldError{{Field: field, Message: e.Detail}}
+	}
+	return e
+}
+
+// Unavailable wraps a storage failure: it never authorizes anything.
+func Unavailable(op string, err error) *Error {
+	return &Error{Kind: ErrUnavailable, Code: CodeStoreUnavailable, Detail: op + " failed: the store is unavailable", Err: err}
+}
+
+// IsNotFound reports whether err is the store's not-found.
+func IsNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }

@@ -1,0 +1,105 @@
+package core
+
+import (
+	"context"
+	"sync"
+
+	"github.com/clearancehq/clearance/store"
+	"github.com/clearancehq/clearance/tenant"
+)
+
+// Store is the backend as features write through it. Update refuses an org
+// that was never created (ORG_NOT_FOUND, nothing written), so no entry
+// point can start a ledger for an arbitrary org id, and marks the org as
+// grown after each commit, so the sealer sees every writer.
+type Store struct {
+	store.Backend
+	grown *orgSet
+	known *orgSet
+}
+
+// NewStore guards b.
+func NewStore(b store.Backend) Store {
+	return Store{Backend: b, grown: &orgSet{}, known: &orgSet{}}
+}
+
+// Update runs fn in orgID's transaction once the org is known to exist. fn
+// may run more than once (see store.Backend.Update).
+func (s Store) Update(ctx context.Context, orgID string, fn func(tx store.Tx) error) error {
+	if err := s.RequireOrg(ctx, orgID); err != nil {
+		return err
+	}
+	return s.UpdateNew(ctx, orgID, fn)
+}
+
+// UpdateNew is Update without the existence check: only for the
+// transaction that creates the org.
+func (s Store) UpdateNew(ctx context.Context, orgID string, fn func(tx store.Tx) error) error {
+	err := s.Backend.Update(ctx, orgID, fn)
+	if err == nil {
+		s.grown.add(orgID)
+	}
+	return err
+}
+
+// RequireOrg returns nil when orgID names an existing org, else
+// ORG_NOT_FOUND or STORE_UNAVAILABLE. Orgs are never deleted, so a positive
+// answer is kept for good; a negative one never is, since another server on
+// the same database may create the org a moment later.
+func (s Store) RequireOrg(ctx context.Context, orgID string) error {
+	if s.known.has(orgID) {
+		return nil
+	}
+	if _, err := ReadOrg(ctx, s.Backend, orgID); err != nil {
+		return err
+	}
+	s.known.add(orgID)
+	return nil
+}
+
+// KnowOrg records that orgID exists (its creation committed).
+func (s Store) KnowOrg(orgID string) { s.known.add(orgID) }
+
+// MarkGrown notes that orgID's ledger may have grown (a seal that failed
+// puts the org back).
+func (s Store) MarkGrown(orgID string) { s.grown.add(orgID) }
+
+// TakeGrown returns and forgets the orgs whose ledgers grew since the last
+// call.
+func (s Store) TakeGrown() []string { return s.grown.take() }
+
+// ReadOrg reads an org: ORG_NOT_FOUND for an id that is not a UUID or not
+// stored, STORE_UNAVAILABLE when the store fails.
+func ReadOrg(ctx context.Context, r store.Reader, orgID string) (tenant.Org, error) {
+	if !ValidID(orgID) {
+		return tenant.Org{}, New(ErrNotFound, CodeOrgNotFound, "organization not found")
+	}
+	o, err := r.Org(ctx, orgID)
+	if IsNotFound(err) {
+		return tenant.Org{}, New(ErrNotFound, CodeOrgNotFound, "organization not found")
+	}
+	if err != nil {
+		return tenant.Org{}, Unavailable("read org", err)
+	}
+	return o, nil
+}
+
+type orgSet struct{ m sync.Map }
+
+func (s *orgSet) add(org string) { s.m.Store(org, struct{}{}) }
+
+func (s *orgSet) has(org string) bool {
+	_, ok := s.m.Load(org)
+	return ok
+}
+
+// take returns and forgets the orgs in the set.
+func (s *orgSet) take() []string {
+	var out []string
+	s.m.Range(func(k, _ any) bool {
+		s.m.Delete(k)
+		out = append(out, k.(string))
+		return true
+	})
+	return out
+}

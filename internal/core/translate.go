@@ -1,0 +1,198 @@
+package core
+
+import (
+	"errors"
+
+	"github.com/clearancehq/clearance/artifact"
+	"github.com/clearancehq/clearance/capsule"
+	"github.com/clearancehq/clearance/claim"
+	"github.com/clearancehq/clearance/grant"
+	"github.com/clearancehq/clearance/internal/strictjson"
+	"github.com/clearancehq/clearance/ledger"
+	"github.com/clearancehq/clearance/policy"
+	"github.com/clearancehq/clearance/registry"
+	"github.com/clearancehq/clearance/store"
+)
+
+// CodePolicyInvalid is the code of a bundle that parses but is wrong (422).
+const CodePolicyInvalid = "POLICY_INVALID"
+
+// kindOf is THE table from a domain package's sentinel to the Kind an entry
+// point answers with. Every sentinel declared in an errors.go of the tree
+// has a row (TestEverySentinelHasARow). A sentinel whose meaning depends on
+// the operation (a store not-found is a 404 for a read and a conflict for a
+// grant) is mapped here to its usual Kind and re-coded by the call site.
+var kindOf = []struct{ sentinel, kind error }{
+	// Claim lifecycle: a refusal of the current state.
+	{claim.ErrGrantNotFound, ErrConflict},
+	{claim.ErrGrantExists, ErrConflict},
+	{claim.ErrGrantExpired, ErrConflict},
+	{claim.ErrReplay, ErrConflict},
+	{claim.ErrNonceUsed, ErrConflict},
+	{claim.ErrScopeBusy, ErrConflict},
+	{claim.ErrScopeUnreconciled, ErrConflict},
+	{claim.ErrBindingMismatch, ErrConflict},
+	{claim.ErrNotClaimed, ErrConflict},
+	{claim.ErrClaimTokenMismatch, ErrConflict},
+	{claim.ErrAlreadyFinalized, ErrConflict},
+	{claim.ErrLeaseExpired, ErrConflict},
+	{claim.ErrScopeInvariant, ErrConflict},
+	{claim.ErrNotIndeterminate, ErrConflict},
+	{claim.ErrInvalidFinalization, ErrInvalidRequest},
+
+	// Key registry.
+	{registry.ErrKeyNotFound, ErrNotFound},
+	{registry.ErrKIDInUse, ErrConflict},
+	{registry.ErrInvalidKey, ErrInvalidRequest},
+	{registry.ErrPrivateKeyMaterial, ErrInvalidRequest},
+	{registry.ErrWeakKey, ErrInvalidRequest},
+	{registry.ErrKIDMismatch, ErrInvalidRequest},
+	{registry.ErrInvalidKID, ErrInvalidRequest},
+	{registry.ErrInvalidIssuer, ErrInvalidRequest},
+
+	// Tokens a caller presents: a grant that does not verify is a refusal
+	// of the request's state, never a server fault.
+	{grant.ErrTokenMalformed, ErrConflict},
+	{grant.ErrTokenAlgorithm, ErrConflict},
+	{grant.ErrTokenType, ErrConflict},
+	{grant.ErrTokenHeader, ErrConflict},
+	{grant.ErrUnknownKey, ErrConflict},
+	{grant.ErrTokenSignature, ErrConflict},
+	{grant.ErrTokenAudience, ErrConflict},
+	{grant.ErrTokenIssuer, ErrConflict},
+	{grant.ErrTokenExpired, ErrConflict},
+	{grant.ErrTokenNotYetValid, ErrConflict},
+	{grant.ErrTokenClaims, ErrConflict},
+	{grant.ErrInvalidKey, ErrInvalidRequest},
+	{grant.ErrWeakKey, ErrInvalidRequest},
+	{grant.ErrPrivateKeyMaterial, ErrInvalidRequest},
+
+	// Policy.
+	{policy.ErrInvalidBundle, ErrUnprocessable},
+	{policy.ErrInvalidInput, ErrInvalidRequest},
+	{policy.ErrEvaluation, ErrUnavailable},
+	{policy.ErrUnknownVersion, ErrInvalidRequest},
+
+	// Ledger: proofs out of range are the caller's; a broken chain or an
+	// unreadable checkpoint is the store's (never authorizes).
+	{ledger.ErrOutOfRange, ErrInvalidRequest},
+	{ledger.ErrNotSealed, ErrInvalidRequest},
+	{ledger.ErrCheckpointNotFound, ErrNotFound},
+	{ledger.ErrCheckpointFormat, ErrInvalidRequest},
+	{ledger.ErrCheckpointSignature, ErrInvalidRequest},
+	{ledger.ErrOriginMismatch, ErrInvalidRequest},
+	{ledger.ErrProofInvalid, ErrInvalidRequest},
+	{ledger.ErrBrokenChain, ErrUnavailable},
+	{ledger.ErrInvalidKey, ErrUnavailable},
+
+	// Capsules are built from our own records: a failure is ours.
+	{capsule.ErrInvalidCapsule, ErrUnavailable},
+	{capsule.ErrInvalidEvidence, ErrUnavailable},
+	{capsule.ErrUncomputableID, ErrUnavailable},
+	{capsule.ErrInvalidKey, ErrUnavailable},
+	{capsule.ErrEnvelopeTooLarge, ErrUnavailable},
+	{capsule.ErrEnvelopeMalformed, ErrUnavailable},
+	{capsule.ErrEnvelopeAlgorithm, ErrUnavailable},
+	{capsule.ErrEnvelopeContentType, ErrUnavailable},
+	{capsule.ErrEnvelopeKID, ErrUnavailable},
+	{capsule.ErrEnvelopeProtectedHeaders, ErrUnavailable},
+	{capsule.ErrEnvelopePayload, ErrUnavailable},
+	{capsule.ErrEnvelopeSignature, ErrUnavailable},
+
+	// Artifacts: an argument no record may have.
+	{artifact.ErrInvalid, ErrInvalidRequest},
+	{artifact.ErrOrgMismatch, ErrInvalidRequest},
+
+	// Storage. A record a lookup did not find: the caller re-codes it when
+	// its absence means something else (an unknown grant is a conflict).
+	{store.ErrNotFound, ErrNotFound},
+	{claim.ErrNotFound, ErrNotFound},
+	{store.ErrCorrupt, ErrUnavailable},
+	{store.ErrClosed, ErrUnavailable},
+}
+
+// KindOf returns the Kind of the first row whose sentinel err wraps, and
+// whether there is one. An *Error answers its own Kind.
+func KindOf(err error) (error, bool) {
+	var ee *Error
+	if errors.As(err, &ee) {
+		return ee.Kind, true
+	}
+	for _, row := range kindOf {
+		if errors.Is(err, row.sentinel) {
+			return row.kind, true
+		}
+	}
+	return nil, false
+}
+
+// coder is the coded error shape of the domain packages (internal/coded).
+type coder interface{ Code() string }
+
+// Translate turns any error an entry point meets into the *Error it
+// returns: an *Error passes through; a strict-JSON, policy input or bundle
+// validation error keeps its code and fields; a coded domain error takes
+// the Kind of its sentinel's row and its own code; anything else — above
+// all a storage failure — is STORE_UNAVAILABLE (503), which never
+// authorizes. op names the operation in the detail of a 503.
+func Translate(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if e, ok := translate(err); ok {
+		return e
+	}
+	return Unavailable(op, err)
+}
+
+// TranslateInput is Translate for an error only the request can cause
+// (decoding or validating what the caller sent): what the table does not
+// know is 400 INVALID_REQUEST with the error's text.
+func TranslateInput(err error) error {
+	if err == nil {
+		return nil
+	}
+	if e, ok := translate(err); ok {
+		return e
+	}
+	return &Error{Kind: ErrInvalidRequest, Code: CodeInvalidRequest, Detail: err.Error(), Err: err}
+}
+
+func translate(err error) (*Error, bool) {
+	var ee *Error
+	if errors.As(err, &ee) {
+		return ee, true
+	}
+	var se *strictjson.Error
+	if errors.As(err, &se) {
+		e := &Error{Kind: ErrInvalidRequest, Code: se.Code, Detail: se.Detail, Err: err}
+		if se.Field != "" {
+			e.Fields = []FieldError{{Field: se.Field, Message: se.Detail}}
+		}
+		return e, true
+	}
+	var ie *policy.InputError
+	if errors.As(err, &ie) {
+		return &Error{Kind: ErrInvalidRequest, Code: ie.Code, Detail: ie.Message,
+			Fields: []FieldError{{Field: ie.Field, Message: ie.Message}}, Err: err}, true
+	}
+	var ve *policy.ValidationError
+	if errors.As(err, &ve) {
+		e := &Error{Kind: ErrUnprocessable, Code: CodePolicyInvalid, Detail: ve.Error(), Err: err}
+		for _, p := range ve.Problems {
+			msg := p.Message
+			if p.RuleID != "" {
+				msg = "rule " + p.RuleID + ": " + msg
+			}
+			e.Fields = append(e.Fields, FieldError{Field: p.Field, Message: msg})
+		}
+		return e, true
+	}
+	var c coder
+	if errors.As(err, &c) {
+		if k, ok := KindOf(err); ok && k != ErrUnavailable {
+			return &Error{Kind: k, Code: c.Code(), Detail: err.Error(), Err: err}, true
+		}
+	}
+	return nil, false
+}

@@ -1,0 +1,98 @@
+package server
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/clearancehq/clearance/internal/gosource"
+)
+
+// kernelTable is the file holding the ONE table from sentinel to Kind.
+const kernelTable = "../internal/core/translate.go"
+
+// TestEverySentinelHasARow walks every errors.go of the module: each
+// exported Err* sentinel a domain package declares must have a row in the
+// kernel's table, so no refusal of a package can reach a caller as a 503 by
+// omission. The kernel's Kinds, the server's own errors and the command's
+// helpers (which never reach the engine) are not domain sentinels.
+func TestEverySentinelHasARow(t *testing.T) {
+	rows := tableRows(t)
+	files, err := gosource.Files("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, f := range files {
+		if f.Test || filepath.Base(f.Path) != "errors.go" || f.Dir == "" || f.Dir == "server" || f.Dir == "internal/core" || strings.HasPrefix(f.Dir, "cmd/") {
+			continue
+		}
+		for _, name := range sentinels(t, f.Path) {
+			seen++
+			q := path.Base(f.Dir) + "." + name
+			if !rows[q] {
+				t.Errorf("%s: sentinel %s has no row in %s", f.Path, q, kernelTable)
+			}
+		}
+	}
+	if seen < 40 {
+		t.Fatalf("found %d sentinels: the walk is broken", seen)
+	}
+}
+
+// tableRows returns the pkg.Name selectors of the kernel table's rows.
+func tableRows(t *testing.T) map[string]bool {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), kernelTable, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]bool{}
+	ast.Inspect(f, func(n ast.Node) bool {
+		vs, ok := n.(*ast.ValueSpec)
+		if !ok || len(vs.Names) != 1 || vs.Names[0].Name != "kindOf" {
+			return true
+		}
+		ast.Inspect(vs, func(n ast.Node) bool {
+			if sel, ok := n.(*ast.SelectorExpr); ok {
+				if id, ok := sel.X.(*ast.Ident); ok && strings.HasPrefix(sel.Sel.Name, "Err") {
+					rows[id.Name+"."+sel.Sel.Name] = true
+				}
+			}
+			return true
+		})
+		return false
+	})
+	if len(rows) == 0 {
+		t.Fatalf("%s: no kindOf table found", kernelTable)
+	}
+	return rows
+}
+
+// sentinels returns the exported Err* variables declared in file.
+func sentinels(t *testing.T, file string) []string {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || g.Tok != token.VAR {
+			continue
+		}
+		for _, s := range g.Specs {
+			for _, n := range s.(*ast.ValueSpec).Names {
+				if strings.HasPrefix(n.Name, "Err") && n.IsExported() {
+					out = append(out, n.Name)
+				}
+			}
+		}
+	}
+	return out
+}
