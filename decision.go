@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/clearancehq/clearance/grant"
+	"github.com/clearancehq/clearance/idempotency"
 	"github.com/clearancehq/clearance/internal/canon"
 	"github.com/clearancehq/clearance/internal/core"
 	"github.com/clearancehq/clearance/policy"
@@ -207,36 +208,18 @@ func (e *Engine) Evaluate(ctx context.Context, req EvaluateRequest) (Decision, e
 	scope := string(req.Route)
 	var out Decision
 	err = e.store.Update(ctx, req.OrgID, func(tx store.Tx) error {
-		if req.IdempotencyKey != "" {
-			prev, err := tx.Idempotency(ctx, scope, req.IdempotencyKey)
-			if err == nil {
-				if prev.RequestDigest != requestDigest {
-					return newError(ErrConflict, CodeIdempotencyKeyReused, "Idempotency-Key was already used with a different request body")
-				}
-				if err := json.Unmarshal(prev.Response, &out); err != nil {
-					return err
-				}
-				out.Replayed = true
-				return nil
-			}
-			if !isNotFound(err) {
-				return err
-			}
+		out = Decision{}
+		replayed, err := idempotency.Replay(ctx, tx, scope, req.IdempotencyKey, requestDigest, &out)
+		if err != nil || replayed {
+			out.Replayed = replayed
+			return err
 		}
 		digest, err := e.recordDossier(ctx, tx, &d, now, in)
 		if err != nil {
 			return err
 		}
 		out = decisionOf(d, digest)
-		if req.IdempotencyKey != "" {
-			resp, err := json.Marshal(out)
-			if err != nil {
-				return err
-			}
-			return tx.PutIdempotency(ctx, store.IdempotencyRecord{OrgID: req.OrgID, Scope: scope,
-				Key: req.IdempotencyKey, RequestDigest: requestDigest, Response: resp, CreatedAt: now})
-		}
-		return nil
+		return idempotency.Remember(ctx, tx, scope, req.IdempotencyKey, requestDigest, out, now)
 	})
 	if err != nil {
 		return Decision{}, asEngineError("record decision", err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/clearancehq/clearance/claim"
 	"github.com/clearancehq/clearance/grant"
+	"github.com/clearancehq/clearance/idempotency"
 	"github.com/clearancehq/clearance/internal/canon"
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/store"
@@ -97,14 +98,11 @@ func (e *Engine) RecordDispatch(ctx context.Context, req DispatchRequest) (Dispa
 	now := e.now()
 	var out Dispatch
 	err = e.store.Update(ctx, req.OrgID, func(tx store.Tx) error {
-		prev, replayed, err := replay[Dispatch](ctx, tx, scopeDispatch, req.IdempotencyKey, requestDigest)
-		if err != nil {
+		out = Dispatch{}
+		replayed, err := idempotency.Replay(ctx, tx, scopeDispatch, req.IdempotencyKey, requestDigest, &out)
+		if err != nil || replayed {
+			out.Replayed = replayed
 			return err
-		}
-		if replayed {
-			out = prev
-			out.Replayed = true
-			return nil
 		}
 		g, err := claim.Live(ctx, tx, grantID, tokenDigest)
 		if err != nil {
@@ -116,7 +114,7 @@ func (e *Engine) RecordDispatch(ctx context.Context, req DispatchRequest) (Dispa
 		if err := e.recordArtifact(ctx, tx, KindDispatch, out.DispatchID, out.GrantID, ledger.KindDispatched, now, &out.LedgerSeq, &out); err != nil {
 			return err
 		}
-		return remember(ctx, tx, scopeDispatch, req.IdempotencyKey, requestDigest, out, now)
+		return idempotency.Remember(ctx, tx, scopeDispatch, req.IdempotencyKey, requestDigest, out, now)
 	})
 	if errors.Is(err, claim.ErrGrantNotFound) {
 		return Dispatch{}, errGrantNotFound()

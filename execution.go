@@ -15,6 +15,7 @@ import (
 	"github.com/clearancehq/clearance/claim"
 	"github.com/clearancehq/clearance/dossier"
 	"github.com/clearancehq/clearance/grant"
+	"github.com/clearancehq/clearance/idempotency"
 	"github.com/clearancehq/clearance/internal/canon"
 	"github.com/clearancehq/clearance/internal/core"
 	"github.com/clearancehq/clearance/internal/strictjson"
@@ -210,17 +211,13 @@ func (e *Engine) EnforceAndBind(ctx context.Context, req AuthorityRequest) (Auth
 	}
 	var out AuthorityDecision
 	err = e.store.Update(ctx, req.OrgID, func(tx store.Tx) error {
-		prev, err := tx.Idempotency(ctx, string(RouteEnforceAndBind), intent.IntentID)
-		if err == nil {
-			if prev.RequestDigest != intentHash {
-				return newError(ErrConflict, CodeIntentAlreadyBound, "intent_id %q is already bound to another intent", intent.IntentID)
-			}
-			if err := json.Unmarshal(prev.Response, &out); err != nil {
-				return err
-			}
-			out.Replayed = true
-			return nil
-		} else if !isNotFound(err) {
+		out = AuthorityDecision{}
+		replayed, err := idempotency.Replay(ctx, tx, string(RouteEnforceAndBind), intent.IntentID, intentHash, &out)
+		if errors.Is(err, idempotency.ErrKeyReused) {
+			return newError(ErrConflict, CodeIntentAlreadyBound, "intent_id %q is already bound to another intent", intent.IntentID)
+		}
+		if err != nil || replayed {
+			out.Replayed = replayed
 			return err
 		}
 		digest, err := e.recordDossier(ctx, tx, &d, now, in)
@@ -242,12 +239,7 @@ func (e *Engine) EnforceAndBind(ctx context.Context, req AuthorityRequest) (Auth
 			}
 			out.ExecutionToken, out.GrantID, out.ExpiresAt = token, g.GrantID, g.ExpiresAt.Format(timeFormat)
 		}
-		resp, err := json.Marshal(out)
-		if err != nil {
-			return err
-		}
-		return tx.PutIdempotency(ctx, store.IdempotencyRecord{OrgID: req.OrgID, Scope: string(RouteEnforceAndBind),
-			Key: intent.IntentID, RequestDigest: intentHash, Response: resp, CreatedAt: now})
+		return idempotency.Remember(ctx, tx, string(RouteEnforceAndBind), intent.IntentID, intentHash, out, now)
 	})
 	if err != nil {
 		return AuthorityDecision{}, asEngineError("enforce and bind", err)

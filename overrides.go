@@ -8,6 +8,7 @@ import (
 	"unicode"
 
 	"github.com/clearancehq/clearance/artifact"
+	"github.com/clearancehq/clearance/idempotency"
 	"github.com/clearancehq/clearance/internal/canon"
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/policy"
@@ -134,20 +135,17 @@ func (e *Engine) RecordOverride(ctx context.Context, req OverrideRequest) (Overr
 	}
 	var out Override
 	err = e.store.Update(ctx, req.OrgID, func(tx store.Tx) error {
-		prev, replayed, err := replay[Override](ctx, tx, scopeOverride, req.IdempotencyKey, requestDigest)
-		if err != nil {
+		out = Override{}
+		replayed, err := idempotency.Replay(ctx, tx, scopeOverride, req.IdempotencyKey, requestDigest, &out)
+		if err != nil || replayed {
+			out.Replayed = replayed
 			return err
-		}
-		if replayed {
-			out = prev
-			out.Replayed = true
-			return nil
 		}
 		out = o
 		if err := e.recordArtifact(ctx, tx, KindOverride, out.OverrideID, out.DossierID, ledger.KindOverride, now, &out.LedgerSeq, &out); err != nil {
 			return err
 		}
-		return remember(ctx, tx, scopeOverride, req.IdempotencyKey, requestDigest, out, now)
+		return idempotency.Remember(ctx, tx, scopeOverride, req.IdempotencyKey, requestDigest, out, now)
 	})
 	if err != nil {
 		return Override{}, asEngineError("record override", err)
@@ -272,41 +270,4 @@ func listArtifacts[T any](ctx context.Context, r store.Reader, orgID, kind, ref 
 		}
 	}
 	return truncated, nil
-}
-
-// replay looks key up in scope: the recorded answer to the same request
-// (requestDigest) is returned with true; an answer to another request is
-// ErrConflict (IDEMPOTENCY_KEY_REUSED). An empty key never replays.
-func replay[T any](ctx context.Context, tx store.Tx, scope, key, requestDigest string) (T, bool, error) {
-	var out T
-	if key == "" {
-		return out, false, nil
-	}
-	prev, err := tx.Idempotency(ctx, scope, key)
-	if isNotFound(err) {
-		return out, false, nil
-	}
-	if err != nil {
-		return out, false, err
-	}
-	if prev.RequestDigest != requestDigest {
-		return out, false, newError(ErrConflict, CodeIdempotencyKeyReused, "Idempotency-Key was already used with a different request body")
-	}
-	if err := json.Unmarshal(prev.Response, &out); err != nil {
-		return out, false, err
-	}
-	return out, true, nil
-}
-
-// remember records v as the answer to key in scope (nothing for an empty key).
-func remember(ctx context.Context, tx store.Tx, scope, key, requestDigest string, v any, now time.Time) error {
-	if key == "" {
-		return nil
-	}
-	resp, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	return tx.PutIdempotency(ctx, store.IdempotencyRecord{OrgID: tx.OrgID(), Scope: scope, Key: key,
-		RequestDigest: requestDigest, Response: resp, CreatedAt: now})
 }

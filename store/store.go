@@ -21,6 +21,7 @@ import (
 	"github.com/clearancehq/clearance/artifact"
 	"github.com/clearancehq/clearance/claim"
 	"github.com/clearancehq/clearance/dossier"
+	"github.com/clearancehq/clearance/idempotency"
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/registry"
 	"github.com/clearancehq/clearance/tenant"
@@ -64,14 +65,7 @@ type Activation struct {
 }
 
 // IdempotencyRecord remembers the answer given to one Idempotency-Key.
-type IdempotencyRecord struct {
-	OrgID         string    `json:"org_id"`
-	Scope         string    `json:"scope"` // the operation the key was used for
-	Key           string    `json:"key"`
-	RequestDigest string    `json:"request_digest"`
-	Response      []byte    `json:"response"`
-	CreatedAt     time.Time `json:"created_at"`
-}
+type IdempotencyRecord = idempotency.Record
 
 // KeyRevocation records that the grant-signing key KID was revoked at
 // RevokedAt. It is platform-wide (no org) and permanent: every server on the

@@ -65,6 +65,8 @@ var packages = map[string]rule{
 	"claim":    {layer: records, pure: true},
 	"registry": {layer: records, pure: true},
 
+	"idempotency": {layer: records, pure: true},
+
 	"store":             {layer: storage},
 	"store/pebblestore": {layer: backend},
 	"store/pgstore":     {layer: backend},
@@ -83,12 +85,13 @@ var packages = map[string]rule{
 	"examples/embed":             {layer: example},
 	"examples/verifyattestation": {layer: example},
 
-	"ledger/ledgertest":     {layer: suite},
-	"claim/claimtest":       {layer: suite},
-	"dossier/dossiertest":   {layer: suite},
-	"artifact/artifacttest": {layer: suite},
+	"ledger/ledgertest":           {layer: suite},
+	"claim/claimtest":             {layer: suite},
+	"dossier/dossiertest":         {layer: suite},
+	"artifact/artifacttest":       {layer: suite},
+	"idempotency/idempotencytest": {layer: suite},
 	"store/storetest": {layer: suite, // All composes every record suite
-		peers: []string{"ledger/ledgertest", "claim/claimtest", "dossier/dossiertest", "artifact/artifacttest"}},
+		peers: []string{"ledger/ledgertest", "claim/claimtest", "dossier/dossiertest", "artifact/artifacttest", "idempotency/idempotencytest"}},
 	"store/pgstore/pgtest": {layer: suite},
 	"internal/archtest":    {layer: suite},
 	"internal/apidoc":      {layer: suite},

@@ -19,6 +19,9 @@ func New(code string, sentinel error, format string, args ...any) *Error {
 	return &Error{code: code, Err: fmt.Errorf("%w: "+format, append([]any{sentinel}, args...)...)}
 }
 
+// Of is the sentinel itself under code, without more detail.
+func Of(code string, sentinel error) *Error { return &Error{code: code, Err: sentinel} }
+
 // Code returns the stable machine code, e.g. CLAIM_LEASE_EXPIRED.
 func (e *Error) Code() string { return e.code }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/clearancehq/clearance/idempotency"
 	"github.com/clearancehq/clearance/store"
 )
 
@@ -29,7 +30,7 @@ const (
 	CodeOrgRequired           = "ORG_ID_REQUIRED"
 	CodeNotFound              = "NOT_FOUND"
 	CodeOrgNotFound           = "ORG_NOT_FOUND"
-	CodeIdempotencyKeyReused  = "IDEMPOTENCY_KEY_REUSED"
+	CodeIdempotencyKeyReused  = idempotency.CodeKeyReused
 	CodeInvalidIdempotencyKey = "INVALID_IDEMPOTENCY_KEY"
 	CodeInvalidCorrelationID  = "INVALID_CORRELATION_ID"
 	CodeInvalidRequestID      = "INVALID_REQUEST_ID"

@@ -7,6 +7,7 @@ import (
 	"github.com/clearancehq/clearance/capsule"
 	"github.com/clearancehq/clearance/claim"
 	"github.com/clearancehq/clearance/grant"
+	"github.com/clearancehq/clearance/idempotency"
 	"github.com/clearancehq/clearance/internal/strictjson"
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/policy"
@@ -98,6 +99,10 @@ var kindOf = []struct{ sentinel, kind error }{
 	{capsule.ErrEnvelopeProtectedHeaders, ErrUnavailable},
 	{capsule.ErrEnvelopePayload, ErrUnavailable},
 	{capsule.ErrEnvelopeSignature, ErrUnavailable},
+
+	// Idempotency: a key names one request.
+	{idempotency.ErrKeyReused, ErrConflict},
+	{idempotency.ErrNotFound, ErrNotFound},
 
 	// Artifacts: an argument no record may have.
 	{artifact.ErrInvalid, ErrInvalidRequest},

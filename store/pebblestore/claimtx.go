@@ -13,7 +13,7 @@ import (
 
 // notFoundError is a lookup of a claim or registry record that found
 // nothing. It wraps store.ErrNotFound and the domain package's own sentinel
-// (claim.ErrNotFound, registry.ErrKeyNotFound), which those packages test
+// (claim.ErrNotFound, registry.ErrKeyNotFound, idempotency.ErrNotFound), which those packages test
 // for because they cannot import store.
 type notFoundError struct {
 	err    error // wraps store.ErrNotFound

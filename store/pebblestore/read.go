@@ -12,6 +12,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/clearancehq/clearance/dossier"
+	"github.com/clearancehq/clearance/idempotency"
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/store"
 	"github.com/clearancehq/clearance/tenant"
@@ -334,7 +335,7 @@ func scanSummaries(ctx context.Context, r kv, orgID string, from, to time.Time, 
 
 func readIdempotency(r kv, orgID, scope, key string) (store.IdempotencyRecord, error) {
 	var rec store.IdempotencyRecord
-	v, err := get(r, idempotencyKey(orgID, scope, key), "idempotency key in scope %q of org %q", scope, orgID)
+	v, err := getOr(r, idempotencyKey(orgID, scope, key), idempotency.ErrNotFound, "idempotency key in scope %q of org %q", scope, orgID)
 	if err != nil {
 		return rec, err
 	}

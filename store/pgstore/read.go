@@ -14,6 +14,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/clearancehq/clearance/dossier"
+	"github.com/clearancehq/clearance/idempotency"
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/store"
 	"github.com/clearancehq/clearance/tenant"
@@ -314,7 +315,7 @@ func readIdempotency(ctx context.Context, q querier, orgID, scope, key string) (
 		WHERE org_id = $1 AND scope = $2 AND idem_key = $3`, orgID, scope, key),
 		[]any{&r.RequestDigest, &r.Response, &r.CreatedAt}, "idempotency key in scope %q of org %q", scope, orgID)
 	if err != nil {
-		return store.IdempotencyRecord{}, err
+		return store.IdempotencyRecord{}, orDomain(err, idempotency.ErrNotFound)
 	}
 	r.CreatedAt = r.CreatedAt.UTC()
 	if len(r.Response) == 0 {

@@ -7,6 +7,7 @@ import (
 	"github.com/clearancehq/clearance/artifact/artifacttest"
 	"github.com/clearancehq/clearance/claim/claimtest"
 	"github.com/clearancehq/clearance/dossier/dossiertest"
+	"github.com/clearancehq/clearance/idempotency/idempotencytest"
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/ledger/ledgertest"
 	"github.com/clearancehq/clearance/store"
@@ -54,6 +55,7 @@ func All(t *testing.T, h Harness) {
 		{"Dossier", func(t *testing.T) { dossiertest.Run(t, open) }},
 		{"Claim", func(t *testing.T) { claimtest.Run(t, claimtest.Harness{Open: h.Open, DeleteScope: h.DeleteScope}) }},
 		{"Artifact", func(t *testing.T) { artifacttest.Run(t, open) }},
+		{"Idempotency", func(t *testing.T) { idempotencytest.Run(t, open) }},
 	}
 	for _, s := range suites {
 		t.Run(s.name, func(t *testing.T) {
