@@ -2,8 +2,8 @@ package clearance
 
 import (
 	"context"
-	"encoding/json"
 
+	"github.com/clearancehq/clearance/dossier"
 	"github.com/clearancehq/clearance/grant"
 	"github.com/clearancehq/clearance/idempotency"
 	"github.com/clearancehq/clearance/internal/canon"
@@ -80,51 +80,11 @@ type Decision struct {
 
 // Dossier is the stored evidence of one decision (its canonical JSON is the
 // dossier body; its SHA-256 is the payload_digest of its ledger entry).
-type Dossier struct {
-	DossierID        string          `json:"dossier_id"`
-	DecisionID       string          `json:"decision_id"`
-	EvaluationID     string          `json:"evaluation_id"`
-	OrgID            string          `json:"org_id"`
-	Route            Route           `json:"route"`
-	Intent           json.RawMessage `json:"intent"`
-	IntentAsReceived string          `json:"intent_as_received"`
-	IntentDigest     string          `json:"intent_digest"`
-	IntentProfile    string          `json:"intent_digest_profile"`
-	Outcome          policy.Outcome  `json:"outcome"`
-	ReasonCodes      []string        `json:"reason_codes"`
-	MatchedRules     []string        `json:"matched_rules"`
-	EvaluationError  string          `json:"evaluation_error,omitempty"`
-	PolicySnapshot   policy.Snapshot `json:"policy_snapshot"`
-	Mode             policy.Mode     `json:"mode"`
-	RequestedMode    policy.Mode     `json:"requested_mode,omitempty"`
-	BundleMode       policy.Mode     `json:"bundle_mode"`
-	Actor            DossierActor    `json:"actor"`
-	IdempotencyKey   string          `json:"idempotency_key,omitempty"`
-	CorrelationID    string          `json:"correlation_id,omitempty"`
-	RequestID        string          `json:"request_id,omitempty"`
-	CreatedAt        string          `json:"created_at"`
-	LedgerSeq        uint64          `json:"ledger_seq"`
-	// GrantID names the execution grant this decision issued, if any.
-	GrantID string `json:"grant_id,omitempty"`
-	// ChainID is the decision chain the decision joined, ParentDecisionID
-	// the decision the request named as its parent (see Chain).
-	ChainID          string `json:"chain_id,omitempty"`
-	ParentDecisionID string `json:"parent_decision_id,omitempty"`
-	// PolicyPin and ActivePolicyVersion are set when context.policy_version
-	// pinned another version than the org's active one: the pinned version
-	// was evaluated and recorded, in SHADOW (a pin never authorizes).
-	PolicyPin           string `json:"policy_pin,omitempty"`
-	ActivePolicyVersion string `json:"active_policy_version,omitempty"`
-}
+type Dossier = dossier.Body
 
 // DossierActor records who asked: the credential, and the acting party the
 // request named.
-type DossierActor struct {
-	CredentialID   string `json:"credential_id"`
-	CredentialKind string `json:"credential_kind"`
-	ID             string `json:"id,omitempty"`
-	Type           string `json:"type,omitempty"`
-}
+type DossierActor = dossier.Actor
 
 // MaxKeyLength bounds Idempotency-Key and correlation ids.
 const MaxKeyLength = core.MaxKeyLength
@@ -192,7 +152,7 @@ func (e *Engine) Evaluate(ctx context.Context, req EvaluateRequest) (Decision, e
 		}
 	}
 	d := Dossier{
-		DossierID: ids[0], DecisionID: ids[1], EvaluationID: ids[2], OrgID: req.OrgID, Route: req.Route,
+		DossierID: ids[0], DecisionID: ids[1], EvaluationID: ids[2], OrgID: req.OrgID, Route: string(req.Route),
 		Intent: canonical, IntentAsReceived: string(req.Raw), IntentDigest: requestDigest, IntentProfile: canon.Profile,
 		Outcome: pd.Outcome, ReasonCodes: pd.ReasonCodes, MatchedRules: nonNil(pd.MatchedRules),
 		PolicySnapshot: c.Snapshot(), Mode: mode, RequestedMode: in.RequestedMode, BundleMode: c.Mode(),
@@ -201,7 +161,7 @@ func (e *Engine) Evaluate(ctx context.Context, req EvaluateRequest) (Decision, e
 		CreatedAt: now.Format(timeFormat), ParentDecisionID: req.ParentDecisionID,
 	}
 	d.ChainID = chainFor(req.OrgID, parentChain, in.WorkflowKey, req.CorrelationID, d.DecisionID)
-	d.notePin(pin, res)
+	notePin(&d, pin, res)
 	if pd.Err != nil {
 		d.EvaluationError = pd.Err.Error()
 	}
@@ -214,7 +174,7 @@ func (e *Engine) Evaluate(ctx context.Context, req EvaluateRequest) (Decision, e
 			out.Replayed = replayed
 			return err
 		}
-		digest, err := e.recordDossier(ctx, tx, &d, now, in)
+		digest, err := dossier.Record(ctx, tx, &d, dossier.Index{WorkflowKey: in.WorkflowKey, DecisionType: in.DecisionType}, now)
 		if err != nil {
 			return err
 		}

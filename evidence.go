@@ -38,7 +38,7 @@ func (e *Engine) DossierByDecision(ctx context.Context, orgID, decisionID string
 	return e.dossierResult(e.store.DossierByDecision(ctx, orgID, decisionID))
 }
 
-func (e *Engine) dossierResult(r dossier.Record, err error) (DossierRecord, error) {
+func (e *Engine) dossierResult(r dossier.Stored, err error) (DossierRecord, error) {
 	if isNotFound(err) {
 		return DossierRecord{}, newError(ErrNotFound, CodeDossierNotFound, "dossier not found")
 	}

@@ -171,7 +171,7 @@ func (e *Engine) EnforceAndBind(ctx context.Context, req AuthorityRequest) (Auth
 		}
 	}
 	d := Dossier{
-		DossierID: ids[0], DecisionID: ids[1], EvaluationID: ids[2], OrgID: req.OrgID, Route: RouteEnforceAndBind,
+		DossierID: ids[0], DecisionID: ids[1], EvaluationID: ids[2], OrgID: req.OrgID, Route: string(RouteEnforceAndBind),
 		Intent: payload, IntentAsReceived: req.SignedIntent, IntentDigest: intentHash, IntentProfile: canon.Profile,
 		Outcome: pd.Outcome, ReasonCodes: pd.ReasonCodes, MatchedRules: nonNil(pd.MatchedRules),
 		PolicySnapshot: c.Snapshot(), Mode: mode, RequestedMode: in.RequestedMode, BundleMode: c.Mode(),
@@ -180,7 +180,7 @@ func (e *Engine) EnforceAndBind(ctx context.Context, req AuthorityRequest) (Auth
 		CreatedAt: now.Format(timeFormat), ParentDecisionID: intent.ParentDecisionID,
 	}
 	d.ChainID = chainFor(req.OrgID, parentChain, in.WorkflowKey, req.CorrelationID, d.DecisionID)
-	d.notePin(pin, res)
+	notePin(&d, pin, res)
 	if pd.Err != nil {
 		d.EvaluationError = pd.Err.Error()
 	}
@@ -220,7 +220,7 @@ func (e *Engine) EnforceAndBind(ctx context.Context, req AuthorityRequest) (Auth
 			out.Replayed = replayed
 			return err
 		}
-		digest, err := e.recordDossier(ctx, tx, &d, now, in)
+		digest, err := dossier.Record(ctx, tx, &d, dossier.Index{WorkflowKey: in.WorkflowKey, DecisionType: in.DecisionType}, now)
 		if err != nil {
 			return err
 		}
@@ -271,36 +271,6 @@ func (e *Engine) envelope(signer grant.Key, d Decision, intentHash, grantID stri
 
 // RouteEnforceAndBind is the entry point of signed execution intents.
 const RouteEnforceAndBind Route = "enforce-and-bind"
-
-// recordDossier stores d (with its ledger seq), its ledger entry and its
-// membership of its decision chain; it returns the dossier digest.
-func (e *Engine) recordDossier(ctx context.Context, tx store.Tx, d *Dossier, now time.Time, in policy.Input) (string, error) {
-	head, err := tx.LedgerHead(ctx)
-	if err != nil {
-		return "", err
-	}
-	d.LedgerSeq = head.Seq + 1
-	body, err := canon.Marshal(d)
-	if err != nil {
-		return "", err
-	}
-	digest := canon.Digest(body)
-	if err := tx.PutDossier(ctx, dossier.Record{
-		OrgID: d.OrgID, DossierID: d.DossierID, DecisionID: d.DecisionID, EvaluationID: d.EvaluationID,
-		CreatedAt: now, Outcome: string(d.Outcome), Mode: string(d.Mode), WorkflowKey: in.WorkflowKey,
-		DecisionType: in.DecisionType, Body: body,
-	}); err != nil {
-		return "", err
-	}
-	if _, err := ledger.Append(ctx, tx, d.OrgID, ledger.Record{
-		Kind: ledger.KindDecision, SubjectID: d.DossierID, PayloadDigest: digest}, now); err != nil {
-		return "", err
-	}
-	if err := putChainMember(ctx, tx, d, digest, in.WorkflowKey, now); err != nil {
-		return "", err
-	}
-	return digest, nil
-}
 
 // verifyIntent checks the JWS against the org's agent keys, requires a
 // canonical payload, decodes it strictly and checks its org and id.

@@ -121,7 +121,7 @@ func seedDecisions(t testing.TB, b store.Backend, orgID string, n int) {
 			for i := start; i < min(start+1000, n); i++ {
 				at := exportT0.Add(time.Duration(i) * time.Millisecond)
 				id := func(kind int) string { return fmt.Sprintf("0190a000-%04x-7000-8000-%012x", kind, i) }
-				r := dossier.Record{OrgID: orgID, DossierID: id(1), DecisionID: id(2), EvaluationID: id(3), CreatedAt: at,
+				r := dossier.Stored{OrgID: orgID, DossierID: id(1), DecisionID: id(2), EvaluationID: id(3), CreatedAt: at,
 					Outcome: outcomes[i%4], Mode: "SHADOW", WorkflowKey: fmt.Sprintf("workflow-%d", i%20), DecisionType: "REFUND"}
 				body, err := canon.Marshal(map[string]any{"dossier_id": r.DossierID, "decision_id": r.DecisionID,
 					"outcome": r.Outcome, "mode": r.Mode, "workflow_key": r.WorkflowKey, "amount": i})

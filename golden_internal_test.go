@@ -41,7 +41,7 @@ func goldenDigest(c byte) string { return "sha256:" + strings.Repeat(string(c), 
 func goldenDossier() Dossier {
 	return Dossier{
 		DossierID: goldenDos, DecisionID: goldenDec, EvaluationID: goldenEval, OrgID: goldenOrg,
-		Route:            RouteEnforceAndBind,
+		Route:            string(RouteEnforceAndBind),
 		Intent:           json.RawMessage(`{"amount":{"value":"120.00","currency":"EUR"},"action":{"type":"payment.send"}}`),
 		IntentAsReceived: `{"action":{"type":"payment.send"},"amount":{"currency":"EUR","value":"120.00"}}`,
 		IntentDigest:     goldenDigest('1'), IntentProfile: canon.Profile,

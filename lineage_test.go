@@ -237,7 +237,7 @@ func TestEnforceAndBindJoinsChains(t *testing.T) {
 		t.Fatalf("dossier %+v", dos)
 	}
 	ch, err := x.e.Chain(ctx, org, parent.ChainID)
-	if err != nil || ch.Count != 2 || ch.Head.GrantID != d.GrantID || ch.Head.Route != clearance.RouteEnforceAndBind {
+	if err != nil || ch.Count != 2 || ch.Head.GrantID != d.GrantID || ch.Head.Route != string(clearance.RouteEnforceAndBind) {
 		t.Fatalf("chain %+v %v", ch, err)
 	}
 	// Correlation from the request (X-Correlation-Id on the wire).

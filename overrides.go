@@ -8,6 +8,7 @@ import (
 	"unicode"
 
 	"github.com/clearancehq/clearance/artifact"
+	"github.com/clearancehq/clearance/dossier"
 	"github.com/clearancehq/clearance/idempotency"
 	"github.com/clearancehq/clearance/internal/canon"
 	"github.com/clearancehq/clearance/ledger"
@@ -223,8 +224,8 @@ func (e *Engine) dossierOf(ctx context.Context, orgID, dossierID string) (Dossie
 	if err != nil {
 		return Dossier{}, "", err
 	}
-	var d Dossier
-	if err := json.Unmarshal(r.Body, &d); err != nil {
+	d, err := dossier.Decode(r.Body)
+	if err != nil {
 		return Dossier{}, "", unavailable("read dossier", err)
 	}
 	return d, r.Digest, nil

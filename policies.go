@@ -302,7 +302,7 @@ func stillActive(ctx context.Context, tx store.Tx, version string) error {
 
 // notePin records in d that a pin selected another version than the active
 // one: d is then evaluated under the pinned version, in SHADOW.
-func (d *Dossier) notePin(pin string, r policy.Resolution) {
+func notePin(d *Dossier, pin string, r policy.Resolution) {
 	if !r.Authorizes() {
 		d.PolicyPin, d.ActivePolicyVersion = pin, r.Active.Snapshot().PolicyVersion
 	}

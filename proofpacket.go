@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 
+	"github.com/clearancehq/clearance/dossier"
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/proof"
 )
@@ -23,8 +24,8 @@ func (e *Engine) ProofPacket(ctx context.Context, orgID, dossierID string) (proo
 	if err != nil {
 		return proof.Packet{}, err
 	}
-	var d Dossier
-	if err := json.Unmarshal(r.Body, &d); err != nil {
+	d, err := dossier.Decode(r.Body)
+	if err != nil {
 		return proof.Packet{}, unavailable("read dossier", err)
 	}
 	anchor, err := e.LedgerAnchor(ctx, orgID, d.LedgerSeq)

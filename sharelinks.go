@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/clearancehq/clearance/artifact"
+	"github.com/clearancehq/clearance/dossier"
 	"github.com/clearancehq/clearance/internal/canon"
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/policy"
@@ -254,12 +255,7 @@ func (e *Engine) VerifySharedDossier(ctx context.Context, l ShareLink) (SharedVe
 	if err != nil {
 		return SharedVerification{}, unavailable("read dossier", err)
 	}
-	var d struct {
-		Outcome   policy.Outcome `json:"outcome"`
-		Mode      policy.Mode    `json:"mode"`
-		LedgerSeq uint64         `json:"ledger_seq"`
-	}
-	_ = json.Unmarshal(r.Body, &d) // a body that does not parse fails the digest check below
+	d, _ := dossier.Decode(r.Body) // a body that does not parse fails the digest check below
 	bodyDigest := digestOf(r.Body)
 	v := SharedVerification{
 		DossierID: l.DossierID, Outcome: d.Outcome, Mode: d.Mode, DossierDigest: bodyDigest,

@@ -2,7 +2,7 @@
 // as received, its canonical digest, the decision, the policy snapshot and
 // the ledger position that records it.
 //
-// A dossier is stored as its RFC 8785 canonical JSON (Record.Body), and its
+// A dossier is stored as its RFC 8785 canonical JSON (Stored.Body), and its
 // digest — the payload_digest of its ledger entry — is SHA-256 of that body.
 // Backends keep the body opaque and index only the summary fields.
 package dossier
@@ -12,8 +12,8 @@ import (
 	"time"
 )
 
-// Record is the stored form of a dossier.
-type Record struct {
+// Stored is the stored form of a dossier.
+type Stored struct {
 	OrgID        string
 	DossierID    string
 	DecisionID   string
@@ -26,7 +26,7 @@ type Record struct {
 	Body         []byte // canonical JSON of the dossier
 }
 
-// Summary is the indexed part of a Record, used for reports.
+// Summary is the indexed part of a Stored, used for reports.
 type Summary struct {
 	DossierID    string
 	DecisionID   string
@@ -38,20 +38,20 @@ type Summary struct {
 }
 
 // Summary returns r's indexed fields.
-func (r Record) Summary() Summary {
+func (r Stored) Summary() Summary {
 	return Summary{r.DossierID, r.DecisionID, r.CreatedAt, r.Outcome, r.Mode, r.WorkflowKey, r.DecisionType}
 }
 
 // Tx is what recording a dossier needs from a backend transaction.
 type Tx interface {
-	PutDossier(ctx context.Context, r Record) error
+	PutDossier(ctx context.Context, r Stored) error
 }
 
 // Reader reads an org's dossiers. Lookups never cross orgs: a dossier of
 // another org is ErrNotFound of the backend.
 type Reader interface {
-	Dossier(ctx context.Context, orgID, dossierID string) (Record, error)
-	DossierByDecision(ctx context.Context, orgID, decisionID string) (Record, error)
+	Dossier(ctx context.Context, orgID, dossierID string) (Stored, error)
+	DossierByDecision(ctx context.Context, orgID, decisionID string) (Stored, error)
 	// DossierSummaries calls fn for the org's dossiers created in [from, to),
 	// oldest first, until fn returns false.
 	DossierSummaries(ctx context.Context, orgID string, from, to time.Time, fn func(Summary) bool) error

@@ -41,6 +41,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Backend) {
 		{"Summaries", testSummaries},
 		{"FailedUpdateWritesNeither", testAtomic},
 		{"ConcurrentWriters", testConcurrent},
+		{"RecordWritesDossierEntryAndChainMember", testRecord},
+		{"RecordIsAtomic", testRecordAtomic},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
@@ -50,9 +52,9 @@ func Run(t *testing.T, open func(t *testing.T) store.Backend) {
 // newRecord returns dossier n of orgID, created at base + n minutes. Its
 // body is canonical JSON that a JSON-aware store would rewrite (key order,
 // spacing, escapes), so only an opaque store returns it byte for byte.
-func newRecord(orgID string, n int) dossier.Record {
+func newRecord(orgID string, n int) dossier.Stored {
 	body := fmt.Sprintf(`{"dossier_id":"dos_%04d","n":%d,"note":"café ☃ <&> \"q\""}`, n, n)
-	return dossier.Record{
+	return dossier.Stored{
 		OrgID:        orgID,
 		DossierID:    fmt.Sprintf("dos_%04d", n),
 		DecisionID:   fmt.Sprintf("dec_%04d", n),
@@ -67,7 +69,7 @@ func newRecord(orgID string, n int) dossier.Record {
 }
 
 // record writes r and its ledger entry in one Update.
-func record(ctx context.Context, b store.Backend, r dossier.Record) error {
+func record(ctx context.Context, b store.Backend, r dossier.Stored) error {
 	return b.Update(ctx, r.OrgID, func(tx store.Tx) error {
 		if err := tx.PutDossier(ctx, r); err != nil {
 			return err
@@ -79,14 +81,14 @@ func record(ctx context.Context, b store.Backend, r dossier.Record) error {
 	})
 }
 
-func mustRecord(t *testing.T, b store.Backend, r dossier.Record) {
+func mustRecord(t *testing.T, b store.Backend, r dossier.Stored) {
 	t.Helper()
 	if err := record(t.Context(), b, r); err != nil {
 		t.Fatalf("record %s/%s: %v", r.OrgID, r.DossierID, err)
 	}
 }
 
-func wantRecord(t *testing.T, what string, got dossier.Record, err error, want dossier.Record) {
+func wantRecord(t *testing.T, what string, got dossier.Stored, err error, want dossier.Stored) {
 	t.Helper()
 	if err != nil {
 		t.Fatalf("%s: %v", what, err)
@@ -179,7 +181,7 @@ func testWriteOnce(t *testing.T, b store.Backend) {
 	sameID.DossierID = first.DossierID
 	sameDecision := newRecord(orgA, 3)
 	sameDecision.DecisionID = first.DecisionID
-	for _, r := range []dossier.Record{sameID, sameDecision} {
+	for _, r := range []dossier.Stored{sameID, sameDecision} {
 		if err := record(t.Context(), b, r); err == nil {
 			t.Fatalf("second put of dossier %s / decision %s succeeded", r.DossierID, r.DecisionID)
 		}
@@ -199,7 +201,7 @@ func testWriteOnce(t *testing.T, b store.Backend) {
 func testSummaries(t *testing.T, b store.Backend) {
 	// Dossiers 1..6 at base + n minutes, written out of order; dossier 7
 	// shares dossier 3's instant; org B has its own at the same times.
-	var recs []dossier.Record
+	var recs []dossier.Stored
 	for _, n := range []int{4, 1, 6, 3, 2, 5} {
 		recs = append(recs, newRecord(orgA, n))
 	}

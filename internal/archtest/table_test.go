@@ -59,8 +59,9 @@ var packages = map[string]rule{
 	"export":  {layer: pure, peers: []string{"ledger"}}, // the validation-pack format
 
 	// Records keep the pure discipline; their state is the consumer's Tx.
-	"tenant":   {layer: records, pure: true, deny: []string{"policy", "grant", "ledger"}},
-	"dossier":  {layer: records, pure: true, deny: []string{"policy"}},
+	"tenant": {layer: records, pure: true, deny: []string{"policy", "grant", "ledger"}},
+	// Record writes the dossier, its ledger entry and its chain member.
+	"dossier":  {layer: records, pure: true, peers: []string{"artifact"}},
 	"artifact": {layer: records, pure: true},
 	"claim":    {layer: records, pure: true},
 	"registry": {layer: records, pure: true},

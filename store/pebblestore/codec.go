@@ -27,7 +27,7 @@ type dossierMeta struct {
 }
 
 // encodeDossier returns <uvarint len(meta)> <meta JSON> <body>.
-func encodeDossier(r dossier.Record) ([]byte, error) {
+func encodeDossier(r dossier.Stored) ([]byte, error) {
 	meta, err := json.Marshal(dossierMeta{r.DecisionID, r.EvaluationID, r.CreatedAt, r.Outcome, r.Mode, r.WorkflowKey, r.DecisionType})
 	if err != nil {
 		return nil, fmt.Errorf("pebblestore: encode dossier: %w", err)
@@ -38,16 +38,16 @@ func encodeDossier(r dossier.Record) ([]byte, error) {
 	return append(v, r.Body...), nil
 }
 
-func decodeDossier(orgID, dossierID string, v []byte) (dossier.Record, error) {
+func decodeDossier(orgID, dossierID string, v []byte) (dossier.Stored, error) {
 	n, w := binary.Uvarint(v)
 	if w <= 0 || n > uint64(len(v)-w) {
-		return dossier.Record{}, fmt.Errorf("pebblestore: dossier value: %w", store.ErrCorrupt)
+		return dossier.Stored{}, fmt.Errorf("pebblestore: dossier value: %w", store.ErrCorrupt)
 	}
 	var m dossierMeta
 	if err := json.Unmarshal(v[w:w+int(n)], &m); err != nil {
-		return dossier.Record{}, fmt.Errorf("pebblestore: decode dossier: %w: %w", store.ErrCorrupt, err)
+		return dossier.Stored{}, fmt.Errorf("pebblestore: decode dossier: %w: %w", store.ErrCorrupt, err)
 	}
-	return dossier.Record{
+	return dossier.Stored{
 		OrgID:        orgID,
 		DossierID:    dossierID,
 		DecisionID:   m.DecisionID,

@@ -30,7 +30,7 @@ func Example() {
 	body := []byte(`{"decision_id":"dec_1","dossier_id":"dos_1","outcome":"ALLOW"}`)
 
 	err = s.Update(ctx, org, func(tx store.Tx) error {
-		err := tx.PutDossier(ctx, dossier.Record{
+		err := tx.PutDossier(ctx, dossier.Stored{
 			OrgID: org, DossierID: "dos_1", DecisionID: "dec_1",
 			CreatedAt: now, Outcome: "ALLOW", Mode: "ENFORCE", Body: body,
 		})

@@ -293,18 +293,18 @@ func readBundles(r kv, orgID string) ([]store.BundleRecord, error) {
 	return out, err
 }
 
-func readDossier(r kv, orgID, dossierID string) (dossier.Record, error) {
+func readDossier(r kv, orgID, dossierID string) (dossier.Stored, error) {
 	v, err := get(r, dossierKey(orgID, dossierID), "dossier %q of org %q", dossierID, orgID)
 	if err != nil {
-		return dossier.Record{}, err
+		return dossier.Stored{}, err
 	}
 	return decodeDossier(orgID, dossierID, v)
 }
 
-func readDossierByDecision(r kv, orgID, decisionID string) (dossier.Record, error) {
+func readDossierByDecision(r kv, orgID, decisionID string) (dossier.Stored, error) {
 	id, err := get(r, decisionKey(orgID, decisionID), "dossier of decision %q in org %q", decisionID, orgID)
 	if err != nil {
-		return dossier.Record{}, err
+		return dossier.Stored{}, err
 	}
 	return readDossier(r, orgID, string(id))
 }
@@ -408,18 +408,18 @@ func (s *Store) CheckpointAt(ctx context.Context, orgID string, size uint64) (le
 }
 
 // Dossier implements dossier.Reader.
-func (s *Store) Dossier(ctx context.Context, orgID, dossierID string) (dossier.Record, error) {
+func (s *Store) Dossier(ctx context.Context, orgID, dossierID string) (dossier.Stored, error) {
 	if err := s.enter(ctx); err != nil {
-		return dossier.Record{}, err
+		return dossier.Stored{}, err
 	}
 	defer s.leave()
 	return readDossier(s.db, orgID, dossierID)
 }
 
 // DossierByDecision implements dossier.Reader.
-func (s *Store) DossierByDecision(ctx context.Context, orgID, decisionID string) (dossier.Record, error) {
+func (s *Store) DossierByDecision(ctx context.Context, orgID, decisionID string) (dossier.Stored, error) {
 	if err := s.enter(ctx); err != nil {
-		return dossier.Record{}, err
+		return dossier.Stored{}, err
 	}
 	defer s.leave()
 	return readDossierByDecision(s.db, orgID, decisionID)

@@ -285,12 +285,12 @@ func readBundles(ctx context.Context, q querier, orgID string) ([]store.BundleRe
 
 const dossierColumns = `dossier_id, decision_id, evaluation_id, created_at, outcome, mode, workflow_key, decision_type, body`
 
-func scanDossier(row pgx.Row, orgID string, format string, args ...any) (dossier.Record, error) {
-	r := dossier.Record{OrgID: orgID}
+func scanDossier(row pgx.Row, orgID string, format string, args ...any) (dossier.Stored, error) {
+	r := dossier.Stored{OrgID: orgID}
 	err := scanOne(row, []any{&r.DossierID, &r.DecisionID, &r.EvaluationID, &r.CreatedAt, &r.Outcome, &r.Mode,
 		&r.WorkflowKey, &r.DecisionType, &r.Body}, format, args...)
 	if err != nil {
-		return dossier.Record{}, err
+		return dossier.Stored{}, err
 	}
 	r.CreatedAt = r.CreatedAt.UTC()
 	if len(r.Body) == 0 {
@@ -299,12 +299,12 @@ func scanDossier(row pgx.Row, orgID string, format string, args ...any) (dossier
 	return r, nil
 }
 
-func readDossier(ctx context.Context, q querier, orgID, dossierID string) (dossier.Record, error) {
+func readDossier(ctx context.Context, q querier, orgID, dossierID string) (dossier.Stored, error) {
 	return scanDossier(q.QueryRow(ctx, `SELECT `+dossierColumns+` FROM dossiers WHERE org_id = $1 AND dossier_id = $2`, orgID, dossierID),
 		orgID, "dossier %q of org %q", dossierID, orgID)
 }
 
-func readDossierByDecision(ctx context.Context, q querier, orgID, decisionID string) (dossier.Record, error) {
+func readDossierByDecision(ctx context.Context, q querier, orgID, decisionID string) (dossier.Stored, error) {
 	return scanDossier(q.QueryRow(ctx, `SELECT `+dossierColumns+` FROM dossiers WHERE org_id = $1 AND decision_id = $2`, orgID, decisionID),
 		orgID, "dossier of decision %q in org %q", decisionID, orgID)
 }
@@ -384,17 +384,17 @@ func (s *Store) LedgerHeadOf(ctx context.Context, orgID string) (ledger.Head, er
 }
 
 // Dossier implements dossier.Reader.
-func (s *Store) Dossier(ctx context.Context, orgID, dossierID string) (dossier.Record, error) {
+func (s *Store) Dossier(ctx context.Context, orgID, dossierID string) (dossier.Stored, error) {
 	if err := s.enter(ctx); err != nil {
-		return dossier.Record{}, err
+		return dossier.Stored{}, err
 	}
 	return readDossier(ctx, s.pool, orgID, dossierID)
 }
 
 // DossierByDecision implements dossier.Reader.
-func (s *Store) DossierByDecision(ctx context.Context, orgID, decisionID string) (dossier.Record, error) {
+func (s *Store) DossierByDecision(ctx context.Context, orgID, decisionID string) (dossier.Stored, error) {
 	if err := s.enter(ctx); err != nil {
-		return dossier.Record{}, err
+		return dossier.Stored{}, err
 	}
 	return readDossierByDecision(ctx, s.pool, orgID, decisionID)
 }

@@ -95,7 +95,7 @@ func decide(ctx context.Context, s store.Backend, orgID string, n int) error {
 	id := fmt.Sprintf("dos_%s_%d", orgID, n)
 	body := fmt.Appendf(nil, `{"dossier_id":%q,"n":%d}`, id, n)
 	return s.Update(ctx, orgID, func(tx store.Tx) error {
-		err := tx.PutDossier(ctx, dossier.Record{
+		err := tx.PutDossier(ctx, dossier.Stored{
 			OrgID: orgID, DossierID: id, DecisionID: "dec_" + id[4:],
 			CreatedAt: at.Add(time.Duration(n) * time.Millisecond), Outcome: "ALLOW", Body: body,
 		})

@@ -261,7 +261,7 @@ func (t *tx) PutCheckpoint(ctx context.Context, c ledger.Checkpoint) error {
 
 // PutDossier implements dossier.Tx. Dossiers are write-once: a second put
 // of the same dossier id or decision id is an error.
-func (t *tx) PutDossier(ctx context.Context, r dossier.Record) error {
+func (t *tx) PutDossier(ctx context.Context, r dossier.Stored) error {
 	if err := t.checkOrg("dossier", r.OrgID); err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package clearance
+package dossier
 
 import (
 	"bytes"
@@ -12,9 +12,9 @@ func TestChainMemberJSONMatchesEncodingJSON(t *testing.T) {
 	odd := []string{"", "plain", `quo"te`, `back\slash`, "nl\nand\ttab\x00nul\x1f\r\b\f\v", "<html> & ünïcödé \u2028\u2029 😀", "\x7f del", "\u2027\u202a\u20a8 near misses"}
 	for _, s := range odd {
 		for _, m := range []ChainMember{
-			{DecisionID: s, EvaluationID: "e", DossierID: "d", DossierDigest: "sha256:00", Route: Route(s), Outcome: "ALLOW",
+			{DecisionID: s, EvaluationID: "e", DossierID: "d", DossierDigest: "sha256:00", Route: s, Outcome: "ALLOW",
 				Mode: "SHADOW", CreatedAt: "2026-11-01T12:00:00Z", LedgerSeq: 18446744073709551615},
-			{DecisionID: "a", EvaluationID: s, DossierID: s, DossierDigest: s, Route: RouteEnforceAndBind, Outcome: "BLOCK",
+			{DecisionID: "a", EvaluationID: s, DossierID: s, DossierDigest: s, Route: "enforce-and-bind", Outcome: "BLOCK",
 				Mode: "ENFORCEMENT", CreatedAt: s, ParentDecisionID: s, WorkflowKey: s, CorrelationID: s, GrantID: s},
 		} {
 			var want bytes.Buffer

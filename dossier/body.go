@@ -1,0 +1,117 @@
+package dossier
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/clearancehq/clearance/artifact"
+	"github.com/clearancehq/clearance/internal/canon"
+	"github.com/clearancehq/clearance/ledger"
+	"github.com/clearancehq/clearance/policy"
+)
+
+// Body is the evidence of one decision as stored: its canonical JSON is
+// Stored.Body and its SHA-256 the payload_digest of its ledger entry. The
+// encoding is pinned by golden files: a member renamed here is a new
+// dossier format, never a refactoring.
+type Body struct {
+	DossierID        string          `json:"dossier_id"`
+	DecisionID       string          `json:"decision_id"`
+	EvaluationID     string          `json:"evaluation_id"`
+	OrgID            string          `json:"org_id"`
+	Route            string          `json:"route"`
+	Intent           json.RawMessage `json:"intent"`
+	IntentAsReceived string          `json:"intent_as_received"`
+	IntentDigest     string          `json:"intent_digest"`
+	IntentProfile    string          `json:"intent_digest_profile"`
+	Outcome          policy.Outcome  `json:"outcome"`
+	ReasonCodes      []string        `json:"reason_codes"`
+	MatchedRules     []string        `json:"matched_rules"`
+	EvaluationError  string          `json:"evaluation_error,omitempty"`
+	PolicySnapshot   policy.Snapshot `json:"policy_snapshot"`
+	Mode             policy.Mode     `json:"mode"`
+	RequestedMode    policy.Mode     `json:"requested_mode,omitempty"`
+	BundleMode       policy.Mode     `json:"bundle_mode"`
+	Actor            Actor           `json:"actor"`
+	IdempotencyKey   string          `json:"idempotency_key,omitempty"`
+	CorrelationID    string          `json:"correlation_id,omitempty"`
+	RequestID        string          `json:"request_id,omitempty"`
+	CreatedAt        string          `json:"created_at"`
+	LedgerSeq        uint64          `json:"ledger_seq"`
+	// GrantID names the execution grant this decision issued, if any.
+	GrantID string `json:"grant_id,omitempty"`
+	// ChainID is the decision chain the decision joined, ParentDecisionID
+	// the decision the request named as its parent.
+	ChainID          string `json:"chain_id,omitempty"`
+	ParentDecisionID string `json:"parent_decision_id,omitempty"`
+	// PolicyPin and ActivePolicyVersion are set when the request pinned
+	// another version than the org's active one: the pinned version was
+	// evaluated and recorded, in SHADOW (a pin never authorizes).
+	PolicyPin           string `json:"policy_pin,omitempty"`
+	ActivePolicyVersion string `json:"active_policy_version,omitempty"`
+}
+
+// Actor records who asked: the credential, and the acting party the
+// request named.
+type Actor struct {
+	CredentialID   string `json:"credential_id"`
+	CredentialKind string `json:"credential_kind"`
+	ID             string `json:"id,omitempty"`
+	Type           string `json:"type,omitempty"`
+}
+
+// Decode reads a stored body. Every reader of a dossier decodes through it.
+func Decode(body []byte) (Body, error) {
+	var b Body
+	err := json.Unmarshal(body, &b)
+	return b, err
+}
+
+// RecordTx is what recording a decision needs from a backend transaction
+// of the decision's org.
+type RecordTx interface {
+	Tx
+	ledger.Tx
+	artifact.Tx
+}
+
+// Index is what a dossier is listed by (the indexed summary fields that
+// are not in its body as such).
+type Index struct {
+	WorkflowKey  string
+	DecisionType string
+}
+
+// Record writes a decision's evidence in the caller's transaction, in one
+// call: the dossier (b, its LedgerSeq set to the entry that records it),
+// its ledger entry (payload digest = SHA-256 of the body's canonical JSON)
+// and, when b names a chain, its chain member. It returns the body's
+// digest. Nothing is written unless the transaction commits.
+func Record(ctx context.Context, tx RecordTx, b *Body, ix Index, at time.Time) (string, error) {
+	head, err := tx.LedgerHead(ctx)
+	if err != nil {
+		return "", err
+	}
+	b.LedgerSeq = head.Seq + 1
+	body, err := canon.Marshal(b)
+	if err != nil {
+		return "", err
+	}
+	digest := canon.Digest(body)
+	if err := tx.PutDossier(ctx, Stored{
+		OrgID: b.OrgID, DossierID: b.DossierID, DecisionID: b.DecisionID, EvaluationID: b.EvaluationID,
+		CreatedAt: at, Outcome: string(b.Outcome), Mode: string(b.Mode), WorkflowKey: ix.WorkflowKey,
+		DecisionType: ix.DecisionType, Body: body,
+	}); err != nil {
+		return "", err
+	}
+	if _, err := ledger.Append(ctx, tx, b.OrgID, ledger.Record{
+		Kind: ledger.KindDecision, SubjectID: b.DossierID, PayloadDigest: digest}, at); err != nil {
+		return "", err
+	}
+	if b.ChainID == "" {
+		return digest, nil
+	}
+	return digest, putChainMember(ctx, tx, b, digest, ix.WorkflowKey, at)
+}
