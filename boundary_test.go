@@ -113,7 +113,7 @@ func TestOrgCreatedElsewhereIsAccepted(t *testing.T) {
 		t.Fatal(err)
 	}
 	const id = "0190a5b2-0000-7000-8000-000000000002"
-	req := clearance.EvaluateRequest{OrgID: id, Route: clearance.RouteEvaluateDecision, Raw: []byte(`{}`)}
+	req := clearance.EvaluateRequest{OrgID: id, Route: clearance.RouteEvaluateDecision, Body: []byte(`{}`)}
 	_, err = e.Evaluate(ctx, req)
 	wantErrorCode(t, "before the org exists", err, clearance.ErrNotFound, clearance.CodeOrgNotFound, "")
 	// The org record as another server's CreateOrg writes it.
@@ -188,4 +188,56 @@ func TestBoundaryRefusesControlCharacters(t *testing.T) {
 func isInvalid(err error) bool {
 	ce, ok := err.(*clearance.Error)
 	return ok && ce.Kind == clearance.ErrInvalidRequest && ce.Code != ""
+}
+
+// TestEvaluateDecodesWhatItRecords: the library takes the body and decodes
+// it itself. A body that does not decode, a correlation id with a control
+// character and a body naming another org are coded errors, and nothing is
+// written; an accepted body is recorded exactly as evaluated.
+func TestEvaluateDecodesWhatItRecords(t *testing.T) {
+	ctx := context.Background()
+	e := newEngine(t)
+	o := newOrg(t, e)
+	other := newOrg(t, e)
+	head := headSeq(t, e, o.Org.ID)
+	for _, c := range []struct {
+		name, body, corr, code string
+		kind                   error
+	}{
+		{"malformed JSON", `{"amount":5`, "", "MALFORMED_JSON", clearance.ErrInvalidRequest},
+		{"duplicate member", `{"amount":5,"amount":50000}`, "", "DUPLICATE_MEMBER", clearance.ErrInvalidRequest},
+		{"unknown member", `{"ammount":5}`, "", "UNKNOWN_MEMBER", clearance.ErrInvalidRequest},
+		{"amount as a string", `{"amount":"5"}`, "", "INVALID_AMOUNT", clearance.ErrInvalidRequest},
+		{"control character in the correlation id", `{"amount":5}`, "corr\x00id", clearance.CodeInvalidCorrelationID, clearance.ErrInvalidRequest},
+		{"newline in the correlation id", `{"amount":5}`, "corr\nid", clearance.CodeInvalidCorrelationID, clearance.ErrInvalidRequest},
+		{"another org named in the body", `{"org_id":"` + other.Org.ID + `","amount":5}`, "", clearance.CodeOrgMismatch, clearance.ErrForbidden},
+	} {
+		req := request(t, o, c.body)
+		req.CorrelationID = c.corr
+		d, err := e.Evaluate(ctx, req)
+		wantErrorCode(t, c.name, err, c.kind, c.code, "")
+		if d.DecisionID != "" {
+			t.Errorf("%s: decided %+v", c.name, d)
+		}
+	}
+	if got := headSeq(t, e, o.Org.ID); got != head {
+		t.Fatalf("refused requests moved the ledger head %d -> %d", head, got)
+	}
+
+	// What is recorded is what was evaluated: the body's amount.
+	d, err := e.Evaluate(ctx, request(t, o, `{"decision_type":"PAYMENT","workflow_key":"ap","amount":50000}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := e.Dossier(ctx, o.Org.ID, d.DossierID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body clearance.Dossier
+	if err := json.Unmarshal(rec.Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	if string(body.Intent) != `{"amount":50000,"decision_type":"PAYMENT","workflow_key":"ap"}` || d.Outcome != body.Outcome {
+		t.Fatalf("recorded intent %s with outcome %s; answered %s", body.Intent, body.Outcome, d.Outcome)
+	}
 }

@@ -10,11 +10,13 @@ import (
 	"time"
 
 	"github.com/clearancehq/clearance/claim"
+	"github.com/clearancehq/clearance/decide"
 	"github.com/clearancehq/clearance/grant"
 	"github.com/clearancehq/clearance/internal/canon"
 	"github.com/clearancehq/clearance/internal/core"
 	"github.com/clearancehq/clearance/internal/strictjson"
 	"github.com/clearancehq/clearance/ledger"
+	"github.com/clearancehq/clearance/policy"
 	"github.com/clearancehq/clearance/store"
 )
 
@@ -145,6 +147,9 @@ type Engine struct {
 	compiled sync.Map     // bundleKey -> *policy.Compiled (published bundles are immutable)
 	apiKeys  sync.Map     // key hash -> tenant.APIKey
 	exports  exportSignal // wakes RunExports when a validation pack is queued
+
+	// Decide makes decisions: Evaluate and EnforceAndBind.
+	Decide *decide.Service
 }
 
 // Open returns an Engine over backend. The Engine does not own the backend:
@@ -164,7 +169,10 @@ func Open(backend store.Backend, opts Options) (*Engine, error) {
 		Keys: keys, Issuer: opts.Issuer, LedgerKey: opts.LedgerKey, MaxClockSkew: opts.MaxClockSkew,
 		JSON: strictjson.Options{RejectUnknown: true, MaxMembers: opts.MaxJSONMembers, MaxElements: opts.MaxJSONElements},
 	}
-	return &Engine{store: st, deps: deps, opts: opts, keys: keys}, nil
+	e := &Engine{store: st, deps: deps, opts: opts, keys: keys}
+	e.Decide = decide.New(deps, decide.Config{Policies: enginePolicies{e}, StillActive: stillActive,
+		GrantTTL: opts.GrantTTL, IntentMaxAge: opts.IntentMaxAge})
+	return e, nil
 }
 
 // SetGrantKeys replaces the grant key ring while the Engine runs, e.g. after
@@ -215,3 +223,10 @@ func ValidID(s string) bool { return core.ValidID(s) }
 func isNotFound(err error) bool { return core.IsNotFound(err) }
 
 func digestOf(b []byte) string { return canon.Digest(b) }
+
+// enginePolicies resolves policies for the decide feature.
+type enginePolicies struct{ e *Engine }
+
+func (p enginePolicies) Resolve(ctx context.Context, orgID, pin string) (policy.Resolution, error) {
+	return p.e.resolvePolicy(ctx, orgID, pin)
+}

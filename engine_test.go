@@ -41,11 +41,7 @@ func newOrg(t testing.TB, e *clearance.Engine) clearance.CreatedOrg {
 
 func request(t testing.TB, o clearance.CreatedOrg, body string) clearance.EvaluateRequest {
 	t.Helper()
-	in, err := policy.DecodeIntent([]byte(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return clearance.EvaluateRequest{OrgID: o.Org.ID, Route: clearance.RouteEvaluateDecision, Intent: in, Raw: []byte(body)}
+	return clearance.EvaluateRequest{OrgID: o.Org.ID, Route: clearance.RouteEvaluateDecision, Body: []byte(body)}
 }
 
 func TestEvaluateRecordsDossierAndLedger(t *testing.T) {
@@ -270,9 +266,8 @@ func Example() {
 
 	org, _ := engine.CreateOrg(ctx, "Acme")
 	body := []byte(`{"decision_type":"PAYMENT","workflow_key":"ap.invoice","amount":12000}`)
-	intent, _ := policy.DecodeIntent(body)
 	d, err := engine.Evaluate(ctx, clearance.EvaluateRequest{
-		OrgID: org.Org.ID, Route: clearance.RouteEvaluateDecision, Intent: intent, Raw: body,
+		OrgID: org.Org.ID, Route: clearance.RouteEvaluateDecision, Body: body,
 	})
 	if err != nil {
 		fmt.Println(err)

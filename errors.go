@@ -1,6 +1,9 @@
 package clearance
 
-import "github.com/clearancehq/clearance/internal/core"
+import (
+	"github.com/clearancehq/clearance/decide"
+	"github.com/clearancehq/clearance/internal/core"
+)
 
 // Error kinds: sentinels for identity. server/errors.go maps each to one
 // HTTP status; the *Error's Code is the stable machine code on the wire.
@@ -48,8 +51,8 @@ const (
 // Stable codes of decision chains, overrides and execution dispatches.
 const (
 	CodeChainNotFound         = "CHAIN_NOT_FOUND"
-	CodeInvalidParentDecision = "INVALID_PARENT_DECISION"
-	CodeParentDecisionUnknown = "PARENT_DECISION_UNKNOWN"
+	CodeInvalidParentDecision = decide.CodeInvalidParentDecision
+	CodeParentDecisionUnknown = decide.CodeParentDecisionUnknown
 	CodeInvalidOverride       = "INVALID_OVERRIDE"
 	CodeOverrideNotApplicable = "OVERRIDE_NOT_APPLICABLE"
 	CodeInvalidDispatch       = "INVALID_DISPATCH"

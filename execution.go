@@ -1,21 +1,17 @@
 package clearance
 
 import (
-	"bytes"
 	"context"
-	"crypto/ed25519"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/clearancehq/clearance/claim"
-	"github.com/clearancehq/clearance/dossier"
+	"github.com/clearancehq/clearance/decide"
 	"github.com/clearancehq/clearance/grant"
-	"github.com/clearancehq/clearance/idempotency"
 	"github.com/clearancehq/clearance/internal/canon"
 	"github.com/clearancehq/clearance/internal/core"
 	"github.com/clearancehq/clearance/internal/strictjson"
@@ -35,12 +31,12 @@ const (
 
 // Codes of the execution routes.
 const (
-	CodeIntentMalformed     = "INTENT_MALFORMED"
-	CodeIntentSignature     = "INTENT_SIGNATURE_INVALID"
-	CodeIntentNotCanonical  = "INTENT_NOT_CANONICAL"
-	CodeIntentIDMismatch    = "IDEMPOTENCY_KEY_NOT_INTENT_ID"
-	CodeIntentAlreadyBound  = "INTENT_ID_ALREADY_BOUND"
-	CodeApprovalUnverified  = "APPROVAL_EVIDENCE_UNVERIFIED"
+	CodeIntentMalformed     = decide.CodeIntentMalformed
+	CodeIntentSignature     = decide.CodeIntentSignature
+	CodeIntentNotCanonical  = decide.CodeIntentNotCanonical
+	CodeIntentIDMismatch    = decide.CodeIntentIDMismatch
+	CodeIntentAlreadyBound  = decide.CodeIntentAlreadyBound
+	CodeApprovalUnverified  = decide.CodeApprovalUnverified
 	CodeGrantInvalid        = "GRANT_INVALID"
 	CodeGrantExpired        = "GRANT_EXPIRED"
 	CodeGrantNotBound       = "GRANT_NOT_BOUND"
@@ -50,376 +46,40 @@ const (
 	CodeDossierMismatch     = "DOSSIER_SIGNATURE_MISMATCH"
 	CodeInvalidFinalization = "INVALID_FINALIZATION"
 	CodeInvalidEvidence     = "INVALID_EFFECT_EVIDENCE"
-	CodeIntentStale         = "INTENT_STALE"
-	CodeIntentNotYetValid   = "INTENT_NOT_YET_VALID"
+	CodeIntentStale         = decide.CodeIntentStale
+	CodeIntentNotYetValid   = decide.CodeIntentNotYetValid
 )
 
 // ExecutionIntent is the payload of a signed execution intent (DESIGN §8).
-type ExecutionIntent struct {
-	IntentID             string         `json:"intent_id"`
-	OrgID                string         `json:"org_id"`
-	Actor                policy.Actor   `json:"actor"`
-	Action               policy.Action  `json:"action"`
-	WorkflowKey          string         `json:"workflow_key,omitempty"`
-	DecisionType         string         `json:"decision_type,omitempty"`
-	Surface              string         `json:"surface,omitempty"`
-	Context              map[string]any `json:"context,omitempty"`
-	Nonce                string         `json:"nonce"`
-	ConcurrencyScope     string         `json:"concurrency_scope"`
-	ExpectedEffectDigest string         `json:"expected_effect_digest,omitempty"`
-	Escalation           Escalation     `json:"escalation"`
-	IssuedAt             string         `json:"issued_at"`
-	// ParentDecisionID names an earlier decision of the org whose chain
-	// this one joins (see Engine.Chain); signed like every other member.
-	ParentDecisionID string `json:"parent_decision_id,omitempty"`
-}
+type ExecutionIntent = decide.ExecutionIntent
 
 // Escalation says how an ESCALATE answer is handled.
-type Escalation struct {
-	Mode string `json:"mode"` // NONE or MANAGED
-}
+type Escalation = decide.Escalation
 
 // Escalation modes.
 const (
-	EscalationNone    = "NONE"
-	EscalationManaged = "MANAGED"
+	EscalationNone    = decide.EscalationNone
+	EscalationManaged = decide.EscalationManaged
 )
 
 // AuthorityRequest is an enforce-and-bind call.
-type AuthorityRequest struct {
-	OrgID            string
-	SignedIntent     string
-	Mode             policy.Mode
-	ApprovalEvidence json.RawMessage
-	IdempotencyKey   string
-	CorrelationID    string
-	RequestID        string
-	Principal        Principal
-	// WantEnvelope asks for a signed verification envelope of the decision
-	// (the server sets it for agent-safe-pipeline/0.2.0 and later).
-	WantEnvelope bool
-}
+type AuthorityRequest = decide.AuthorityRequest
 
-// AuthorityDecision is the enforce-and-bind answer. ExecutionToken is set
-// only for ALLOW evaluated in ENFORCEMENT mode.
-type AuthorityDecision struct {
-	Decision
-	IntentID       string `json:"intent_id"`
-	IntentHash     string `json:"intent_hash"`
-	ExecutionToken string `json:"execution_token,omitempty"`
-	GrantID        string `json:"grant_id,omitempty"`
-	ExpiresAt      string `json:"expires_at,omitempty"`
-	EscalationMode string `json:"escalation_mode"`
-}
+// AuthorityDecision is the enforce-and-bind answer.
+type AuthorityDecision = decide.AuthorityDecision
 
-// EnforceAndBind verifies a signed execution intent, evaluates it and, for
-// ALLOW in ENFORCEMENT mode, binds a single-use grant to it. The dossier,
-// ledger entries, grant record and intent binding commit atomically. The
-// intent_id is the issuance boundary: the same intent again returns the
-// same answer; another intent under a bound intent_id is ErrConflict.
+// EnforceAndBind binds a single-use grant to a signed execution intent
+// (see decide.Service.EnforceAndBind).
 func (e *Engine) EnforceAndBind(ctx context.Context, req AuthorityRequest) (AuthorityDecision, error) {
-	keys, err := e.signingKeys()
-	if err != nil {
-		return AuthorityDecision{}, err
-	}
-	signer, err := keys.Signer()
-	if err != nil {
-		return AuthorityDecision{}, err
-	}
-	if req.CorrelationID != "" && !ValidToken(req.CorrelationID) {
-		return AuthorityDecision{}, invalid(CodeInvalidCorrelationID, "correlation_id", "the correlation id must be 1 to %d visible ASCII characters", MaxKeyLength)
-	}
-	payload, intent, err := e.verifyIntent(ctx, req)
-	if err != nil {
-		return AuthorityDecision{}, err
-	}
-	if len(req.ApprovalEvidence) > 0 && !bytes.Equal(bytes.TrimSpace(req.ApprovalEvidence), []byte("null")) {
-		// Approval evidence is verified with the approval service in the
-		// managed ceremony; until that exists nothing can verify it.
-		return AuthorityDecision{}, newError(ErrConflict, CodeApprovalUnverified, "approval evidence could not be verified")
-	}
-	intentHash := canon.Digest(payload)
-	now := e.now()
-	in, err := intentInput(intent, req.Mode, now)
-	if err != nil {
-		return AuthorityDecision{}, err
-	}
-	pin, err := policy.Intent{Context: intent.Context}.PolicyPin()
-	if err != nil {
-		return AuthorityDecision{}, core.TranslateInput(err)
-	}
-	parentChain, err := e.parentChain(ctx, req.OrgID, intent.ParentDecisionID, "parent_decision_id", CodeIntentMalformed)
-	if err != nil {
-		return AuthorityDecision{}, err
-	}
-	res, err := e.resolvePolicy(ctx, req.OrgID, pin)
-	if err != nil {
-		return AuthorityDecision{}, err
-	}
-	c := res.Policy
-	pd := c.Evaluate(&in)
-	mode := res.Mode(in.RequestedMode) // SHADOW unless c is the active version
-	payloadDigest, err := canon.DigestValue(intent.Action)
-	if err != nil {
-		return AuthorityDecision{}, invalid(CodeIntentMalformed, "action", "action cannot be canonicalized")
-	}
-
-	var ids [4]string // dossier, decision, evaluation, grant
-	for i := range ids {
-		if ids[i], err = e.newID(); err != nil {
-			return AuthorityDecision{}, unavailable("id generation", err)
-		}
-	}
-	d := Dossier{
-		DossierID: ids[0], DecisionID: ids[1], EvaluationID: ids[2], OrgID: req.OrgID, Route: string(RouteEnforceAndBind),
-		Intent: payload, IntentAsReceived: req.SignedIntent, IntentDigest: intentHash, IntentProfile: canon.Profile,
-		Outcome: pd.Outcome, ReasonCodes: pd.ReasonCodes, MatchedRules: nonNil(pd.MatchedRules),
-		PolicySnapshot: c.Snapshot(), Mode: mode, RequestedMode: in.RequestedMode, BundleMode: c.Mode(),
-		Actor:          DossierActor{CredentialID: req.Principal.KeyID, CredentialKind: string(req.Principal.Kind), ID: intent.Actor.ID, Type: intent.Actor.Type},
-		IdempotencyKey: intent.IntentID, CorrelationID: req.CorrelationID, RequestID: req.RequestID,
-		CreatedAt: now.Format(timeFormat), ParentDecisionID: intent.ParentDecisionID,
-	}
-	d.ChainID = chainFor(req.OrgID, parentChain, in.WorkflowKey, req.CorrelationID, d.DecisionID)
-	notePin(&d, pin, res)
-	if pd.Err != nil {
-		d.EvaluationError = pd.Err.Error()
-	}
-	authorize := pd.Outcome == policy.OutcomeAllow && mode == policy.ModeEnforcement && pd.Err == nil
-	if authorize {
-		d.GrantID = ids[3]
-	}
-
-	// Sign before taking the org's lock: the tokens depend only on values
-	// fixed above, and signatures are the slowest part of the request.
-	var (
-		g     claim.Grant
-		token string
-	)
-	if authorize {
-		g = claim.Grant{
-			OrgID: req.OrgID, GrantID: ids[3], DecisionID: d.DecisionID, DossierID: d.DossierID,
-			IntentID: intent.IntentID, IntentHash: intentHash, PayloadDigest: payloadDigest,
-			ExpectedEffectDigest: intent.ExpectedEffectDigest, Nonce: intent.Nonce, Scope: intent.ConcurrencyScope,
-			Correlation: req.CorrelationID, ActorID: intent.Actor.ID, ActionType: intent.Action.Type,
-			PolicyVersion: c.Snapshot().PolicyVersion, BundleDigest: c.Digest(), Intent: payload,
-			IssuedAt: now, ExpiresAt: now.Add(e.opts.GrantTTL),
-		}
-		if token, err = grant.Mint(signer, grantClaims(e.opts.Issuer, g, intent, mode)); err != nil {
-			return AuthorityDecision{}, unavailable("sign grant", err)
-		}
-		g.TokenDigest = canon.Digest([]byte(token))
-	}
-	var out AuthorityDecision
-	err = e.store.Update(ctx, req.OrgID, func(tx store.Tx) error {
-		out = AuthorityDecision{}
-		replayed, err := idempotency.Replay(ctx, tx, string(RouteEnforceAndBind), intent.IntentID, intentHash, &out)
-		if errors.Is(err, idempotency.ErrKeyReused) {
-			return newError(ErrConflict, CodeIntentAlreadyBound, "intent_id %q is already bound to another intent", intent.IntentID)
-		}
-		if err != nil || replayed {
-			out.Replayed = replayed
-			return err
-		}
-		digest, err := dossier.Record(ctx, tx, &d, dossier.Index{WorkflowKey: in.WorkflowKey, DecisionType: in.DecisionType}, now)
-		if err != nil {
-			return err
-		}
-		out = AuthorityDecision{Decision: decisionOf(d, digest), IntentID: intent.IntentID, IntentHash: intentHash,
-			EscalationMode: intent.Escalation.Mode}
-		if authorize {
-			if err := stillActive(ctx, tx, g.PolicyVersion); err != nil {
-				return err
-			}
-			g.DossierDigest = digest
-			if err := claim.Issue(ctx, tx, g); err != nil {
-				return err
-			}
-			if err := e.appendRecord(ctx, tx, ledger.KindGrantIssued, g.GrantID, grantRecordOf(g)); err != nil {
-				return err
-			}
-			out.ExecutionToken, out.GrantID, out.ExpiresAt = token, g.GrantID, g.ExpiresAt.Format(timeFormat)
-		}
-		return idempotency.Remember(ctx, tx, string(RouteEnforceAndBind), intent.IntentID, intentHash, out, now)
-	})
-	if err != nil {
-		return AuthorityDecision{}, asEngineError("enforce and bind", err)
-	}
-	if req.WantEnvelope {
-		if out.VerificationEnvelope, err = e.envelope(signer, out.Decision, out.IntentHash, out.GrantID); err != nil {
-			return AuthorityDecision{}, unavailable("sign envelope", err)
-		}
-	}
-	return out, nil
+	return e.Decide.EnforceAndBind(ctx, req)
 }
 
-// envelope signs a verification envelope of d (with the intent hash and
-// grant id of an enforce-and-bind answer; "" elsewhere). It is made from the
-// recorded decision alone, never stored, so a replay gets the same envelope
-// (Ed25519 is deterministic) while the signing key is unchanged.
-func (e *Engine) envelope(signer grant.Key, d Decision, intentHash, grantID string) (string, error) {
-	at, err := time.Parse(timeFormat, d.CreatedAt)
-	if err != nil {
-		return "", err
-	}
-	return grant.MintEnvelope(signer, grant.Envelope{
-		Issuer: e.opts.Issuer, Audience: grant.AudDecision, OrgID: d.OrgID, ID: d.EvaluationID,
-		IssuedAt: at.Unix(), Expiry: at.Add(e.opts.GrantTTL).Unix(), DecisionID: d.DecisionID, DossierID: d.DossierID,
-		IntentHash: intentHash, Outcome: string(d.Outcome), ReasonCodes: d.ReasonCodes, Mode: string(d.Mode),
-		PolicyVersion: d.PolicySnapshot.PolicyVersion, BundleDigest: d.PolicySnapshot.BundleDigest, GrantID: grantID,
-	})
-}
-
-// RouteEnforceAndBind is the entry point of signed execution intents.
-const RouteEnforceAndBind Route = "enforce-and-bind"
-
-// verifyIntent checks the JWS against the org's agent keys, requires a
-// canonical payload, decodes it strictly and checks its org and id.
-func (e *Engine) verifyIntent(ctx context.Context, req AuthorityRequest) ([]byte, ExecutionIntent, error) {
-	var intent ExecutionIntent
-	if req.SignedIntent == "" {
-		return nil, intent, invalid(CodeIntentMalformed, "signed_intent", "signed_intent is required")
-	}
-	payload, _, err := grant.VerifyIntent(req.SignedIntent, func(kid string) (ed25519.PublicKey, error) {
-		return registry.Lookup(ctx, e.store, req.OrgID, registry.KindAgent, kid)
-	})
-	if err != nil {
-		var te *grant.TokenError
-		if errors.As(err, &te) && (errors.Is(err, grant.ErrTokenMalformed) || errors.Is(err, grant.ErrTokenClaims)) {
-			return nil, intent, &Error{Kind: ErrInvalidRequest, Code: CodeIntentMalformed, Detail: "signed_intent is not a compact JWS intent", Err: err}
-		}
-		if errors.As(err, &te) || errors.Is(err, registry.ErrKeyNotFound) {
-			return nil, intent, &Error{Kind: ErrForbidden, Code: CodeIntentSignature, Detail: "the intent is not signed by an active agent key of this organization", Err: err}
-		}
-		return nil, intent, unavailable("verify intent", err)
-	}
-	if c, err := canon.Transform(payload); err != nil || !bytes.Equal(c, payload) {
-		return nil, intent, invalid(CodeIntentNotCanonical, "signed_intent", "the intent payload must be RFC 8785 canonical JSON")
-	}
-	if err := strictjson.Decode(payload, &intent, e.decodeOptions()); err != nil {
-		var se *strictjson.Error
-		if errors.As(err, &se) {
-			return nil, intent, &Error{Kind: ErrInvalidRequest, Code: se.Code, Detail: "intent: " + se.Detail, Err: err}
-		}
-		return nil, intent, invalid(CodeIntentMalformed, "signed_intent", "intent: %v", err)
-	}
-	if err := validateIntent(intent); err != nil {
-		return nil, intent, err
-	}
-	if err := e.checkFresh(intent.IssuedAt); err != nil {
-		return nil, intent, err
-	}
-	if intent.OrgID != req.OrgID {
-		return nil, intent, newError(ErrForbidden, CodeOrgMismatch, "the intent's org_id is not the credential's organization")
-	}
-	if req.IdempotencyKey != "" && req.IdempotencyKey != intent.IntentID {
-		return nil, intent, invalid(CodeIntentIDMismatch, "Idempotency-Key", "Idempotency-Key must equal the signed intent_id")
-	}
-	return payload, intent, nil
-}
-
-func validateIntent(in ExecutionIntent) error {
-	req := []struct{ field, v string }{
-		{"intent_id", in.IntentID}, {"org_id", in.OrgID}, {"actor.id", in.Actor.ID}, {"action.type", in.Action.Type},
-		{"nonce", in.Nonce}, {"concurrency_scope", in.ConcurrencyScope}, {"issued_at", in.IssuedAt},
-	}
-	for _, r := range req {
-		if r.v == "" {
-			return invalid(CodeIntentMalformed, r.field, "intent.%s is required", r.field)
-		}
-	}
-	for _, r := range []struct{ field, v string }{{"intent_id", in.IntentID}, {"nonce", in.Nonce}, {"concurrency_scope", in.ConcurrencyScope}} {
-		if !ValidToken(r.v) {
-			return invalid(CodeIntentMalformed, r.field, "intent.%s must be 1 to %d visible ASCII characters", r.field, MaxKeyLength)
-		}
-	}
-	if _, err := time.Parse(time.RFC3339, in.IssuedAt); err != nil {
-		return invalid(CodeIntentMalformed, "issued_at", "intent.issued_at must be an RFC 3339 timestamp")
-	}
-	if in.ExpectedEffectDigest != "" {
-		if _, err := canon.ParseDigest(in.ExpectedEffectDigest); err != nil {
-			return invalid(CodeIntentMalformed, "expected_effect_digest", "expected_effect_digest must be sha256:<64 lowercase hex>")
-		}
-	}
-	switch in.Escalation.Mode {
-	case EscalationNone, EscalationManaged:
-	default:
-		return invalid(CodeIntentMalformed, "escalation.mode", "escalation.mode must be NONE or MANAGED")
-	}
-	return nil
-}
-
-// checkFresh refuses an intent issued more than IntentMaxAge ago or more
-// than MaxClockSkew ahead of the engine's clock: a signed intent asks for
-// authority now, and an old one (or one dated ahead to stay usable) must
-// not be bound long after its signer meant it.
-func (e *Engine) checkFresh(issuedAt string) error {
-	at, err := time.Parse(time.RFC3339, issuedAt)
-	if err != nil {
-		return invalid(CodeIntentMalformed, "issued_at", "intent.issued_at must be an RFC 3339 timestamp")
-	}
-	now := e.now()
-	switch {
-	case at.After(now.Add(e.opts.MaxClockSkew)):
-		return invalid(CodeIntentNotYetValid, "issued_at", "intent.issued_at is more than %s ahead of the server's clock", e.opts.MaxClockSkew)
-	case now.Sub(at) > e.opts.IntentMaxAge:
-		return invalid(CodeIntentStale, "issued_at", "intent.issued_at is more than %s old; sign a fresh intent", e.opts.IntentMaxAge)
-	}
-	return nil
-}
-
-// intentInput maps an execution intent to the one policy input shape.
-func intentInput(in ExecutionIntent, mode policy.Mode, now time.Time) (policy.Input, error) {
-	action := in.Action
-	actor := in.Actor
-	pi := policy.Intent{
-		DecisionType: in.DecisionType, WorkflowKey: in.WorkflowKey, Surface: in.Surface, Context: in.Context,
-		Mode: mode, Actor: &actor, Action: &action,
-	}
-	out, err := pi.Input(now)
-	if err != nil {
-		return out, core.TranslateInput(err)
-	}
-	return out, nil
-}
-
-// actionClaim is the act claim of an intent's action.
-func actionClaim(a policy.Action) grant.Action {
-	act := grant.Action{Type: a.Type, Currency: a.Currency, Target: a.Target}
-	if a.Amount.Set {
-		v := a.Amount.Value
-		act.Amount = &v
-	}
-	return act
-}
-
-// grantClaims are the claims of the grant token of g, whose intent is in.
-// Claim, verify-token and finalize rebuild them from the stored grant to
-// compare a presented token with it, member by member.
-func grantClaims(issuer string, g claim.Grant, in ExecutionIntent, mode policy.Mode) grant.Claims {
-	return grant.Claims{
-		Issuer: issuer, Audience: grant.AudGrant, Subject: g.ActorID, OrgID: g.OrgID, ID: g.GrantID,
-		IssuedAt: g.IssuedAt.Unix(), NotBefore: g.IssuedAt.Unix(), Expiry: g.ExpiresAt.Unix(), Action: actionClaim(in.Action),
-		IntentHash: g.IntentHash, PayloadDigest: g.PayloadDigest, PayloadProfile: grant.PayloadProfile,
-		ExpectedEffectDigest: g.ExpectedEffectDigest, Nonce: g.Nonce, Scope: g.Scope, Correlation: g.Correlation,
-		DecisionID: g.DecisionID, DossierID: g.DossierID, Mode: string(mode),
-	}
-}
-
-// grantRecord is what the ledger records of an issued grant.
-type grantRecord struct {
-	GrantID       string `json:"grant_id"`
-	DecisionID    string `json:"decision_id"`
-	DossierID     string `json:"dossier_id"`
-	IntentHash    string `json:"intent_hash"`
-	PayloadDigest string `json:"payload_digest"`
-	Nonce         string `json:"nonce"`
-	Scope         string `json:"scope"`
-	ExpiresAt     string `json:"expires_at"`
-}
-
-func grantRecordOf(g claim.Grant) grantRecord {
-	return grantRecord{g.GrantID, g.DecisionID, g.DossierID, g.IntentHash, g.PayloadDigest, g.Nonce, g.Scope, g.ExpiresAt.Format(timeFormat)}
-}
+var (
+	grantClaims   = decide.GrantClaims
+	intentInput   = decide.IntentInput
+	actionClaim   = decide.ActionClaim
+	grantRecordOf = decide.GrantRecordOf
+)
 
 // tokenGrant is a grant token checked against the key ring, with the stored
 // grant its jti names (or the error reading it).

@@ -64,9 +64,10 @@ func TestEvaluateRefusesLookAlikeWorkflowKey(t *testing.T) {
 			t.Errorf("%s: decided %s", body, d.Outcome)
 		}
 	}
-	// An intent built in Go, not decoded, is held to the same grammar.
+	// A body whose JSON escape hides a zero-width space is held to the same
+	// grammar: the library decodes the body itself.
 	_, err = e.Evaluate(ctx, clearance.EvaluateRequest{OrgID: o.Org.ID, Route: clearance.RouteEvaluateDecision,
-		Intent: policy.Intent{WorkflowKey: "blocked.wf\u200b"}, Raw: []byte(`{"workflow_key":"blocked.wf\u200b"}`)})
+		Body: []byte(`{"workflow_key":"blocked.wf\u200b"}`)})
 	wantErrorCode(t, "Go-built intent", err, clearance.ErrInvalidRequest, policy.CodeInvalidIdentifier, "workflow_key")
 	if got := headSeq(t, e, o.Org.ID); got != head {
 		t.Errorf("refused requests moved the ledger head %d -> %d", head, got)

@@ -6,7 +6,6 @@ import (
 	"os"
 
 	"github.com/clearancehq/clearance"
-	"github.com/clearancehq/clearance/policy"
 	"github.com/clearancehq/clearance/store/pebblestore"
 )
 
@@ -23,9 +22,8 @@ func ExampleEngine_Chain() {
 	org, _ := engine.CreateOrg(ctx, "Acme")
 
 	decide := func(body string) clearance.Decision {
-		intent, _ := policy.DecodeIntent([]byte(body))
 		d, err := engine.Evaluate(ctx, clearance.EvaluateRequest{OrgID: org.Org.ID, Route: clearance.RouteEvaluateDecision,
-			Intent: intent, Raw: []byte(body), CorrelationID: "invoice-42"})
+			Body: []byte(body), CorrelationID: "invoice-42"})
 		if err != nil {
 			panic(err)
 		}

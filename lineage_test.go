@@ -54,12 +54,11 @@ func (x *execEnv) decide(t *testing.T, body, corr, parent string) clearance.Deci
 
 func decideRequest(t *testing.T, org, body, corr, parent string) clearance.EvaluateRequest {
 	t.Helper()
-	in, err := policy.DecodeIntent([]byte(body))
-	if err != nil {
-		t.Fatal(err)
+	if parent != "" {
+		body = `{"parent_decision_id":"` + parent + `",` + body[1:]
 	}
-	return clearance.EvaluateRequest{OrgID: org, Route: clearance.RouteEvaluateDecision, Intent: in, Raw: []byte(body),
-		CorrelationID: corr, ParentDecisionID: parent}
+	return clearance.EvaluateRequest{OrgID: org, Route: clearance.RouteEvaluateDecision, Body: []byte(body),
+		CorrelationID: corr}
 }
 
 // storedDossier decodes the org's dossier.

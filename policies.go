@@ -300,14 +300,6 @@ func stillActive(ctx context.Context, tx store.Tx, version string) error {
 	return nil
 }
 
-// notePin records in d that a pin selected another version than the active
-// one: d is then evaluated under the pinned version, in SHADOW.
-func notePin(d *Dossier, pin string, r policy.Resolution) {
-	if !r.Authorizes() {
-		d.PolicyPin, d.ActivePolicyVersion = pin, r.Active.Snapshot().PolicyVersion
-	}
-}
-
 // orgVersions is a policy.Source over one org's stored bundles.
 type orgVersions struct {
 	ctx   context.Context

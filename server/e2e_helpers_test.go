@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/clearancehq/clearance/store/pgstore/pgtest"
 	"io"
 	"mime"
 	"net/http"
@@ -20,6 +19,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/clearancehq/clearance/store/pgstore/pgtest"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/jackc/pgx/v5"

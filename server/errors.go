@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/clearancehq/clearance"
+	"github.com/clearancehq/clearance/internal/core"
 	"github.com/clearancehq/clearance/internal/strictjson"
 )
 
@@ -18,11 +19,11 @@ const (
 	codeMethodNotAllowed = "METHOD_NOT_ALLOWED"
 	codeRouteNotFound    = "ROUTE_NOT_FOUND"
 
-	codeBodyUnreadable     = "BODY_UNREADABLE"      // the body could not be read off the connection
-	codeInvalidQuery       = "INVALID_QUERY"        // a malformed or unsupported query string
-	codeHeaderBodyMismatch = "HEADER_BODY_MISMATCH" // a header and its body member disagree
-	codePathBodyMismatch   = "PATH_BODY_MISMATCH"   // a path segment and its body member disagree
-	codeMissingField       = "MISSING_FIELD"        // a field the route requires is absent
+	codeBodyUnreadable     = "BODY_UNREADABLE"           // the body could not be read off the connection
+	codeInvalidQuery       = "INVALID_QUERY"             // a malformed or unsupported query string
+	codeHeaderBodyMismatch = core.CodeHeaderBodyMismatch // a header and its body member disagree
+	codePathBodyMismatch   = core.CodePathBodyMismatch   // a path segment and its body member disagree
+	codeMissingField       = core.CodeMissingField       // a field the route requires is absent
 )
 
 // problem is an RFC 9457 body with Clearance's members.

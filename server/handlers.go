@@ -103,18 +103,6 @@ func (c *call) correlationID() (string, error) {
 	return c.headerToken(HeaderCorrelationID, clearance.CodeInvalidCorrelationID)
 }
 
-// bodyToken checks a body member that carries a client token: absent is "",
-// present it must be a clearance.ValidToken, like its header.
-func bodyToken(v *string, field, code string) (string, error) {
-	if v == nil {
-		return "", nil
-	}
-	if !clearance.ValidToken(*v) {
-		return "", tokenError(code, field, fmt.Sprintf("%s must be 1 to %d visible ASCII characters", field, clearance.MaxKeyLength))
-	}
-	return *v, nil
-}
-
 func tokenError(code, field, msg string) error {
 	return &clearance.Error{Kind: clearance.ErrInvalidRequest, Code: code, Detail: msg,
 		Fields: []clearance.FieldError{{Field: field, Message: msg}}}
@@ -350,88 +338,6 @@ func (s *Server) activateBundle(c *call) error {
 		return err
 	}
 	return c.writeJSON(http.StatusOK, a)
-}
-
-// decisionRequest is the evaluate-decision body.
-type decisionRequest struct {
-	OrgID string `json:"org_id,omitempty"`
-	// ParentDecisionID (extension) names the decision whose chain this one
-	// joins.
-	ParentDecisionID string `json:"parent_decision_id,omitempty"`
-	policy.Intent           // embedded: its members are the body's
-}
-
-func (s *Server) evaluateDecision(c *call) error {
-	var req decisionRequest
-	if err := c.decode(&req); err != nil {
-		return err
-	}
-	d, err := s.evaluateRequest(c, req.OrgID, clearance.EvaluateRequest{Route: clearance.RouteEvaluateDecision,
-		Intent: req.Intent, ParentDecisionID: req.ParentDecisionID}, "", "")
-	if err != nil {
-		return err
-	}
-	return c.writeJSON(http.StatusOK, d)
-}
-
-// evaluate runs the one evaluation path shared by every decision route.
-func (s *Server) evaluate(c *call, explicitOrg string, rt clearance.Route, in policy.Intent, extra map[string]any, bodyKey, bodyCorr string) (clearance.Decision, error) {
-	return s.evaluateRequest(c, explicitOrg, clearance.EvaluateRequest{Route: rt, Intent: in, Extra: extra}, bodyKey, bodyCorr)
-}
-
-// evaluateRequest is evaluate for a request whose route-specific members
-// (Route, Intent, Extra, ParentDecisionID) are set; it fills in the rest.
-// bodyKey and bodyCorr are a hook body's idempotency_key and correlation_id,
-// already checked (bodyToken).
-func (s *Server) evaluateRequest(c *call, explicitOrg string, req clearance.EvaluateRequest, bodyKey, bodyCorr string) (clearance.Decision, error) {
-	rt := req.Route
-	org, err := c.orgFor(explicitOrg)
-	if err != nil {
-		return clearance.Decision{}, err
-	}
-	headerKey, err := c.idempotencyKey()
-	if err != nil {
-		return clearance.Decision{}, err
-	}
-	key, err := pick(headerKey, bodyKey, "idempotency_key")
-	if err != nil {
-		return clearance.Decision{}, err
-	}
-	headerCorr, err := c.correlationID()
-	if err != nil {
-		return clearance.Decision{}, err
-	}
-	corr, err := pick(headerCorr, bodyCorr, "correlation_id")
-	if err != nil {
-		return clearance.Decision{}, err
-	}
-	req.OrgID, req.Raw, req.IdempotencyKey, req.CorrelationID, req.RequestID, req.Principal = org, c.body, key, corr, c.requestID, c.principal
-	req.WantEnvelope = wantsEnvelope(c.r.Header.Get("User-Agent"))
-	d, err := s.engine.Evaluate(c.r.Context(), req)
-	if err != nil {
-		return d, err
-	}
-	if corr != "" {
-		c.w.Header().Set(HeaderCorrelationID, corr)
-	}
-	if d.Replayed {
-		c.w.Header().Set(HeaderReplayed, "true")
-	} else {
-		s.metrics.decisions.WithLabelValues(string(d.Outcome), string(d.Mode), string(rt)).Inc()
-	}
-	return d, nil
-}
-
-// pick reconciles a header with the same value given in the body.
-func pick(header, body, field string) (string, error) {
-	if header != "" && body != "" && header != body {
-		return "", &clearance.Error{Kind: clearance.ErrInvalidRequest, Code: codeHeaderBodyMismatch,
-			Detail: field + " in the body differs from its header", Fields: []clearance.FieldError{{Field: field, Message: "differs from the header"}}}
-	}
-	if header != "" {
-		return header, nil
-	}
-	return body, nil
 }
 
 func (s *Server) reasonCodes(c *call) error {

@@ -10,7 +10,6 @@ import (
 	"os"
 
 	"github.com/clearancehq/clearance"
-	"github.com/clearancehq/clearance/policy"
 	"github.com/clearancehq/clearance/store/pebblestore"
 )
 
@@ -42,13 +41,11 @@ func run(ctx context.Context, dir string, out io.Writer) error {
 	}
 
 	body := []byte(`{"decision_type":"PAYMENT","workflow_key":"ap.invoice","amount":2500}`)
-	intent, err := policy.DecodeIntent(body) // strict: duplicates, bad amounts → error
-	if err != nil {
-		return err
-	}
+	// The engine decodes the body strictly: duplicates, unknown members and
+	// bad amounts are refused with a coded error, and nothing is recorded.
 	d, err := engine.Evaluate(ctx, clearance.EvaluateRequest{
 		OrgID: org.Org.ID, Route: clearance.RouteEvaluateDecision,
-		Intent: intent, Raw: body, IdempotencyKey: "invoice-4711",
+		Body: body, IdempotencyKey: "invoice-4711",
 	})
 	if err != nil {
 		return err

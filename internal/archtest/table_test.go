@@ -74,6 +74,8 @@ var packages = map[string]rule{
 
 	"internal/core": {layer: kernel},
 
+	"decide": {layer: features},
+
 	// Still the feature monolith: the facade it is to become is its layer.
 	"": {layer: facade},
 

@@ -35,6 +35,11 @@ const (
 	CodeInvalidCorrelationID  = "INVALID_CORRELATION_ID"
 	CodeInvalidRequestID      = "INVALID_REQUEST_ID"
 	CodeStoreUnavailable      = "STORE_UNAVAILABLE"
+	// A header and its body member disagree; a path segment and its body
+	// member disagree; a member the request requires is absent.
+	CodeHeaderBodyMismatch = "HEADER_BODY_MISMATCH"
+	CodePathBodyMismatch   = "PATH_BODY_MISMATCH"
+	CodeMissingField       = "MISSING_FIELD"
 	// CodeSigningNotConfigured: no grant key ring (503).
 	CodeSigningNotConfigured = "SIGNING_NOT_CONFIGURED"
 	// CodeSigningKeyRevoked: the active grant key is revoked in the store

@@ -22,7 +22,6 @@ import (
 	"github.com/clearancehq/clearance/grant"
 	"github.com/clearancehq/clearance/internal/canon"
 	"github.com/clearancehq/clearance/ledger"
-	"github.com/clearancehq/clearance/policy"
 	"github.com/clearancehq/clearance/registry"
 )
 
@@ -308,12 +307,7 @@ type plWorker struct {
 
 func (w *plWorker) decide(org int, id string, amount int) bool {
 	body := fmt.Sprintf(`{"decision_type":"PAYMENT","workflow_key":"power","amount":%d,"context":{"id":%q}}`, amount, id)
-	in, err := policy.DecodeIntent([]byte(body))
-	if err != nil {
-		w.fail("decode %s: %v", body, err)
-		return false
-	}
-	d, err := w.e.Evaluate(context.Background(), clearance.EvaluateRequest{OrgID: w.orgs[org].id, Route: clearance.RouteEvaluateDecision, Intent: in, Raw: []byte(body)})
+	d, err := w.e.Evaluate(context.Background(), clearance.EvaluateRequest{OrgID: w.orgs[org].id, Route: clearance.RouteEvaluateDecision, Body: []byte(body)})
 	if err != nil {
 		w.fail("evaluate %s: %v", id, err)
 		return false

@@ -1,0 +1,78 @@
+package decide
+
+import (
+	"context"
+	"time"
+
+	"github.com/clearancehq/clearance/dossier"
+	"github.com/clearancehq/clearance/internal/core"
+	"github.com/clearancehq/clearance/policy"
+	"github.com/clearancehq/clearance/store"
+)
+
+// Policies resolves the policy a request is evaluated under (the policies
+// feature): the org's active version, or a pinned one, evaluated in SHADOW.
+type Policies interface {
+	Resolve(ctx context.Context, orgID, pin string) (policy.Resolution, error)
+}
+
+// Config is what the decide feature needs beside the kernel.
+type Config struct {
+	Policies Policies
+	// StillActive refuses, inside the org's transaction, a policy version
+	// that is no longer the active one (STALE_AUTHORIZATION): an activation
+	// racing a grant's issue wins.
+	StillActive  func(ctx context.Context, tx store.Tx, version string) error
+	GrantTTL     time.Duration // a grant's and an envelope's lifetime
+	IntentMaxAge time.Duration // how old a signed intent's issued_at may be
+}
+
+// Service makes decisions. Create it with New.
+type Service struct {
+	d   core.Deps
+	cfg Config
+}
+
+// New returns the decide feature over the kernel d.
+func New(d core.Deps, cfg Config) *Service { return &Service{d: d, cfg: cfg} }
+
+// Decision is the answer to an EvaluateRequest. Its JSON form is the
+// evaluate-decision response body.
+type Decision struct {
+	DecisionID     string          `json:"decision_id"`
+	EvaluationID   string          `json:"evaluation_id"`
+	DossierID      string          `json:"dossier_id"`
+	OrgID          string          `json:"org_id"`
+	Outcome        policy.Outcome  `json:"outcome"`
+	ReasonCodes    []string        `json:"reason_codes"`
+	PolicySnapshot policy.Snapshot `json:"policy_snapshot"`
+	Mode           policy.Mode     `json:"mode"`
+	DossierURL     string          `json:"dossier_url"`
+	DossierDigest  string          `json:"dossier_digest"`
+	LedgerSeq      uint64          `json:"ledger_seq"`
+	CorrelationID  string          `json:"correlation_id,omitempty"`
+	IdempotencyKey string          `json:"idempotency_key,omitempty"`
+	CreatedAt      string          `json:"created_at"`
+	// ChainID names the decision chain the decision joined (see Chain).
+	ChainID          string `json:"chain_id,omitempty"`
+	ParentDecisionID string `json:"parent_decision_id,omitempty"`
+	// ActivePolicyVersion is set when the request pinned another version
+	// than the org's active one (this one): the answer is then SHADOW.
+	ActivePolicyVersion string `json:"active_policy_version,omitempty"`
+	// VerificationEnvelope is a signed summary of the decision, minted
+	// from the recorded decision for a client that asks (WantEnvelope).
+	VerificationEnvelope string `json:"verification_envelope,omitempty"`
+	// Replayed is true when an Idempotency-Key returned a stored decision.
+	Replayed bool `json:"-"`
+}
+
+// decisionOf is the answer recorded for dossier d with body digest digest.
+func decisionOf(d *dossier.Body, digest string) Decision {
+	return Decision{
+		DecisionID: d.DecisionID, EvaluationID: d.EvaluationID, DossierID: d.DossierID, OrgID: d.OrgID,
+		Outcome: d.Outcome, ReasonCodes: d.ReasonCodes, PolicySnapshot: d.PolicySnapshot, Mode: d.Mode,
+		DossierURL: "/v1/protocol/dossiers/" + d.DossierID, DossierDigest: digest, LedgerSeq: d.LedgerSeq,
+		CorrelationID: d.CorrelationID, IdempotencyKey: d.IdempotencyKey, CreatedAt: d.CreatedAt,
+		ChainID: d.ChainID, ParentDecisionID: d.ParentDecisionID, ActivePolicyVersion: d.ActivePolicyVersion,
+	}
+}

@@ -1,0 +1,138 @@
+package decide
+
+import (
+	"context"
+
+	"github.com/clearancehq/clearance/grant"
+	"github.com/clearancehq/clearance/internal/canon"
+	"github.com/clearancehq/clearance/internal/core"
+	"github.com/clearancehq/clearance/store"
+)
+
+// EvaluateRequest is one decision to make: the request body exactly as
+// received on Route, decoded and validated here, so that what is evaluated
+// is what the dossier records.
+type EvaluateRequest struct {
+	// OrgID is the org the caller acts on. "" resolves it from the body's
+	// org_id (or PathOrg) with Principal, as the server does; when set, a
+	// body naming another org_id is refused (ORG_MISMATCH).
+	OrgID string
+	Route Route
+	// Body is the request body as received. Its members are those of the
+	// route's request (evaluate-decision: policy input plus org_id and
+	// parent_decision_id; the gates: plus idempotency_key and
+	// correlation_id; the cloud agent route: its own shape).
+	Body []byte
+	// PathOrg is the org the route's path names (crm.action-gate); it must
+	// agree with the body's org_id.
+	PathOrg string
+	// IdempotencyKey and CorrelationID are the caller's (headers); a body
+	// member with the same role must agree with them.
+	IdempotencyKey string
+	CorrelationID  string
+	RequestID      string
+	Principal      core.Principal
+	// WantEnvelope asks for a signed verification envelope of the decision
+	// (the server sets it for agent-safe-pipeline/0.2.0 and later); it is
+	// given when grant signing is configured.
+	WantEnvelope bool
+}
+
+// Evaluate makes one decision: it decodes the body, resolves the org and
+// its policy, evaluates, and durably records dossier, ledger entry, chain
+// member and idempotency record in one atomic write before answering.
+func (s *Service) Evaluate(ctx context.Context, req EvaluateRequest) (Decision, error) {
+	if !req.Route.known() {
+		return Decision{}, core.Invalid(core.CodeInvalidRequest, "", "route %q does not evaluate decisions", req.Route)
+	}
+	body, err := decode(req.Route, req.Body, req.PathOrg, s.d.JSON)
+	if err != nil {
+		return Decision{}, core.TranslateInput(err)
+	}
+	org, err := s.resolveOrg(ctx, req.OrgID, body.org, req.Principal)
+	if err != nil {
+		return Decision{}, err
+	}
+	key, err := pick(req.IdempotencyKey, body.key, "idempotency_key")
+	if err != nil {
+		return Decision{}, err
+	}
+	corr, err := pick(req.CorrelationID, body.corr, "correlation_id")
+	if err != nil {
+		return Decision{}, err
+	}
+	caller := core.Caller{OrgID: org, Principal: req.Principal, RequestID: req.RequestID, IdempotencyKey: key, CorrelationID: corr}
+	if err := caller.Validate(); err != nil {
+		return Decision{}, err
+	}
+	// The envelope's key is taken before anything is recorded, so that a
+	// revoked active key refuses the request rather than a recorded answer.
+	var envSigner grant.Key
+	if req.WantEnvelope {
+		if keys, err := s.d.Keys.Current(); err == nil {
+			if envSigner, err = keys.Signer(); err != nil {
+				return Decision{}, err
+			}
+		}
+	}
+	dr := draft{route: req.Route, org: org, principal: req.Principal, key: key, corr: corr, requestID: req.RequestID,
+		parent: body.parent, now: s.d.Now(), asReceived: string(req.Body)}
+	if dr.in, err = body.intent.Input(dr.now); err != nil {
+		return Decision{}, core.TranslateInput(err)
+	}
+	dr.in.Extra = body.extra
+	if dr.pin, err = body.intent.PolicyPin(); err != nil {
+		return Decision{}, core.TranslateInput(err)
+	}
+	if dr.intent, err = canon.Transform(req.Body); err != nil {
+		return Decision{}, core.Invalid(core.CodeInvalidRequest, "", "request body cannot be canonicalized: %v", err)
+	}
+	dr.intentDigest = canon.Digest(dr.intent)
+	if dr.parentChain, err = s.parentChain(ctx, org, dr.parent, "parent_decision_id", CodeInvalidParentDecision); err != nil {
+		return Decision{}, err
+	}
+	if dr.res, err = s.cfg.Policies.Resolve(ctx, org, dr.pin); err != nil {
+		return Decision{}, err
+	}
+	ids, err := s.newIDs(3)
+	if err != nil {
+		return Decision{}, err
+	}
+	d, _ := dr.evaluate(ids)
+	var out Decision
+	replayed, err := record(ctx, s, &dr, &d, &out, func(_ store.Tx, digest string) (Decision, error) {
+		return decisionOf(&d, digest), nil
+	})
+	if err != nil {
+		return Decision{}, core.Translate("record decision", err)
+	}
+	out.Replayed = replayed
+	// A replay's Update wrote nothing, but the backend returns only once what
+	// it read is durable, so a replayed answer is never ahead of the disk.
+	if !envSigner.IsZero() {
+		if out.VerificationEnvelope, err = s.envelope(envSigner, out, "", ""); err != nil {
+			return Decision{}, core.Unavailable("sign envelope", err)
+		}
+	}
+	return out, nil
+}
+
+// resolveOrg is the org a request acts on: explicit (a library caller's),
+// which the body's org_id must not contradict, or else the one the body
+// names, resolved with the credential; an org that does not exist is
+// ORG_NOT_FOUND.
+func (s *Service) resolveOrg(ctx context.Context, explicit, named string, p core.Principal) (string, error) {
+	org := explicit
+	if org == "" {
+		var err error
+		if org, err = p.ResolveOrg(named); err != nil {
+			return "", err
+		}
+	} else if named != "" && named != org {
+		return "", core.New(core.ErrForbidden, core.CodeOrgMismatch, "org_id does not match the credential's organization")
+	}
+	if err := s.d.Store.RequireOrg(ctx, org); err != nil {
+		return "", err
+	}
+	return org, nil
+}
