@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/clearancehq/clearance/admin"
 	"github.com/clearancehq/clearance/claim"
 	"github.com/clearancehq/clearance/grant"
 	"github.com/clearancehq/clearance/internal/canon"
@@ -143,8 +144,10 @@ type Engine struct {
 	keys  *core.Keys // grant key ring in use with the kids revoked in the store
 
 	compiled sync.Map     // bundleKey -> *policy.Compiled (published bundles are immutable)
-	apiKeys  sync.Map     // key hash -> tenant.APIKey
 	exports  exportSignal // wakes RunExports when a validation pack is queued
+
+	// Admin: orgs, API keys, registered keys and grant key revocations.
+	Admin *admin.Service
 }
 
 // Open returns an Engine over backend. The Engine does not own the backend:
@@ -164,7 +167,7 @@ func Open(backend store.Backend, opts Options) (*Engine, error) {
 		Keys: keys, Issuer: opts.Issuer, LedgerKey: opts.LedgerKey, MaxClockSkew: opts.MaxClockSkew,
 		JSON: strictjson.Options{RejectUnknown: true, MaxMembers: opts.MaxJSONMembers, MaxElements: opts.MaxJSONElements},
 	}
-	return &Engine{store: st, deps: deps, opts: opts, keys: keys}, nil
+	return &Engine{store: st, deps: deps, opts: opts, keys: keys, Admin: admin.New(deps)}, nil
 }
 
 // SetGrantKeys replaces the grant key ring while the Engine runs, e.g. after
@@ -173,7 +176,7 @@ func Open(backend store.Backend, opts Options) (*Engine, error) {
 // the new ring (a key no longer in it, or revoked, verifies nothing); the
 // JWKS follows. An operation already under way finishes with the ring it
 // started with. nil turns signing off. Kids revoked in the store
-// (RevokeGrantKey) stay refused whatever r holds.
+// (Admin.RevokeGrantKey) stay refused whatever r holds.
 func (e *Engine) SetGrantKeys(r *grant.KeyRing) { e.keys.SetRing(r) }
 
 // GrantKeys returns the grant key ring in use; nil when signing is not
@@ -205,6 +208,15 @@ func (e *Engine) Health(ctx context.Context) Health {
 }
 
 func (e *Engine) now() time.Time { return e.deps.Now() }
+
+// signingKeys returns the keys in use, read once per operation so that an
+// operation signs and verifies with one ring even while it is replaced.
+func (e *Engine) signingKeys() (*core.SigningKeys, error) { return e.keys.Current() }
+
+// appendRecord ledgers a change whose stored form is v.
+func (e *Engine) appendRecord(ctx context.Context, tx store.Tx, kind, subject string, v any) error {
+	return core.AppendRecord(ctx, tx, kind, subject, v, e.now())
+}
 
 // newID returns a time-ordered UUID (v7).
 func (e *Engine) newID() (string, error) { return e.deps.IDs.New() }
