@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/clearancehq/clearance/admin"
 	"github.com/clearancehq/clearance/claim"
 	"github.com/clearancehq/clearance/decide"
 	"github.com/clearancehq/clearance/grant"
@@ -145,9 +146,10 @@ type Engine struct {
 	keys  *core.Keys // grant key ring in use with the kids revoked in the store
 
 	compiled sync.Map     // bundleKey -> *policy.Compiled (published bundles are immutable)
-	apiKeys  sync.Map     // key hash -> tenant.APIKey
 	exports  exportSignal // wakes RunExports when a validation pack is queued
 
+	// Admin: orgs, API keys, registered keys and grant key revocations.
+	Admin *admin.Service
 	// Decide makes decisions: Evaluate and EnforceAndBind.
 	Decide *decide.Service
 }
@@ -169,7 +171,7 @@ func Open(backend store.Backend, opts Options) (*Engine, error) {
 		Keys: keys, Issuer: opts.Issuer, LedgerKey: opts.LedgerKey, MaxClockSkew: opts.MaxClockSkew,
 		JSON: strictjson.Options{RejectUnknown: true, MaxMembers: opts.MaxJSONMembers, MaxElements: opts.MaxJSONElements},
 	}
-	e := &Engine{store: st, deps: deps, opts: opts, keys: keys}
+	e := &Engine{store: st, deps: deps, opts: opts, keys: keys, Admin: admin.New(deps)}
 	e.Decide = decide.New(deps, decide.Config{Policies: enginePolicies{e}, StillActive: stillActive,
 		GrantTTL: opts.GrantTTL, IntentMaxAge: opts.IntentMaxAge})
 	return e, nil
@@ -181,7 +183,7 @@ func Open(backend store.Backend, opts Options) (*Engine, error) {
 // the new ring (a key no longer in it, or revoked, verifies nothing); the
 // JWKS follows. An operation already under way finishes with the ring it
 // started with. nil turns signing off. Kids revoked in the store
-// (RevokeGrantKey) stay refused whatever r holds.
+// (Admin.RevokeGrantKey) stay refused whatever r holds.
 func (e *Engine) SetGrantKeys(r *grant.KeyRing) { e.keys.SetRing(r) }
 
 // GrantKeys returns the grant key ring in use; nil when signing is not
@@ -213,6 +215,15 @@ func (e *Engine) Health(ctx context.Context) Health {
 }
 
 func (e *Engine) now() time.Time { return e.deps.Now() }
+
+// signingKeys returns the keys in use, read once per operation so that an
+// operation signs and verifies with one ring even while it is replaced.
+func (e *Engine) signingKeys() (*core.SigningKeys, error) { return e.keys.Current() }
+
+// appendRecord ledgers a change whose stored form is v.
+func (e *Engine) appendRecord(ctx context.Context, tx store.Tx, kind, subject string, v any) error {
+	return core.AppendRecord(ctx, tx, kind, subject, v, e.now())
+}
 
 // newID returns a time-ordered UUID (v7).
 func (e *Engine) newID() (string, error) { return e.deps.IDs.New() }

@@ -74,3 +74,7 @@ func invalid(code, field, format string, args ...any) *Error {
 
 // unavailable wraps a storage failure: it never authorizes anything.
 func unavailable(op string, err error) *Error { return core.Unavailable(op, err) }
+
+// asEngineError passes *Error through and turns anything else into the
+// kernel's answer for it (core.Translate).
+func asEngineError(op string, err error) error { return core.Translate(op, err) }

@@ -29,7 +29,9 @@ var notProblemCodes = map[string]string{
 // have helpers of the same names that take no code (artifact's invalid).
 var codeArgs = map[string]map[string]int{
 	"*": {
-		"coded.New": 0, // coded.New(code, sentinel, ...)
+		"coded.New":    0, // coded.New(code, sentinel, ...)
+		"core.New":     1, // core.New(kind, code, ...), in the feature packages
+		"core.Invalid": 0, // core.Invalid(code, field, ...)
 	},
 	"": {
 		"newError":    1, // newError(kind, code, ...)
@@ -274,6 +276,7 @@ func f(e *Error, c *call) {
 	_ = coded.New("envelope_malformed", errX, "%s", "x")      // line 12
 	_, _ = c.headerToken("Idempotency-Key", "INVALID_KEY")    // line 13
 	_ = Finding{Code: ("concurrent_supersedes")}              // line 14
+	_ = core.New(ErrNotFound, "KEY_NOT_FOUND", "in a feature") // line 15
 	_ = newError(ErrNotFound, CodeFine, "a literal detail is fine")
 	_ = invalid(CodeFine, "field", "so is a literal field")
 	_ = other("NOT_A_CODE")
@@ -302,9 +305,9 @@ func f(e *Error, c *call) {
 		dir  string
 		want []int
 	}{
-		{"", []int{8, 9, 10, 11, 12, 14}},
-		{"server", []int{8, 11, 12, 13, 14}},
-		{"artifact", []int{8, 11, 12, 14}},
+		{"", []int{8, 9, 10, 11, 12, 14, 15}},
+		{"server", []int{8, 11, 12, 13, 14, 15}},
+		{"artifact", []int{8, 11, 12, 14, 15}},
 	} {
 		if got, text := lines(c.dir); !slices.Equal(got, c.want) {
 			t.Errorf("in %q: reported lines %v, want %v:\n%s", c.dir, got, c.want, text)

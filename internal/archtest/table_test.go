@@ -74,6 +74,7 @@ var packages = map[string]rule{
 
 	"internal/core": {layer: kernel},
 
+	"admin":  {layer: features},
 	"decide": {layer: features},
 
 	// Still the feature monolith: the facade it is to become is its layer.

@@ -1,0 +1,171 @@
+package admin_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/clearancehq/clearance/admin"
+	"github.com/clearancehq/clearance/grant"
+	"github.com/clearancehq/clearance/internal/core"
+	"github.com/clearancehq/clearance/registry"
+	"github.com/clearancehq/clearance/store/pebblestore"
+)
+
+// newService is the admin feature alone over an in-memory store, signing
+// with ring (nil: signing not configured).
+func newService(t *testing.T, ring *grant.KeyRing) (*admin.Service, core.Deps) {
+	t.Helper()
+	b, err := pebblestore.Open("db", pebblestore.Options{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	d := core.Deps{Store: core.NewStore(b), Clock: core.Clock(time.Now), IDs: core.IDs{Rand: rand.Reader},
+		Logger: slog.New(slog.DiscardHandler), Keys: core.NewKeys(ring), Issuer: "clearance"}
+	return admin.New(d), d
+}
+
+// wantErrorCode asserts err is a *core.Error of kind with code (and field, if given).
+func wantErrorCode(t *testing.T, what string, err, kind error, code, field string) {
+	t.Helper()
+	var ce *core.Error
+	if !errors.Is(err, kind) || !errors.As(err, &ce) || ce.Code != code {
+		t.Errorf("%s: got %v; want %s", what, err, code)
+		return
+	}
+	if field != "" && (len(ce.Fields) != 1 || ce.Fields[0].Field != field) {
+		t.Errorf("%s: fields %+v; want %s", what, ce.Fields, field)
+	}
+}
+
+// TestRevokeKeyRefusesImpossibleKIDs: the spec's "kid 1 to 200 chars" is a
+// 400, as at registration, not a 404.
+func TestRevokeKeyRefusesImpossibleKIDs(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newService(t, nil)
+	o, err := s.CreateOrg(ctx, "Acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kid := range []string{strings.Repeat("k", registry.MaxKIDLength+1), "", "k\u200b", "agent-1 "} {
+		_, err := s.RevokeKey(ctx, o.Org.ID, registry.KindAgent, kid)
+		wantErrorCode(t, fmt.Sprintf("kid %.20q", kid), err, core.ErrInvalidRequest, registry.CodeInvalidKID, "kid")
+	}
+	_, err = s.RevokeKey(ctx, o.Org.ID, registry.KindAgent, strings.Repeat("k", registry.MaxKIDLength))
+	wantErrorCode(t, "unknown kid", err, core.ErrNotFound, registry.CodeKeyNotFound, "")
+}
+
+// TestCreateOrgRefusesBadNames: a name is 1 to 200 characters without
+// control characters, surrounding space trimmed; nothing is created otherwise.
+func TestCreateOrgRefusesBadNames(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newService(t, nil)
+	for _, name := range []string{"", "   ", strings.Repeat("é", admin.MaxOrgNameLength+1), "Acme\x00", "Ac\u0085me"} {
+		_, err := s.CreateOrg(ctx, name)
+		wantErrorCode(t, fmt.Sprintf("name %.20q", name), err, core.ErrInvalidRequest, core.CodeInvalidRequest, "name")
+	}
+	o, err := s.CreateOrg(ctx, "  "+strings.Repeat("é", admin.MaxOrgNameLength)+" ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Org(ctx, o.Org.ID); err != nil || got.Name != strings.Repeat("é", admin.MaxOrgNameLength) {
+		t.Fatalf("Org = %+v, %v", got, err)
+	}
+}
+
+// TestAuthenticate: only an issued secret authenticates, as its own key and
+// org; a platform secret works once registered, and registering is idempotent.
+func TestAuthenticate(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newService(t, nil)
+	o, err := s.CreateOrg(ctx, "Acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the second answer comes from the cache
+		p, err := s.Authenticate(ctx, o.Key.Secret)
+		if err != nil || p.KeyID != o.Key.KeyID || p.OrgID != o.Org.ID || p.IsPlatform() {
+			t.Fatalf("Authenticate = %+v, %v", p, err)
+		}
+	}
+	for _, secret := range []string{"", "Bearer " + o.Key.Secret, o.Key.Secret[:len(o.Key.Secret)-1] + "x"} {
+		_, err := s.Authenticate(ctx, secret)
+		wantErrorCode(t, fmt.Sprintf("secret %.20q", secret), err, core.ErrUnauthenticated, core.CodeUnauthenticated, "")
+	}
+
+	plat, err := s.NewPlatformSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Authenticate(ctx, plat); err == nil {
+		t.Fatal("an unregistered platform secret authenticated")
+	}
+	for range 2 {
+		if err := s.EnsurePlatformKey(ctx, plat); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p, err := s.Authenticate(ctx, plat); err != nil || !p.IsPlatform() {
+		t.Fatalf("platform Authenticate = %+v, %v", p, err)
+	}
+	wantErrorCode(t, "an org secret as platform key", s.EnsurePlatformKey(ctx, o.Key.Secret), core.ErrInvalidRequest, core.CodeInvalidRequest, "")
+}
+
+// TestRevokeGrantKey: a grant key revoked in the store leaves the JWKS,
+// verifies nothing and, being the active key, signs nothing.
+func TestRevokeGrantKey(t *testing.T) {
+	ctx := context.Background()
+	oldKey, _ := grant.KeyFromSeed(bytes.Repeat([]byte{1}, 32))
+	newKey, _ := grant.KeyFromSeed(bytes.Repeat([]byte{2}, 32))
+	ring := grant.NewKeyRing(oldKey).Rotate(newKey, time.Now(), time.Hour)
+	s, d := newService(t, ring)
+	if set, ok := s.JWKS(); !ok || len(set.Keys) != 2 {
+		t.Fatalf("JWKS before = %d keys, %v", len(set.Keys), ok)
+	}
+	wantErrorCode(t, "impossible kid", s.RevokeGrantKey(ctx, "k\u200b"), core.ErrInvalidRequest, registry.CodeInvalidKID, "kid")
+
+	if err := s.RevokeGrantKey(ctx, oldKey.KID()); err != nil {
+		t.Fatal(err)
+	}
+	set, _ := s.JWKS()
+	if len(set.Keys) != 1 || set.Keys[0].KeyID != newKey.KID() {
+		t.Fatalf("JWKS after revoking the previous key: %+v", set.Keys)
+	}
+	keys, err := d.Keys.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := keys.Lookup(oldKey.KID(), time.Now()); ok {
+		t.Error("a revoked key still verifies")
+	}
+	if _, err := keys.Signer(); err != nil {
+		t.Fatalf("the active key should still sign: %v", err)
+	}
+
+	if err := s.RevokeGrantKey(ctx, newKey.KID()); err != nil {
+		t.Fatal(err)
+	}
+	keys, _ = d.Keys.Current()
+	_, err = keys.Signer()
+	wantErrorCode(t, "revoked active key", err, core.ErrUnavailable, core.CodeSigningKeyRevoked, "")
+	if err := s.RefreshKeyRevocations(ctx); err != nil || !d.Keys.ActiveRevoked() {
+		t.Fatalf("a refresh withdrew nothing: %v, active revoked %v", err, d.Keys.ActiveRevoked())
+	}
+}
+
+// TestJWKSWithoutSigning: no ring, no JWKS.
+func TestJWKSWithoutSigning(t *testing.T) {
+	s, _ := newService(t, nil)
+	if _, ok := s.JWKS(); ok {
+		t.Fatal("JWKS without a ring")
+	}
+}

@@ -1,0 +1,77 @@
+package admin
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/clearancehq/clearance/internal/canon"
+	"github.com/clearancehq/clearance/internal/core"
+	"github.com/clearancehq/clearance/registry"
+	"github.com/clearancehq/clearance/tenant"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+var (
+	goldenAt  = time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC)
+	goldenOrg = "0190f4b2-0000-7000-8000-00000000000a"
+)
+
+func goldenKey(status registry.Status) registry.Key {
+	return registry.Key{OrgID: goldenOrg, Kind: registry.KindAgent, KID: "agent-key-1", Issuer: "https://agents.example",
+		PublicJWK: json.RawMessage(`{"crv":"Ed25519","kid":"agent-key-1","kty":"OKP","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}`),
+		PublicKey: bytes.Repeat([]byte{7}, 32), Status: status, CreatedAt: goldenAt, UpdatedAt: goldenAt}
+}
+
+// goldenRecords is every record of this package whose canonical digest
+// enters the ledger (the root's golden test lists them as pinned here).
+var goldenRecords = []struct {
+	name  string
+	value func() any
+}{
+	{"org_created", func() any { return tenant.Org{ID: goldenOrg, Name: "Acme Payments", CreatedAt: goldenAt} }},
+	{"api_key_created", func() any {
+		return keyRecord{"0190f4b2-0000-7000-8000-0000000000k1", goldenOrg, tenant.KindOrg,
+			[]tenant.Scope{tenant.ScopeOrgAll, tenant.ScopeDecisionRead}, goldenAt.Format(core.TimeFormat)}
+	}},
+	{"key_registered", func() any { return keyEventOf(goldenKey(registry.StatusActive)) }},
+	{"key_revoked", func() any {
+		k := goldenKey(registry.StatusRevoked)
+		k.RevokedAt = &goldenAt
+		return keyEventOf(k)
+	}},
+}
+
+// TestGoldenLedgerPayloads pins the RFC 8785 bytes of the records whose
+// digest the ledger commits to: changing them changes what old entries
+// verify against, so it must be a visible change of testdata/golden
+// (go test -run Golden -update). A file holds exactly the canonical bytes.
+func TestGoldenLedgerPayloads(t *testing.T) {
+	for _, tc := range goldenRecords {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := canon.Marshal(tc.value())
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join("testdata", "golden", tc.name+".json")
+			if *update {
+				if err := os.WriteFile(path, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test -run Golden -update to write it)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("canonical encoding changed; the ledger commits to these bytes:\n got %s\nwant %s", got, want)
+			}
+		})
+	}
+}
