@@ -110,6 +110,51 @@ func problemOf(err error, requestID string) problem {
 	return p
 }
 
+// refusalBody names what a route answers a refusal with: a problem, or a
+// fail-closed body of its own that a client acting on the answer cannot
+// read as permission (a route attribute: route.refusal).
+type refusalBody int
+
+const (
+	problemBody refusalBody = iota
+	// claimRefusal: a 409 or 503 of a claim is failedClaim
+	// (should_execute false, no attestation); other statuses a problem.
+	claimRefusal
+	// finalizeRefusal: a finalization recorded as INDETERMINATE answers its
+	// result (409); anything else a problem.
+	finalizeRefusal
+)
+
+// writeRefusal writes err as the route's refusal body and returns the
+// status, chosen here by statusOf like every other.
+func writeRefusal(c *call, kind refusalBody, err error) int {
+	status := statusOf(err)
+	switch kind {
+	case claimRefusal:
+		if status == http.StatusConflict || status == http.StatusServiceUnavailable {
+			p := problemOf(err, c.requestID)
+			_ = c.writeJSON(status, failedClaim{Code: p.Code, Detail: p.Detail, RequestID: c.requestID})
+			return status
+		}
+	case finalizeRefusal:
+		var refused *clearance.FinalizeRefused
+		if errors.As(err, &refused) {
+			_ = c.writeJSON(status, refused.Result)
+			return status
+		}
+	}
+	return writeProblem(c.w, err, c.requestID)
+}
+
+// healthStatus is the status of a health answer: 503 when degraded, so a
+// load balancer takes the server out.
+func healthStatus(h clearance.Health) int {
+	if h.Status != "ok" {
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusOK
+}
+
 func writeProblem(w http.ResponseWriter, err error, requestID string) int {
 	p := problemOf(err, requestID)
 	w.Header().Set("Content-Type", "application/problem+json")

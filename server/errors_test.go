@@ -96,3 +96,35 @@ func sentinels(t *testing.T, file string) []string {
 	}
 	return out
 }
+
+// TestStatusesChosenInErrorsGo: errors.go is the only file of the server
+// that names an error status (4xx, 5xx); handlers return errors and the
+// route's refusal body, and success statuses are theirs to choose.
+func TestStatusesChosenInErrorsGo(t *testing.T) {
+	success := map[string]bool{"StatusOK": true, "StatusCreated": true, "StatusAccepted": true, "StatusNoContent": true,
+		"StatusNotModified": true, "StatusFound": true, "StatusSeeOther": true}
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range files {
+		if strings.HasSuffix(file, "_test.go") || file == "errors.go" {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			sel, ok := n.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			if x, ok := sel.X.(*ast.Ident); ok && x.Name == "http" && strings.HasPrefix(sel.Sel.Name, "Status") &&
+				sel.Sel.Name != "StatusText" && !success[sel.Sel.Name] {
+				t.Errorf("%s: http.%s: error statuses are chosen in errors.go only", file, sel.Sel.Name)
+			}
+			return true
+		})
+	}
+}

@@ -2,7 +2,6 @@ package server
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strings"
 
@@ -139,12 +138,7 @@ func (s *Server) claimToken(c *call) error {
 	res, err := s.engine.Claim(c.r.Context(), clearance.ClaimRequest{OrgID: org, ExecutionToken: req.ExecutionToken,
 		IntentHash: req.IntentHash, CorrelationID: req.CorrelationID})
 	if err != nil {
-		status := statusOf(err)
-		if status != http.StatusConflict && status != http.StatusServiceUnavailable {
-			return err
-		}
-		p := problemOf(err, c.requestID)
-		return c.writeJSON(status, failedClaim{Code: p.Code, Detail: p.Detail, RequestID: c.requestID})
+		return err // the route's refusal body: failedClaim
 	}
 	return c.writeJSON(http.StatusOK, res)
 }
@@ -168,12 +162,8 @@ func (s *Server) finalizeToken(c *call) error {
 	}
 	res, err := s.engine.Finalize(c.r.Context(), clearance.FinalizeRequest{OrgID: org, ExecutionToken: req.ExecutionToken,
 		ClaimToken: req.ClaimToken, Outcome: req.Outcome, Evidence: req.EffectEvidence, Receipt: req.EffectReceipt})
-	var refused *clearance.FinalizeRefused
-	if errors.As(err, &refused) {
-		return c.writeJSON(http.StatusConflict, refused.Result)
-	}
 	if err != nil {
-		return err
+		return err // the route's refusal body: a refused finalization's result
 	}
 	return c.writeJSON(http.StatusOK, res)
 }

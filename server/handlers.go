@@ -27,11 +27,7 @@ type healthResponse struct {
 
 func (s *Server) health(c *call) error {
 	h := healthResponse{Health: s.engine.Health(c.r.Context()), Keys: s.keyIDs()}
-	status := http.StatusOK
-	if h.Status != "ok" {
-		status = http.StatusServiceUnavailable
-	}
-	return c.writeJSON(status, h)
+	return c.writeJSON(healthStatus(h.Health), h)
 }
 
 // keyIDs names the signing keys in use: Options.Keys, with "grant" the

@@ -58,9 +58,9 @@ func (s *Server) routes() []route {
 		// Agent-safe execution: grant → claim → finalize.
 		{pattern: "POST /v1/authority/enforce-and-bind", auth: authKey, scopes: scopeDecisionWrite, handle: (*Server).enforceAndBind},
 		{pattern: "POST /v1/execution/verify-token", auth: authKey, scopes: scopeExecRead, handle: (*Server).verifyToken},
-		{pattern: "POST /v1/execution/claim-token", auth: authKey, scopes: scopeDecisionWrite, handle: (*Server).claimToken},
-		{pattern: "POST /v1/execution/consume-token", auth: authKey, scopes: scopeDecisionWrite, handle: (*Server).claimToken},
-		{pattern: "POST /v1/execution/finalize-token", auth: authKey, scopes: scopeDecisionWrite, handle: (*Server).finalizeToken},
+		{pattern: "POST /v1/execution/claim-token", auth: authKey, scopes: scopeDecisionWrite, refusal: claimRefusal, handle: (*Server).claimToken},
+		{pattern: "POST /v1/execution/consume-token", auth: authKey, scopes: scopeDecisionWrite, refusal: claimRefusal, handle: (*Server).claimToken},
+		{pattern: "POST /v1/execution/finalize-token", auth: authKey, scopes: scopeDecisionWrite, refusal: finalizeRefusal, handle: (*Server).finalizeToken},
 		{pattern: "GET /.well-known/clearance-execution-grant-jwks.json", auth: authPublic, handle: (*Server).jwks},
 		{pattern: "POST /v1/execution/agent-keys", auth: authKey, scopes: scopePolicyWrite, handle: agentKeys.register},
 		{pattern: "GET /v1/execution/agent-keys", auth: authKey, scopes: scopePolicyRead, handle: agentKeys.list},

@@ -161,7 +161,10 @@ type route struct {
 	auth       authMode
 	scopes     []tenant.Scope // any of these (org:* always)
 	deprecated bool
-	handle     func(*Server, *call) error
+	// refusal is the body the route answers a refusal with (problemBody
+	// unless the route keeps a fail-closed shape of its own).
+	refusal refusalBody
+	handle  func(*Server, *call) error
 }
 
 // call is one request in flight.
@@ -199,7 +202,7 @@ func (s *Server) wrap(rt route) http.Handler {
 				"duration_ms", float64(time.Since(start).Microseconds())/1000, "request_id", c.requestID)
 		}()
 		if err := s.serve(rt, c); err != nil && c.status == 0 {
-			c.status = writeProblem(w, err, c.requestID)
+			c.status = writeRefusal(c, rt.refusal, err)
 		}
 	})
 }
