@@ -207,7 +207,7 @@ func TestShadowReport(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rep, err := e.ShadowReport(ctx, o.Org.ID, now.Add(-time.Hour), now.Add(time.Hour))
+	rep, err := e.ShadowReport(ctx, o.Org.ID, clearance.Between(now.Add(-time.Hour), now.Add(time.Hour)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +217,7 @@ func TestShadowReport(t *testing.T) {
 	if len(rep.ByWorkflow) != 2 || rep.ByWorkflow[0].WorkflowKey != "a" || rep.ByWorkflow[0].Total != 2 {
 		t.Fatalf("by workflow %+v", rep.ByWorkflow)
 	}
-	empty, _ := e.ShadowReport(ctx, o.Org.ID, now.Add(time.Hour), now.Add(2*time.Hour))
+	empty, _ := e.ShadowReport(ctx, o.Org.ID, clearance.Between(now.Add(time.Hour), now.Add(2*time.Hour)))
 	if empty.Total != 0 {
 		t.Fatalf("window excludes: %+v", empty)
 	}

@@ -178,9 +178,32 @@ type WorkflowShadow struct {
 // MaxShadowWindow bounds a shadow report's time window.
 const MaxShadowWindow = 366 * 24 * time.Hour
 
-// ShadowReport counts the org's SHADOW decisions in [from, to) by outcome
+// DefaultShadowWindow is a shadow report's window when the request bounds
+// only one end, or neither (which ends now).
+const DefaultShadowWindow = 24 * time.Hour
+
+// Window is a report's time window [From, To). A nil end is defaulted: To
+// is the engine's now, From is To minus DefaultShadowWindow. Optional ends
+// are pointers so that the zero time stays a time a caller may name.
+type Window struct {
+	From *time.Time
+	To   *time.Time
+}
+
+// Between is the window [from, to).
+func Between(from, to time.Time) Window { return Window{From: &from, To: &to} }
+
+// ShadowReport counts the org's SHADOW decisions in the window by outcome
 // and by workflow (workflows sorted by key).
-func (e *Engine) ShadowReport(ctx context.Context, orgID string, from, to time.Time) (ShadowReport, error) {
+func (e *Engine) ShadowReport(ctx context.Context, orgID string, w Window) (ShadowReport, error) {
+	to := e.now()
+	if w.To != nil {
+		to = *w.To
+	}
+	from := to.Add(-DefaultShadowWindow)
+	if w.From != nil {
+		from = *w.From
+	}
 	if !from.Before(to) {
 		return ShadowReport{}, invalid(CodeInvalidRequest, "from", "from must be before to")
 	}

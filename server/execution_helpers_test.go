@@ -96,7 +96,7 @@ func newExecEnv(t testing.TB, bundle string) *execEnv {
 	x := &execEnv{now: &atomic.Int64{}}
 	x.now.Store(execStart.UnixNano())
 	x.env = &env{t: t, dbDir: filepath.Join(t.TempDir(), "db"),
-		opts: server.Options{RateLimit: -1, Now: x.clock}}
+		opts: server.Options{RateLimit: -1}}
 	x.ring = grant.NewKeyRing(mustKey(t, 1))
 	x.open(x.ring)
 	secret, err := x.engine.NewPlatformSecret()

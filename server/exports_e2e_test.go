@@ -42,7 +42,7 @@ func newExportEnv(t *testing.T, unsigned bool) *exportEnv {
 	t.Helper()
 	x := &exportEnv{now: &atomic.Int64{}, unsigned: unsigned}
 	x.now.Store(execStart.UnixNano())
-	x.env = &env{t: t, dbDir: filepath.Join(t.TempDir(), "db"), opts: server.Options{RateLimit: -1, Now: x.clock}}
+	x.env = &env{t: t, dbDir: filepath.Join(t.TempDir(), "db"), opts: server.Options{RateLimit: -1}}
 	x.open()
 	secret, err := x.engine.NewPlatformSecret()
 	if err != nil {

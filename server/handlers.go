@@ -353,19 +353,22 @@ func (s *Server) shadowReport(c *call) error {
 	if err != nil {
 		return err
 	}
-	to := s.opts.Now().UTC()
+	var w clearance.Window
 	if toQ != "" {
-		if to, err = time.Parse(time.RFC3339, toQ); err != nil {
+		to, err := time.Parse(time.RFC3339, toQ)
+		if err != nil {
 			return badQuery("to", "to must be an RFC 3339 timestamp")
 		}
+		w.To = &to
 	}
-	from := to.Add(-24 * time.Hour)
 	if fromQ != "" {
-		if from, err = time.Parse(time.RFC3339, fromQ); err != nil {
+		from, err := time.Parse(time.RFC3339, fromQ)
+		if err != nil {
 			return badQuery("from", "from must be an RFC 3339 timestamp")
 		}
+		w.From = &from
 	}
-	rep, err := s.engine.ShadowReport(c.r.Context(), org, from, to)
+	rep, err := s.engine.ShadowReport(c.r.Context(), org, w)
 	if err != nil {
 		return err
 	}

@@ -57,8 +57,6 @@ type Options struct {
 	RateLimit float64
 	// RateBurst is the token-bucket burst; 0 means 2,000.
 	RateBurst int
-	// Now is the clock for report defaults; nil means time.Now.
-	Now func() time.Time
 	// Keys names the service's signing keys by role (e.g. "ledger") with
 	// their kids; /v1/health reports them, with "grant" always the active
 	// key of the engine's ring in use.
@@ -89,9 +87,6 @@ func New(e *clearance.Engine, opts Options) *Server {
 	}
 	if opts.RateBurst <= 0 {
 		opts.RateBurst = DefaultRateBurst
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
 	}
 	if opts.Registerer == nil {
 		opts.Registerer = prometheus.NewRegistry()

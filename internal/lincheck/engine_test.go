@@ -193,7 +193,7 @@ type httpSys struct {
 func newHTTPSys(t testing.TB, st store.Backend) *httpSys {
 	t.Helper()
 	x := &httpSys{engineSys: newEngineSys(t, st)}
-	x.srv = httptest.NewServer(server.New(x.e, server.Options{RateLimit: -1, Now: fixedClock}))
+	x.srv = httptest.NewServer(server.New(x.e, server.Options{RateLimit: -1}))
 	tr := x.srv.Client().Transport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 64
 	x.client = &http.Client{Transport: tr, Timeout: 10 * time.Second}
