@@ -27,7 +27,7 @@ import (
 // place in the org's ledger — without a credential and without seeing the
 // dossier itself (no intent, actor, reason codes, policy or org id).
 //
-// A link is the path /v1/public/decision-dossiers/{dossier_id}/verify with
+// A link is the path /v1/public/decision-dossiers/{dossierId}/verify with
 // the query sig=<token>, where
 //
 //	token   = base64url(payload) "." base64url(mac)

@@ -946,7 +946,7 @@ func (s *badSuite) specs(a specArgs) map[string]routeSpec {
 	signedExtra := func(q req) []badCase { return s.signedIntents(q) }
 
 	// The dossier exports require org_id.
-	dossierExport := routeSpec{org: orgQuery, query: "?org_id=" + s.a.ID, params: map[string]string{"dossier_id": a.dossierID},
+	dossierExport := routeSpec{org: orgQuery, query: "?org_id=" + s.a.ID, params: map[string]string{"dossierId": a.dossierID},
 		paramCodes: []string{"DOSSIER_NOT_FOUND"}, extra: func(q req) []badCase {
 			p := q
 			p.path = strings.Replace(q.path, a.dossierID, a.dossierB, 1)
@@ -1022,7 +1022,7 @@ func (s *badSuite) specs(a specArgs) map[string]routeSpec {
 		"GET /v1/execution/reconciliations":                    {org: orgQuery},
 		"POST /v1/execution/reconciliations/{grantId}":         reconcile,
 
-		"GET /v1/dossiers/{decision_id}": {org: orgQuery, params: map[string]string{"decision_id": a.decisionID},
+		"GET /v1/dossiers/{decisionId}": {org: orgQuery, params: map[string]string{"decisionId": a.decisionID},
 			paramCodes: []string{"DOSSIER_NOT_FOUND"}, extra: func(q req) []badCase {
 				p := q
 				p.path = pathDossierDec + a.decisionB
@@ -1034,8 +1034,8 @@ func (s *badSuite) specs(a specArgs) map[string]routeSpec {
 				p.path = pathDossiers + a.dossierB
 				return []badCase{s.variant(p, catForeign, "another org's dossier id", "", "DOSSIER_NOT_FOUND")}
 			}},
-		"GET /v1/protocol/decision-chains/{chain_id}":                    s.evidenceSpec(a, "chain"),
-		"GET /v1/protocol/decision-chains/by-evaluation/{evaluation_id}": s.evidenceSpec(a, "chain by evaluation"),
+		"GET /v1/protocol/decision-chains/{chainId}":                    s.evidenceSpec(a, "chain"),
+		"GET /v1/protocol/decision-chains/by-evaluation/{evaluationId}": s.evidenceSpec(a, "chain by evaluation"),
 		"GET /v1/protocol/dossiers/{dossierId}/overrides":                s.evidenceSpec(a, "overrides"),
 		"POST /v1/protocol/dossiers/{dossierId}/overrides":               s.evidenceSpec(a, "record override"),
 		"GET /v1/protocol/dossiers/{dossierId}/dispatches":               s.evidenceSpec(a, "dispatches"),
@@ -1051,9 +1051,9 @@ func (s *badSuite) specs(a specArgs) map[string]routeSpec {
 		"GET /v1/protocol/audit/ledger/proofs/consistency": {org: orgQuery, query: "?old_size=" + a.treeSize,
 			extra: s.proofQueries("old_size", "new_size", a.treeSize)},
 		"GET /.well-known/clearance-ledger-key":                                          {},
-		"GET /v1/protocol/dossiers/{dossier_id}/proof-packet":                            dossierExport,
-		"GET /v1/protocol/dossiers/{dossier_id}/agent-action-capsule":                    dossierExport,
-		"GET /v1/protocol/dossiers/{dossier_id}/agent-action-capsule/producer-envelopes": dossierExport,
+		"GET /v1/protocol/dossiers/{dossierId}/proof-packet":                            dossierExport,
+		"GET /v1/protocol/dossiers/{dossierId}/agent-action-capsule":                    dossierExport,
+		"GET /v1/protocol/dossiers/{dossierId}/agent-action-capsule/producer-envelopes": dossierExport,
 
 		"GET /v1/public/decision-dossiers/{dossierId}/verify": s.shareSpec(a, "verify"),
 		"POST /v1/protocol/dossiers/{dossierId}/share-links":  s.shareSpec(a, "create"),
@@ -2080,9 +2080,9 @@ func (s *badSuite) evidenceSpec(a specArgs, which string) routeSpec {
 	}
 	switch which {
 	case "chain", "chain by evaluation":
-		param, id, idB, base, wrong := "chain_id", ev.chainID, ev.chainB, pathChain, a.dossierID
+		param, id, idB, base, wrong := "chainId", ev.chainID, ev.chainB, pathChain, a.dossierID
 		if which == "chain by evaluation" {
-			param, id, idB, base, wrong = "evaluation_id", ev.evaluationID, ev.evaluationB, pathChainByEval, a.decisionID
+			param, id, idB, base, wrong = "evaluationId", ev.evaluationID, ev.evaluationB, pathChainByEval, a.decisionID
 		}
 		return routeSpec{org: orgQuery, query: "?org_id=" + s.a.ID, params: map[string]string{param: id},
 			paramCodes: []string{"CHAIN_NOT_FOUND"}, extra: func(q req) []badCase {

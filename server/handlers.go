@@ -397,7 +397,7 @@ func (s *Server) dossierByDecision(c *call) error {
 	if err != nil {
 		return err
 	}
-	d, err := s.engine.DossierByDecision(c.r.Context(), org, c.r.PathValue("decision_id"))
+	d, err := s.engine.DossierByDecision(c.r.Context(), org, c.r.PathValue("decisionId"))
 	if err != nil {
 		return err
 	}

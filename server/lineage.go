@@ -14,7 +14,7 @@ func (s *Server) decisionChain(c *call) error {
 	if err != nil {
 		return err
 	}
-	ch, err := s.engine.Chain(c.r.Context(), org, c.r.PathValue("chain_id"))
+	ch, err := s.engine.Chain(c.r.Context(), org, c.r.PathValue("chainId"))
 	if err != nil {
 		return err
 	}
@@ -26,7 +26,7 @@ func (s *Server) decisionChainByEvaluation(c *call) error {
 	if err != nil {
 		return err
 	}
-	ch, err := s.engine.ChainByEvaluation(c.r.Context(), org, c.r.PathValue("evaluation_id"))
+	ch, err := s.engine.ChainByEvaluation(c.r.Context(), org, c.r.PathValue("evaluationId"))
 	if err != nil {
 		return err
 	}

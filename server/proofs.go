@@ -165,7 +165,7 @@ func (s *Server) proofPacket(c *call) error {
 	if err != nil {
 		return err
 	}
-	p, err := s.engine.ProofPacket(c.r.Context(), org, c.r.PathValue("dossier_id"))
+	p, err := s.engine.ProofPacket(c.r.Context(), org, c.r.PathValue("dossierId"))
 	if err != nil {
 		return err
 	}
@@ -177,7 +177,7 @@ func (s *Server) agentActionCapsule(c *call) error {
 	if err != nil {
 		return err
 	}
-	caps, err := s.engine.Capsules(c.r.Context(), org, c.r.PathValue("dossier_id"))
+	caps, err := s.engine.Capsules(c.r.Context(), org, c.r.PathValue("dossierId"))
 	if err != nil {
 		return err
 	}
@@ -189,7 +189,7 @@ func (s *Server) agentActionCapsule(c *call) error {
 	if caps.LatestVerified() {
 		h.Set(HeaderClass1Verified, "true")
 	} else {
-		s.log.Error("a capsule failed our own Class 1 checks", "dossier_id", c.r.PathValue("dossier_id"))
+		s.log.Error("a capsule failed our own Class 1 checks", "dossier_id", c.r.PathValue("dossierId"))
 	}
 	c.w.WriteHeader(http.StatusOK)
 	c.status = http.StatusOK
@@ -209,7 +209,7 @@ func (s *Server) producerEnvelopes(c *call) error {
 	if err != nil {
 		return err
 	}
-	id, envs, err := s.engine.ProducerEnvelopes(c.r.Context(), org, c.r.PathValue("dossier_id"))
+	id, envs, err := s.engine.ProducerEnvelopes(c.r.Context(), org, c.r.PathValue("dossierId"))
 	if err != nil {
 		return err
 	}

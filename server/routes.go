@@ -73,10 +73,10 @@ func (s *Server) routes() []route {
 		{pattern: "POST /v1/protocol/executions/dispatches", auth: authKey, scopes: scopeDecisionWrite, handle: (*Server).recordDispatch},
 
 		// Evidence.
-		{pattern: "GET /v1/dossiers/{decision_id}", auth: authKey, scopes: scopeDecisionRead, handle: (*Server).dossierByDecision},
+		{pattern: "GET /v1/dossiers/{decisionId}", auth: authKey, scopes: scopeDecisionRead, handle: (*Server).dossierByDecision},
 		{pattern: "GET /v1/protocol/dossiers/{dossierId}", auth: authKey, scopes: scopeDecisionRead, handle: (*Server).dossier},
-		{pattern: "GET /v1/protocol/decision-chains/{chain_id}", auth: authKey, scopes: scopeDecisionRead, handle: (*Server).decisionChain},
-		{pattern: "GET /v1/protocol/decision-chains/by-evaluation/{evaluation_id}", auth: authKey, scopes: scopeDecisionRead, handle: (*Server).decisionChainByEvaluation},
+		{pattern: "GET /v1/protocol/decision-chains/{chainId}", auth: authKey, scopes: scopeDecisionRead, handle: (*Server).decisionChain},
+		{pattern: "GET /v1/protocol/decision-chains/by-evaluation/{evaluationId}", auth: authKey, scopes: scopeDecisionRead, handle: (*Server).decisionChainByEvaluation},
 		{pattern: "GET /v1/protocol/dossiers/{dossierId}/overrides", auth: authKey, scopes: scopeDecisionRead, handle: (*Server).overrides},
 		{pattern: "POST /v1/protocol/dossiers/{dossierId}/overrides", auth: authKey, scopes: scopeOverride, handle: (*Server).recordOverride},
 		{pattern: "GET /v1/protocol/dossiers/{dossierId}/dispatches", auth: authKey, scopes: scopeDecisionRead, handle: (*Server).dispatches},
@@ -87,9 +87,9 @@ func (s *Server) routes() []route {
 		{pattern: "GET /v1/protocol/audit/ledger/proofs/inclusion", auth: authKey, scopes: scopeAuditRead, handle: (*Server).inclusionProof},
 		{pattern: "GET /v1/protocol/audit/ledger/proofs/consistency", auth: authKey, scopes: scopeAuditRead, handle: (*Server).consistencyProof},
 		{pattern: "GET /.well-known/clearance-ledger-key", auth: authPublic, handle: (*Server).ledgerKey},
-		{pattern: "GET /v1/protocol/dossiers/{dossier_id}/proof-packet", auth: authKey, scopes: scopeDecisionRead, handle: (*Server).proofPacket},
-		{pattern: "GET /v1/protocol/dossiers/{dossier_id}/agent-action-capsule", auth: authKey, scopes: scopeDecisionRead, handle: (*Server).agentActionCapsule},
-		{pattern: "GET /v1/protocol/dossiers/{dossier_id}/agent-action-capsule/producer-envelopes", auth: authKey, scopes: scopeDecisionRead, handle: (*Server).producerEnvelopes},
+		{pattern: "GET /v1/protocol/dossiers/{dossierId}/proof-packet", auth: authKey, scopes: scopeDecisionRead, handle: (*Server).proofPacket},
+		{pattern: "GET /v1/protocol/dossiers/{dossierId}/agent-action-capsule", auth: authKey, scopes: scopeDecisionRead, handle: (*Server).agentActionCapsule},
+		{pattern: "GET /v1/protocol/dossiers/{dossierId}/agent-action-capsule/producer-envelopes", auth: authKey, scopes: scopeDecisionRead, handle: (*Server).producerEnvelopes},
 
 		// Share links (extension): the org makes and revokes them; anyone
 		// holding one verifies the dossier it names, publicly.
