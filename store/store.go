@@ -1,14 +1,14 @@
 // Package store declares the storage contract that every Clearance backend
 // implements: store/pebblestore (embedded, one server) and store/pgstore
 // (PostgreSQL, shared by any number of servers). It composes the small
-// interfaces the domain packages declare (ledger.Tx, dossier.Tx, claim.Tx,
-// artifact.Tx, registry.Tx, tenant.Tx, …) and adds the records no domain
-// package owns (policy bundles and activations, idempotency records,
+// interfaces the record packages declare (ledger.Tx, dossier.Tx, claim.Tx,
+// artifact.Tx, registry.Tx, tenant.Tx, idempotency.Tx, …) and adds the
+// records no record package owns yet (policy bundles and activations,
 // grant-key revocations).
 //
-// Backends hold no business rules: hash linking, idempotency decisions, the
-// claim state machine and policy resolution live in their packages and run
-// inside Update, whose function may run more than once (see
+// Backends hold no business rules: hash linking, the idempotency rule, the
+// claim state machine, the dossier record path and policy resolution live
+// in their packages and run inside Update, whose function may run more than once (see
 // Backend.Update). Every backend passes the conformance suites that
 // store/storetest.All runs.
 package store
