@@ -15,6 +15,9 @@ import (
 // Principal is an authenticated caller.
 type Principal = core.Principal
 
+// RegisteredKey is a registered agent or provider key as the API shows it.
+type RegisteredKey = admin.Key
+
 // IssuedKey is a newly created API key; Secret is shown only here.
 type IssuedKey = admin.IssuedKey
 
@@ -54,17 +57,17 @@ func (e *Engine) EnsurePlatformKey(ctx context.Context, secret string) error {
 func (e *Engine) NewPlatformSecret() (string, error) { return e.Admin.NewPlatformSecret() }
 
 // RegisterKey forwards to Admin.RegisterKey.
-func (e *Engine) RegisterKey(ctx context.Context, orgID string, kind registry.Kind, r registry.Registration) (registry.Key, bool, error) {
+func (e *Engine) RegisterKey(ctx context.Context, orgID string, kind registry.Kind, r registry.Registration) (RegisteredKey, bool, error) {
 	return e.Admin.RegisterKey(ctx, orgID, kind, r)
 }
 
 // RevokeKey forwards to Admin.RevokeKey.
-func (e *Engine) RevokeKey(ctx context.Context, orgID string, kind registry.Kind, kid string) (registry.Key, error) {
+func (e *Engine) RevokeKey(ctx context.Context, orgID string, kind registry.Kind, kid string) (RegisteredKey, error) {
 	return e.Admin.RevokeKey(ctx, orgID, kind, kid)
 }
 
 // Keys forwards to Admin.Keys.
-func (e *Engine) Keys(ctx context.Context, orgID string, kind registry.Kind) ([]registry.Key, error) {
+func (e *Engine) Keys(ctx context.Context, orgID string, kind registry.Kind) ([]RegisteredKey, error) {
 	return e.Admin.Keys(ctx, orgID, kind)
 }
 

@@ -13,7 +13,7 @@ import (
 
 // RegisterKey registers an org's public agent or provider key (ledgered).
 // Created is false when the same key was already active under that kid.
-func (s *Service) RegisterKey(ctx context.Context, orgID string, kind registry.Kind, r registry.Registration) (registry.Key, bool, error) {
+func (s *Service) RegisterKey(ctx context.Context, orgID string, kind registry.Kind, r registry.Registration) (Key, bool, error) {
 	var (
 		out     registry.Key
 		created bool
@@ -30,20 +30,20 @@ func (s *Service) RegisterKey(ctx context.Context, orgID string, kind registry.K
 		return s.appendKeyEvent(ctx, tx, ledger.KindKeyRegistered, k)
 	})
 	if core.IsNotFound(err) { // a store not-found here is the key's
-		return registry.Key{}, false, core.New(core.ErrNotFound, registry.CodeKeyNotFound, "key not found")
+		return Key{}, false, core.New(core.ErrNotFound, registry.CodeKeyNotFound, "key not found")
 	}
 	if err != nil {
-		return registry.Key{}, false, core.Translate("register key", err)
+		return Key{}, false, core.Translate("register key", err)
 	}
-	return out, created, nil
+	return keyOf(out), created, nil
 }
 
 // RevokeKey revokes a registered key; its metadata stays listed. A kid no
 // key can have (not registry.ValidKID) is 400 INVALID_KID, as registering it
 // would be; an unknown one is 404 KEY_NOT_FOUND.
-func (s *Service) RevokeKey(ctx context.Context, orgID string, kind registry.Kind, kid string) (registry.Key, error) {
+func (s *Service) RevokeKey(ctx context.Context, orgID string, kind registry.Kind, kid string) (Key, error) {
 	if !registry.ValidKID(kid) {
-		return registry.Key{}, errInvalidKID()
+		return Key{}, errInvalidKID()
 	}
 	var out registry.Key
 	err := s.d.Store.Update(ctx, orgID, func(tx store.Tx) error {
@@ -62,24 +62,25 @@ func (s *Service) RevokeKey(ctx context.Context, orgID string, kind registry.Kin
 		return s.appendKeyEvent(ctx, tx, ledger.KindKeyRevoked, k)
 	})
 	if core.IsNotFound(err) { // a store not-found here is the key's
-		return registry.Key{}, core.New(core.ErrNotFound, registry.CodeKeyNotFound, "key not found")
+		return Key{}, core.New(core.ErrNotFound, registry.CodeKeyNotFound, "key not found")
 	}
 	if err != nil {
-		return registry.Key{}, core.Translate("revoke key", err)
+		return Key{}, core.Translate("revoke key", err)
 	}
-	return out, nil
+	return keyOf(out), nil
 }
 
 // Keys lists the org's keys of a kind, revoked ones included.
-func (s *Service) Keys(ctx context.Context, orgID string, kind registry.Kind) ([]registry.Key, error) {
+func (s *Service) Keys(ctx context.Context, orgID string, kind registry.Kind) ([]Key, error) {
 	ks, err := s.d.Store.RegisteredKeys(ctx, orgID, kind)
 	if err != nil {
 		return nil, core.Unavailable("list keys", err)
 	}
-	if ks == nil {
-		ks = []registry.Key{}
+	out := make([]Key, len(ks))
+	for i, k := range ks {
+		out[i] = keyOf(k)
 	}
-	return ks, nil
+	return out, nil
 }
 
 // JWKS returns the public grant-signing keys of the ring in use (the active

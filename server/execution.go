@@ -184,8 +184,8 @@ func (s *Server) jwks(c *call) error {
 type keyRoutes struct{ kind registry.Kind }
 
 type keyList struct {
-	OrgID string         `json:"org_id"`
-	Keys  []registry.Key `json:"keys"`
+	OrgID string                    `json:"org_id"`
+	Keys  []clearance.RegisteredKey `json:"keys"`
 }
 
 func (k keyRoutes) register(s *Server, c *call) error {
