@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/clearancehq/clearance/audit"
 	"github.com/clearancehq/clearance/claim"
 	"github.com/clearancehq/clearance/grant"
 	"github.com/clearancehq/clearance/internal/canon"
@@ -137,6 +138,9 @@ func (e *Engine) decodeOptions() strictjson.Options { return e.deps.JSON }
 
 // Engine is Clearance's in-process API. Create it with Open.
 type Engine struct {
+	// Audit answers for the ledgers: pages, verification, checkpoints, proofs.
+	Audit *audit.Service
+
 	store core.Store // the backend, refusing unknown orgs and marking which ledgers grew
 	deps  core.Deps
 	opts  Options
@@ -164,7 +168,7 @@ func Open(backend store.Backend, opts Options) (*Engine, error) {
 		Keys: keys, Issuer: opts.Issuer, LedgerKey: opts.LedgerKey, MaxClockSkew: opts.MaxClockSkew,
 		JSON: strictjson.Options{RejectUnknown: true, MaxMembers: opts.MaxJSONMembers, MaxElements: opts.MaxJSONElements},
 	}
-	return &Engine{store: st, deps: deps, opts: opts, keys: keys}, nil
+	return &Engine{Audit: audit.New(deps), store: st, deps: deps, opts: opts, keys: keys}, nil
 }
 
 // SetGrantKeys replaces the grant key ring while the Engine runs, e.g. after

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/json"
-	"errors"
 	"sort"
 	"strconv"
 	"time"
@@ -14,8 +13,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/clearancehq/clearance/artifact"
-	"github.com/clearancehq/clearance/dossier"
-	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/policy"
 	"github.com/clearancehq/clearance/store"
 )
@@ -305,40 +302,4 @@ func (e *Engine) ChainByEvaluation(ctx context.Context, orgID, evaluationID stri
 
 func errChainNotFound() error {
 	return newError(ErrNotFound, CodeChainNotFound, "decision chain not found")
-}
-
-// storedDigest returns the digest of the stored record that a ledger entry
-// binds by its payload digest — a decision's dossier, an override, a
-// dispatch — with what names its kind; the digest is "missing" for a record
-// that is gone, and what is "" for entries of other kinds.
-func (e *Engine) storedDigest(ctx context.Context, orgID string, en ledger.Entry) (what, digest string, err error) {
-	var body []byte
-	switch en.Kind {
-	case ledger.KindDecision:
-		what = "dossier"
-		var r dossier.Record
-		r, err = e.store.Dossier(ctx, orgID, en.SubjectID)
-		body = r.Body
-	case ledger.KindOverride, ledger.KindDispatched:
-		kind := KindOverride
-		what = "override"
-		if en.Kind == ledger.KindDispatched {
-			kind, what = KindDispatch, "dispatch"
-		}
-		var r artifact.Record
-		r, err = e.store.Artifact(ctx, orgID, kind, en.SubjectID)
-		if errors.Is(err, artifact.ErrInvalid) {
-			err = store.ErrNotFound // no record can have that id: the entry was rewritten
-		}
-		body = r.Body
-	default:
-		return "", "", nil
-	}
-	switch {
-	case isNotFound(err):
-		return what, "missing", nil
-	case err != nil:
-		return "", "", err
-	}
-	return what, digestOf(body), nil
 }

@@ -29,7 +29,9 @@ var notProblemCodes = map[string]string{
 // have helpers of the same names that take no code (artifact's invalid).
 var codeArgs = map[string]map[string]int{
 	"*": {
-		"coded.New": 0, // coded.New(code, sentinel, ...)
+		"coded.New":    0, // coded.New(code, sentinel, ...)
+		"core.New":     1, // core.New(kind, code, ...): the feature packages
+		"core.Invalid": 0, // core.Invalid(code, field, ...)
 	},
 	"": {
 		"newError":    1, // newError(kind, code, ...)
