@@ -8,8 +8,9 @@
 //     checkpoint and proof answers LEDGER_KEY_NOT_CONFIGURED (503) and
 //     VerifyLedger checks the chain and the records only.
 //   - Nothing is signed over a chain that does not verify (LEDGER_BROKEN).
-//   - Only durable entries are shown or proved: each read syncs the store
-//     first, so no answer names an entry a power cut could still undo.
+//   - Ledger, VerifyLedger and LedgerCheckpoint first wait until every
+//     visible entry is durable (Store.Sync), so no answer names an entry a
+//     power cut could still undo.
 //   - LedgerCheckpoint, and through it LedgerAnchor and a proof against
 //     the latest tree (size 0), seals before it answers: these reads write
 //     a checkpoint when the ledger grew since the last seal.
