@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/clearancehq/clearance/admin"
+	"github.com/clearancehq/clearance/audit"
 	"github.com/clearancehq/clearance/claim"
 	"github.com/clearancehq/clearance/decide"
 	"github.com/clearancehq/clearance/grant"
@@ -140,6 +141,9 @@ func (e *Engine) decodeOptions() strictjson.Options { return e.deps.JSON }
 
 // Engine is Clearance's in-process API. Create it with Open.
 type Engine struct {
+	// Audit answers for the ledgers: pages, verification, checkpoints, proofs.
+	Audit *audit.Service
+
 	store core.Store // the backend, refusing unknown orgs and marking which ledgers grew
 	deps  core.Deps
 	opts  Options
@@ -171,7 +175,7 @@ func Open(backend store.Backend, opts Options) (*Engine, error) {
 		Keys: keys, Issuer: opts.Issuer, LedgerKey: opts.LedgerKey, MaxClockSkew: opts.MaxClockSkew,
 		JSON: strictjson.Options{RejectUnknown: true, MaxMembers: opts.MaxJSONMembers, MaxElements: opts.MaxJSONElements},
 	}
-	e := &Engine{store: st, deps: deps, opts: opts, keys: keys, Admin: admin.New(deps)}
+	e := &Engine{store: st, deps: deps, opts: opts, keys: keys, Admin: admin.New(deps), Audit: audit.New(deps)}
 	e.Decide = decide.New(deps, decide.Config{Policies: enginePolicies{e}, StillActive: stillActive,
 		GrantTTL: opts.GrantTTL, IntentMaxAge: opts.IntentMaxAge})
 	return e, nil

@@ -2,15 +2,11 @@ package clearance
 
 import (
 	"context"
-	"errors"
 	"sort"
-	"strconv"
 	"time"
 
 	"github.com/clearancehq/clearance/dossier"
-	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/policy"
-	"github.com/clearancehq/clearance/store"
 )
 
 // DossierRecord is a stored dossier: Body is its canonical JSON and Digest
@@ -46,116 +42,6 @@ func (e *Engine) dossierResult(r dossier.Stored, err error) (DossierRecord, erro
 		return DossierRecord{}, unavailable("read dossier", err)
 	}
 	return DossierRecord{DossierID: r.DossierID, DecisionID: r.DecisionID, Body: r.Body, Digest: digestOf(r.Body)}, nil
-}
-
-// LedgerPage is one page of an org's ledger.
-type LedgerPage struct {
-	OrgID   string         `json:"org_id"`
-	Entries []ledger.Entry `json:"entries"`
-	Head    ledger.Head    `json:"head"`
-	// NextAfterSeq is the after_seq of the next page; 0 when this is the last.
-	NextAfterSeq uint64 `json:"next_after_seq,omitempty"`
-}
-
-// Ledger page limits.
-const (
-	DefaultLedgerPage = 100
-	MaxLedgerPage     = 1000
-)
-
-// Ledger returns up to limit entries with seq > afterSeq.
-func (e *Engine) Ledger(ctx context.Context, orgID string, afterSeq uint64, limit int) (LedgerPage, error) {
-	if limit <= 0 {
-		limit = DefaultLedgerPage
-	}
-	if limit > MaxLedgerPage {
-		return LedgerPage{}, invalid(CodeInvalidRequest, "limit", "limit must be 1 to %d", MaxLedgerPage)
-	}
-	// A committed entry is visible before its fsync; show only durable
-	// ones, so that no answer names an entry a power cut could still undo.
-	if err := e.store.Sync(ctx); err != nil {
-		return LedgerPage{}, unavailable("sync ledger", err)
-	}
-	head, err := e.store.LedgerHeadOf(ctx, orgID)
-	if err != nil {
-		return LedgerPage{}, unavailable("read ledger", err)
-	}
-	entries, err := e.store.LedgerEntries(ctx, orgID, afterSeq, limit)
-	if err != nil {
-		return LedgerPage{}, unavailable("read ledger", err)
-	}
-	p := LedgerPage{OrgID: orgID, Entries: entries, Head: head}
-	if p.Entries == nil {
-		p.Entries = []ledger.Entry{}
-	}
-	if n := len(entries); n == limit && entries[n-1].Seq < head.Seq {
-		p.NextAfterSeq = entries[n-1].Seq
-	}
-	return p, nil
-}
-
-// Reasons reported by VerifyLedger when a ledgered record (dossier,
-// override, dispatch) no longer matches, or no longer decodes.
-const (
-	ReasonRecordDigestMismatch = "RECORD_DIGEST_MISMATCH"
-	ReasonRecordUnreadable     = "RECORD_UNREADABLE"
-)
-
-// VerifyLedger recomputes the org's hash chain and, for every decision,
-// override and dispatch entry, checks that the stored record still has the
-// digest the ledger recorded. The first problem is reported with its seq.
-func (e *Engine) VerifyLedger(ctx context.Context, orgID string) (ledger.Report, error) {
-	return e.VerifyLedgerAgainst(ctx, orgID, nil)
-}
-
-// VerifyLedgerAgainst is VerifyLedger that also checks the ledger against
-// the org's latest signed checkpoint (when a ledger key is configured) and
-// against checkpoint, a signed checkpoint an auditor kept (when not nil):
-// truncation, rewrites and reordering before a checkpoint are reported.
-func (e *Engine) VerifyLedgerAgainst(ctx context.Context, orgID string, checkpoint []byte) (ledger.Report, error) {
-	if err := e.store.Sync(ctx); err != nil {
-		return ledger.Report{OrgID: orgID}, unavailable("sync ledger", err)
-	}
-	var opts ledger.VerifyOptions
-	if k := e.opts.LedgerKey; k != nil {
-		opts = ledger.VerifyOptions{VerifierKey: k.VerifierKey(), Origin: e.LedgerOrigin(orgID), Checkpoint: checkpoint}
-	} else if checkpoint != nil {
-		return ledger.Report{OrgID: orgID}, newError(ErrUnavailable, CodeLedgerKeyNotConfigured, "no ledger key is configured to check the checkpoint with")
-	}
-	rep, err := ledger.VerifyWith(ctx, e.store, orgID, opts)
-	if err != nil {
-		return rep, unavailable("verify ledger", err)
-	}
-	if !rep.Valid {
-		return rep, nil
-	}
-	var after uint64
-	for {
-		page, err := e.store.LedgerEntries(ctx, orgID, after, MaxLedgerPage)
-		if err != nil {
-			return rep, unavailable("verify ledger", err)
-		}
-		for _, en := range page {
-			what, got, err := e.storedDigest(ctx, orgID, en)
-			if errors.Is(err, store.ErrCorrupt) {
-				rep.Valid, rep.FirstBrokenSeq, rep.Reason = false, en.Seq, ReasonRecordUnreadable
-				rep.Detail = "the record " + en.SubjectID + " of entry " + strconv.FormatUint(en.Seq, 10) + " cannot be decoded: " + err.Error()
-				return rep, nil
-			}
-			if err != nil {
-				return rep, unavailable("verify ledger", err)
-			}
-			if what != "" && got != en.PayloadDigest {
-				rep.Valid, rep.FirstBrokenSeq, rep.Reason = false, en.Seq, ReasonRecordDigestMismatch
-				rep.Detail = what + " " + en.SubjectID + " is " + got + ", the ledger recorded " + en.PayloadDigest
-				return rep, nil
-			}
-		}
-		if len(page) < MaxLedgerPage {
-			return rep, nil
-		}
-		after = page[len(page)-1].Seq
-	}
 }
 
 // ShadowReport aggregates an org's SHADOW decisions over [From, To).

@@ -3,15 +3,11 @@ package clearance
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"sort"
 	"time"
 
-	"github.com/clearancehq/clearance/artifact"
 	"github.com/clearancehq/clearance/decide"
 	"github.com/clearancehq/clearance/dossier"
-	"github.com/clearancehq/clearance/ledger"
-	"github.com/clearancehq/clearance/store"
 )
 
 // Artifact kinds of the evidence that follows a decision.
@@ -136,40 +132,4 @@ func (e *Engine) ChainByEvaluation(ctx context.Context, orgID, evaluationID stri
 
 func errChainNotFound() error {
 	return newError(ErrNotFound, CodeChainNotFound, "decision chain not found")
-}
-
-// storedDigest returns the digest of the stored record that a ledger entry
-// binds by its payload digest — a decision's dossier, an override, a
-// dispatch — with what names its kind; the digest is "missing" for a record
-// that is gone, and what is "" for entries of other kinds.
-func (e *Engine) storedDigest(ctx context.Context, orgID string, en ledger.Entry) (what, digest string, err error) {
-	var body []byte
-	switch en.Kind {
-	case ledger.KindDecision:
-		what = "dossier"
-		var r dossier.Stored
-		r, err = e.store.Dossier(ctx, orgID, en.SubjectID)
-		body = r.Body
-	case ledger.KindOverride, ledger.KindDispatched:
-		kind := KindOverride
-		what = "override"
-		if en.Kind == ledger.KindDispatched {
-			kind, what = KindDispatch, "dispatch"
-		}
-		var r artifact.Record
-		r, err = e.store.Artifact(ctx, orgID, kind, en.SubjectID)
-		if errors.Is(err, artifact.ErrInvalid) {
-			err = store.ErrNotFound // no record can have that id: the entry was rewritten
-		}
-		body = r.Body
-	default:
-		return "", "", nil
-	}
-	switch {
-	case isNotFound(err):
-		return what, "missing", nil
-	case err != nil:
-		return "", "", err
-	}
-	return what, digestOf(body), nil
 }

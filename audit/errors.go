@@ -1,0 +1,13 @@
+package audit
+
+// Codes of the ledger tree routes.
+const (
+	// CodeLedgerKeyNotConfigured: no ledger key, so no checkpoint (503).
+	CodeLedgerKeyNotConfigured = "LEDGER_KEY_NOT_CONFIGURED"
+	// CodeCheckpointNotFound: no checkpoint of that tree size was signed (404).
+	CodeCheckpointNotFound = "CHECKPOINT_NOT_FOUND"
+	// CodeProofRange: a seq or tree size outside the sealed tree (400).
+	CodeProofRange = "PROOF_OUT_OF_RANGE"
+	// CodeLedgerBroken: the chain does not verify, or an entry is missing (409).
+	CodeLedgerBroken = "LEDGER_BROKEN"
+)
