@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/clearancehq/clearance/admin"
@@ -18,7 +17,7 @@ import (
 	"github.com/clearancehq/clearance/internal/core"
 	"github.com/clearancehq/clearance/internal/strictjson"
 	"github.com/clearancehq/clearance/ledger"
-	"github.com/clearancehq/clearance/policy"
+	"github.com/clearancehq/clearance/policies"
 	"github.com/clearancehq/clearance/store"
 )
 
@@ -149,11 +148,12 @@ type Engine struct {
 	opts  Options
 	keys  *core.Keys // grant key ring in use with the kids revoked in the store
 
-	compiled sync.Map     // bundleKey -> *policy.Compiled (published bundles are immutable)
-	exports  exportSignal // wakes RunExports when a validation pack is queued
+	exports exportSignal // wakes RunExports when a validation pack is queued
 
 	// Admin: orgs, API keys, registered keys and grant key revocations.
 	Admin *admin.Service
+	// Policies publishes, stages and activates bundles and resolves them.
+	Policies *policies.Service
 	// Decide makes decisions: Evaluate and EnforceAndBind.
 	Decide *decide.Service
 }
@@ -176,7 +176,8 @@ func Open(backend store.Backend, opts Options) (*Engine, error) {
 		JSON: strictjson.Options{RejectUnknown: true, MaxMembers: opts.MaxJSONMembers, MaxElements: opts.MaxJSONElements},
 	}
 	e := &Engine{store: st, deps: deps, opts: opts, keys: keys, Admin: admin.New(deps), Audit: audit.New(deps)}
-	e.Decide = decide.New(deps, decide.Config{Policies: enginePolicies{e}, StillActive: stillActive,
+	e.Policies = policies.New(deps)
+	e.Decide = decide.New(deps, decide.Config{Policies: e.Policies, StillActive: policies.StillActive,
 		GrantTTL: opts.GrantTTL, IntentMaxAge: opts.IntentMaxAge})
 	return e, nil
 }
@@ -238,10 +239,3 @@ func ValidID(s string) bool { return core.ValidID(s) }
 func isNotFound(err error) bool { return core.IsNotFound(err) }
 
 func digestOf(b []byte) string { return canon.Digest(b) }
-
-// enginePolicies resolves policies for the decide feature.
-type enginePolicies struct{ e *Engine }
-
-func (p enginePolicies) Resolve(ctx context.Context, orgID, pin string) (policy.Resolution, error) {
-	return p.e.resolvePolicy(ctx, orgID, pin)
-}

@@ -3,6 +3,7 @@ package clearance
 import (
 	"github.com/clearancehq/clearance/decide"
 	"github.com/clearancehq/clearance/internal/core"
+	"github.com/clearancehq/clearance/policies"
 )
 
 // Error kinds: sentinels for identity. server/errors.go maps each to one
@@ -40,12 +41,12 @@ const (
 // Stable codes of bundles and their activation.
 const (
 	CodeDossierNotFound       = "DOSSIER_NOT_FOUND"
-	CodePolicyNotFound        = "POLICY_VERSION_NOT_FOUND"
-	CodePolicyVersionConflict = "POLICY_VERSION_CONFLICT"
-	CodePolicyPinUnknown      = "POLICY_VERSION_UNKNOWN"
+	CodePolicyNotFound        = policies.CodePolicyNotFound
+	CodePolicyVersionConflict = policies.CodePolicyVersionConflict
+	CodePolicyPinUnknown      = policies.CodePolicyPinUnknown
 	// CodeActiveVersionMismatch: an activation's expected_active_version is
 	// not the org's active version (409; nothing changed).
-	CodeActiveVersionMismatch = "ACTIVE_VERSION_MISMATCH"
+	CodeActiveVersionMismatch = policies.CodeActiveVersionMismatch
 )
 
 // Stable codes of decision chains, overrides and execution dispatches.

@@ -16,6 +16,7 @@ import (
 	"github.com/clearancehq/clearance/internal/core"
 	"github.com/clearancehq/clearance/internal/strictjson"
 	"github.com/clearancehq/clearance/ledger"
+	"github.com/clearancehq/clearance/policies"
 	"github.com/clearancehq/clearance/policy"
 	"github.com/clearancehq/clearance/registry"
 	"github.com/clearancehq/clearance/store"
@@ -42,7 +43,7 @@ const (
 	CodeGrantNotBound       = "GRANT_NOT_BOUND"
 	CodeBindingMismatch     = "BINDING_MISMATCH"
 	CodeGrantAlreadyClaimed = "GRANT_ALREADY_CLAIMED"
-	CodeStaleAuthorization  = "STALE_AUTHORIZATION"
+	CodeStaleAuthorization  = policies.CodeStaleAuthorization
 	CodeDossierMismatch     = "DOSSIER_SIGNATURE_MISMATCH"
 	CodeInvalidFinalization = "INVALID_FINALIZATION"
 	CodeInvalidEvidence     = "INVALID_EFFECT_EVIDENCE"
@@ -348,7 +349,7 @@ func (e *Engine) checkCurrentPolicy(ctx context.Context, g claim.Grant, intent E
 	if err != nil {
 		return "", newError(ErrConflict, CodeStaleAuthorization, "the bound intent cannot be re-evaluated")
 	}
-	res, err := e.resolvePolicy(ctx, g.OrgID, "")
+	res, err := e.Policies.Resolve(ctx, g.OrgID, "")
 	if err != nil {
 		var ee *Error
 		if errors.As(err, &ee) && errors.Is(err, ErrUnavailable) {

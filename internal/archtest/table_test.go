@@ -74,9 +74,10 @@ var packages = map[string]rule{
 
 	"internal/core": {layer: kernel},
 
-	"admin":  {layer: features},
-	"decide": {layer: features},
-	"audit":  {layer: features},
+	"admin":    {layer: features},
+	"decide":   {layer: features},
+	"policies": {layer: features},
+	"audit":    {layer: features},
 
 	// Still the feature monolith: the facade it is to become is its layer.
 	"": {layer: facade},
