@@ -2,7 +2,6 @@ package clearance
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"time"
 	"unicode"
@@ -231,44 +230,18 @@ func (e *Engine) dossierOf(ctx context.Context, orgID, dossierID string) (Dossie
 	return d, r.Digest, nil
 }
 
-// recordArtifact stores v as an artifact (kind, id, ref) and ledgers it
-// with ledgerKind: *seq is set to the entry's seq before v is
-// canonicalized, so the stored body names its own entry and the entry
-// carries the body's digest (as a dossier and its entry do).
+// recordArtifact is artifact.RecordLedgered.
 func (e *Engine) recordArtifact(ctx context.Context, tx store.Tx, kind, id, ref, ledgerKind string, now time.Time, seq *uint64, v any) error {
-	head, err := tx.LedgerHead(ctx)
-	if err != nil {
-		return err
-	}
-	*seq = head.Seq + 1
-	body, err := canon.Marshal(v)
-	if err != nil {
-		return err
-	}
-	if err := tx.PutArtifact(ctx, artifact.Record{OrgID: tx.OrgID(), Kind: kind, ID: id, Ref: ref, CreatedAt: now, Body: body}); err != nil {
-		return err
-	}
-	_, err = ledger.Append(ctx, tx, tx.OrgID(), ledger.Record{Kind: ledgerKind, SubjectID: id, PayloadDigest: canon.Digest(body)}, now)
-	return err
+	return artifact.RecordLedgered(ctx, tx, kind, id, ref, ledgerKind, now, seq, v)
 }
 
 // listArtifacts decodes the org's artifacts of kind under ref into *out
 // (never nil), oldest first, at most MaxEvidenceItems; it reports whether
 // more exist.
 func listArtifacts[T any](ctx context.Context, r store.Reader, orgID, kind, ref string, out *[]T) (bool, error) {
-	recs, err := r.ArtifactsByRef(ctx, orgID, kind, ref, MaxEvidenceItems+1)
+	truncated, err := artifact.List(ctx, r, orgID, kind, ref, MaxEvidenceItems, out)
 	if err != nil {
 		return false, unavailable("read "+kind+" records", err)
-	}
-	truncated := len(recs) > MaxEvidenceItems
-	if truncated {
-		recs = recs[:MaxEvidenceItems]
-	}
-	*out = make([]T, len(recs))
-	for i, rec := range recs {
-		if err := json.Unmarshal(rec.Body, &(*out)[i]); err != nil {
-			return false, unavailable("read "+kind+" records", err)
-		}
 	}
 	return truncated, nil
 }

@@ -55,6 +55,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Backend) {
 		{"TxUnusableAfterUpdate", testTxAfterUpdate},
 		{"ConcurrentUpdates", testConcurrentUpdates},
 		{"ConcurrentPutsInOneTx", testConcurrentInTx},
+		{"RecordLedgeredAndList", testLedgered},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
