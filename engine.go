@@ -12,6 +12,7 @@ import (
 	"github.com/clearancehq/clearance/audit"
 	"github.com/clearancehq/clearance/claim"
 	"github.com/clearancehq/clearance/decide"
+	"github.com/clearancehq/clearance/execution"
 	"github.com/clearancehq/clearance/grant"
 	"github.com/clearancehq/clearance/internal/canon"
 	"github.com/clearancehq/clearance/internal/core"
@@ -156,6 +157,8 @@ type Engine struct {
 	Policies *policies.Service
 	// Decide makes decisions: Evaluate and EnforceAndBind.
 	Decide *decide.Service
+	// Execution claims, finalizes and reconciles grants.
+	Execution *execution.Service
 }
 
 // Open returns an Engine over backend. The Engine does not own the backend:
@@ -179,6 +182,8 @@ func Open(backend store.Backend, opts Options) (*Engine, error) {
 	e.Policies = policies.New(deps)
 	e.Decide = decide.New(deps, decide.Config{Policies: e.Policies, StillActive: policies.StillActive,
 		GrantTTL: opts.GrantTTL, IntentMaxAge: opts.IntentMaxAge})
+	e.Execution = execution.New(deps, execution.Config{Policies: e.Policies, StillActive: policies.StillActive,
+		ClaimLease: opts.ClaimLease})
 	return e, nil
 }
 

@@ -40,7 +40,7 @@ const (
 
 // Stable codes of bundles and their activation.
 const (
-	CodeDossierNotFound       = "DOSSIER_NOT_FOUND"
+	CodeDossierNotFound       = core.CodeDossierNotFound
 	CodePolicyNotFound        = policies.CodePolicyNotFound
 	CodePolicyVersionConflict = policies.CodePolicyVersionConflict
 	CodePolicyPinUnknown      = policies.CodePolicyPinUnknown

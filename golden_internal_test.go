@@ -92,16 +92,6 @@ var goldenRecords = []struct {
 			Nonce: "nonce-1", Scope: "scope-1", ActorID: "agent-7", ActionType: "payment.send", IssuedAt: goldenAt,
 			ExpiresAt: goldenAt.Add(2 * time.Minute), State: claim.StateIssued})
 	}},
-	{"claimed", []string{ledger.KindClaimed}, func(*testing.T) any {
-		return claimEvent{goldenGrant, goldenDigest('6'), goldenAt.Format(timeFormat), goldenAt.Add(30 * time.Second).Format(timeFormat), "corr-1"}
-	}},
-	{"finalized", []string{ledger.KindFinalized}, func(*testing.T) any {
-		ev, rc := goldenEvidence()
-		return finalEvent{goldenGrant, claim.StateCommitted, "CLAIM_LEASE_EXPIRED", goldenAt.Format(timeFormat), true, ev, rc}
-	}},
-	{"finalized_lapsed", []string{ledger.KindFinalized}, func(*testing.T) any {
-		return finalEvent{GrantID: goldenGrant, State: claim.StateIndeterminate, Code: "CLAIM_LEASE_EXPIRED", FinalizedAt: goldenAt.Format(timeFormat)}
-	}},
 	{"reconciled", []string{ledger.KindReconciled}, func(*testing.T) any {
 		ev, rc := goldenEvidence()
 		return claim.Reconciliation{Resolution: claim.OutcomeCommitted, Evidence: ev, Receipt: rc, EffectConfirmed: true,
@@ -152,6 +142,8 @@ var goldenElsewhere = []struct{ kind, pkg, name string }{
 	{ledger.KindAPIKeyCreated, "admin", "api_key_created"},
 	{ledger.KindKeyRegistered, "admin", "key_registered"},
 	{ledger.KindKeyRevoked, "admin", "key_revoked"},
+	{ledger.KindClaimed, "execution", "claimed"},
+	{ledger.KindFinalized, "execution", "finalized"},
 }
 
 // TestGoldenLedgerPayloads pins the RFC 8785 bytes of every record whose

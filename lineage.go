@@ -8,6 +8,7 @@ import (
 
 	"github.com/clearancehq/clearance/decide"
 	"github.com/clearancehq/clearance/dossier"
+	"github.com/clearancehq/clearance/execution"
 )
 
 // Artifact kinds of the evidence that follows a decision.
@@ -19,7 +20,7 @@ const (
 	KindOverride = "override"
 	// KindDispatch: what an executor sent downstream under a claimed grant
 	// (Ref the grant id).
-	KindDispatch = "dispatch"
+	KindDispatch = execution.KindDispatch
 )
 
 // ChainNamespace is the UUID namespace of chain ids (decide.ChainNamespace).

@@ -1,5 +1,7 @@
 package policies
 
+import "github.com/clearancehq/clearance/internal/core"
+
 // Codes of bundles and their activation.
 const (
 	CodePolicyNotFound        = "POLICY_VERSION_NOT_FOUND"
@@ -10,5 +12,5 @@ const (
 	CodeActiveVersionMismatch = "ACTIVE_VERSION_MISMATCH"
 	// CodeStaleAuthorization: the org's active version changed while a
 	// request was decided (409): send it again.
-	CodeStaleAuthorization = "STALE_AUTHORIZATION"
+	CodeStaleAuthorization = core.CodeStaleAuthorization
 )

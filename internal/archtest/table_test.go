@@ -77,7 +77,10 @@ var packages = map[string]rule{
 	"admin":    {layer: features},
 	"decide":   {layer: features},
 	"policies": {layer: features},
-	"audit":    {layer: features},
+	// execution checks the grants decide issues: the intent format and the
+	// grant claims are decide's.
+	"execution": {layer: features, peers: []string{"decide"}},
+	"audit":     {layer: features},
 
 	// Still the feature monolith: the facade it is to become is its layer.
 	"": {layer: facade},

@@ -30,6 +30,11 @@ const (
 	CodeOrgRequired           = "ORG_ID_REQUIRED"
 	CodeNotFound              = "NOT_FOUND"
 	CodeOrgNotFound           = "ORG_NOT_FOUND"
+	CodeDossierNotFound       = "DOSSIER_NOT_FOUND"
+	// CodeStaleAuthorization: the org's active policy changed, or no longer
+	// allows the action, between a decision and its grant's issue or claim
+	// (409): send the request again.
+	CodeStaleAuthorization = "STALE_AUTHORIZATION"
 	CodeIdempotencyKeyReused  = idempotency.CodeKeyReused
 	CodeInvalidIdempotencyKey = "INVALID_IDEMPOTENCY_KEY"
 	CodeInvalidCorrelationID  = "INVALID_CORRELATION_ID"

@@ -1,14 +1,16 @@
-package clearance
+package execution
 
 import (
 	"context"
 	"errors"
 	"time"
 
+	"github.com/clearancehq/clearance/artifact"
 	"github.com/clearancehq/clearance/claim"
 	"github.com/clearancehq/clearance/grant"
 	"github.com/clearancehq/clearance/idempotency"
 	"github.com/clearancehq/clearance/internal/canon"
+	"github.com/clearancehq/clearance/internal/core"
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/store"
 )
@@ -32,7 +34,7 @@ type DispatchRequest struct {
 	// DispatchedAt is when it was sent, RFC 3339, as the executor says.
 	DispatchedAt   string
 	IdempotencyKey string
-	Principal      Principal
+	Principal      core.Principal
 	RequestID      string
 }
 
@@ -65,24 +67,24 @@ type Dispatch struct {
 // artifact of the grant and ledgers it). Recording changes neither the
 // grant nor its dossier; several dispatches per claim are allowed (retries).
 //
-// Errors: bad fields are ErrInvalidRequest (INVALID_DISPATCH); an unknown
-// grant or another org's is ErrNotFound (GRANT_NOT_FOUND); a token that
-// does not verify is ErrConflict (GRANT_INVALID); a grant that is not
+// Errors: bad fields are core.ErrInvalidRequest (INVALID_DISPATCH); an unknown
+// grant or another org's is core.ErrNotFound (GRANT_NOT_FOUND); a token that
+// does not verify is core.ErrConflict (GRANT_INVALID); a grant that is not
 // claimed, already finalized, claimed with another token or whose lease
-// passed is ErrConflict (GRANT_NOT_CLAIMED, ALREADY_FINALIZED,
+// passed is core.ErrConflict (GRANT_NOT_CLAIMED, ALREADY_FINALIZED,
 // CLAIM_TOKEN_MISMATCH, CLAIM_LEASE_EXPIRED).
-func (e *Engine) RecordDispatch(ctx context.Context, req DispatchRequest) (Dispatch, error) {
+func (s *Service) RecordDispatch(ctx context.Context, req DispatchRequest) (Dispatch, error) {
 	at, err := checkDispatch(req)
 	if err != nil {
 		return Dispatch{}, err
 	}
-	grantID, err := e.dispatchGrant(ctx, req)
+	grantID, err := s.dispatchGrant(ctx, req)
 	if err != nil {
 		return Dispatch{}, err
 	}
-	id, err := e.newID()
+	id, err := s.d.IDs.New()
 	if err != nil {
-		return Dispatch{}, unavailable("id generation", err)
+		return Dispatch{}, core.Unavailable("id generation", err)
 	}
 	tokenDigest := canon.Digest([]byte(req.ClaimToken))
 	requestDigest, err := canon.DigestValue(struct {
@@ -93,11 +95,11 @@ func (e *Engine) RecordDispatch(ctx context.Context, req DispatchRequest) (Dispa
 		DispatchedAt     string `json:"dispatched_at"`
 	}{grantID, tokenDigest, req.RequestDigest, req.Target, at})
 	if err != nil {
-		return Dispatch{}, invalid(CodeInvalidDispatch, "", "the dispatch cannot be canonicalized: %v", err)
+		return Dispatch{}, core.Invalid(CodeInvalidDispatch, "", "the dispatch cannot be canonicalized: %v", err)
 	}
-	now := e.now()
+	now := s.d.Now()
 	var out Dispatch
-	err = e.store.Update(ctx, req.OrgID, func(tx store.Tx) error {
+	err = s.d.Store.Update(ctx, req.OrgID, func(tx store.Tx) error {
 		out = Dispatch{}
 		replayed, err := idempotency.Replay(ctx, tx, scopeDispatch, req.IdempotencyKey, requestDigest, &out)
 		if err != nil || replayed {
@@ -110,8 +112,8 @@ func (e *Engine) RecordDispatch(ctx context.Context, req DispatchRequest) (Dispa
 		}
 		out = Dispatch{DispatchID: id, OrgID: req.OrgID, GrantID: g.GrantID, DecisionID: g.DecisionID, DossierID: g.DossierID,
 			ClaimTokenDigest: tokenDigest, RequestDigest: req.RequestDigest, Target: req.Target, DispatchedAt: at,
-			RecordedAt: now.Format(timeFormat), CredentialID: req.Principal.KeyID, RequestID: req.RequestID}
-		if err := e.recordArtifact(ctx, tx, KindDispatch, out.DispatchID, out.GrantID, ledger.KindDispatched, now, &out.LedgerSeq, &out); err != nil {
+			RecordedAt: now.Format(core.TimeFormat), CredentialID: req.Principal.KeyID, RequestID: req.RequestID}
+		if err := artifact.RecordLedgered(ctx, tx, KindDispatch, out.DispatchID, out.GrantID, ledger.KindDispatched, now, &out.LedgerSeq, &out); err != nil {
 			return err
 		}
 		return idempotency.Remember(ctx, tx, scopeDispatch, req.IdempotencyKey, requestDigest, out, now)
@@ -128,41 +130,41 @@ func (e *Engine) RecordDispatch(ctx context.Context, req DispatchRequest) (Dispa
 // checkDispatch checks the fields and returns dispatched_at in UTC.
 func checkDispatch(req DispatchRequest) (string, error) {
 	if req.ExecutionToken == "" && req.GrantID == "" {
-		return "", invalid(CodeInvalidDispatch, "execution_token", "execution_token or grant_id is required")
+		return "", core.Invalid(CodeInvalidDispatch, "execution_token", "execution_token or grant_id is required")
 	}
 	if req.ClaimToken == "" {
-		return "", invalid(CodeInvalidDispatch, "claim_token", "claim_token is required")
+		return "", core.Invalid(CodeInvalidDispatch, "claim_token", "claim_token is required")
 	}
 	if _, err := canon.ParseDigest(req.RequestDigest); err != nil {
-		return "", invalid(CodeInvalidDispatch, "request_digest", "request_digest must be sha256:<64 lowercase hex>")
+		return "", core.Invalid(CodeInvalidDispatch, "request_digest", "request_digest must be sha256:<64 lowercase hex>")
 	}
-	if !validName(req.Target, MaxDispatchTarget) {
-		return "", invalid(CodeInvalidDispatch, "target", "target is required: 1 to %d bytes without control characters", MaxDispatchTarget)
+	if !core.ValidName(req.Target, MaxDispatchTarget) {
+		return "", core.Invalid(CodeInvalidDispatch, "target", "target is required: 1 to %d bytes without control characters", MaxDispatchTarget)
 	}
 	at, err := time.Parse(time.RFC3339, req.DispatchedAt)
 	if err != nil {
-		return "", invalid(CodeInvalidDispatch, "dispatched_at", "dispatched_at must be an RFC 3339 timestamp")
+		return "", core.Invalid(CodeInvalidDispatch, "dispatched_at", "dispatched_at must be an RFC 3339 timestamp")
 	}
-	if req.IdempotencyKey != "" && !ValidToken(req.IdempotencyKey) {
-		return "", invalid(CodeInvalidIdempotencyKey, "Idempotency-Key", "Idempotency-Key must be 1 to %d visible ASCII characters", MaxKeyLength)
+	if req.IdempotencyKey != "" && !core.ValidToken(req.IdempotencyKey) {
+		return "", core.Invalid(core.CodeInvalidIdempotencyKey, "Idempotency-Key", "Idempotency-Key must be 1 to %d visible ASCII characters", core.MaxKeyLength)
 	}
-	return at.UTC().Format(timeFormat), nil
+	return at.UTC().Format(core.TimeFormat), nil
 }
 
 // dispatchGrant returns the id of the grant a dispatch names. A token is
 // verified like at finalization (signature, type, issuer; not its expiry:
 // the claim lease bounds a dispatch).
-func (e *Engine) dispatchGrant(ctx context.Context, req DispatchRequest) (string, error) {
+func (s *Service) dispatchGrant(ctx context.Context, req DispatchRequest) (string, error) {
 	if req.ExecutionToken == "" {
-		if !ValidID(req.GrantID) {
+		if !core.ValidID(req.GrantID) {
 			return "", errGrantNotFound()
 		}
 		return req.GrantID, nil
 	}
-	tg, err := e.checkToken(ctx, req.OrgID, req.ExecutionToken, true)
+	tg, err := s.checkToken(ctx, req.OrgID, req.ExecutionToken, true)
 	var te *grant.TokenError
 	if errors.As(err, &te) {
-		return "", &Error{Kind: ErrConflict, Code: CodeGrantInvalid, Detail: "the execution grant is not valid", Err: err}
+		return "", &core.Error{Kind: core.ErrConflict, Code: CodeGrantInvalid, Detail: "the execution grant is not valid", Err: err}
 	}
 	if err != nil {
 		return "", err
@@ -171,13 +173,13 @@ func (e *Engine) dispatchGrant(ctx context.Context, req DispatchRequest) (string
 		return "", errGrantNotFound()
 	}
 	if req.GrantID != "" && req.GrantID != tg.claims.ID {
-		return "", invalid(CodeInvalidDispatch, "grant_id", "grant_id is not the grant the execution token names")
+		return "", core.Invalid(CodeInvalidDispatch, "grant_id", "grant_id is not the grant the execution token names")
 	}
 	return tg.claims.ID, nil
 }
 
 func errGrantNotFound() error {
-	return newError(ErrNotFound, claim.CodeGrantNotFound, "grant not found")
+	return core.New(core.ErrNotFound, claim.CodeGrantNotFound, "grant not found")
 }
 
 // DispatchList is what an executor reported sending downstream under the
@@ -197,9 +199,9 @@ type DispatchList struct {
 // Dispatches returns the dispatches recorded under the grant of the org's
 // dossier: a dossier is immutable and digest-bound, so its dispatches are
 // linked to it by its grant id and ledgered, never written into it. An
-// unknown dossier (or another org's) is ErrNotFound.
-func (e *Engine) Dispatches(ctx context.Context, orgID, dossierID string) (DispatchList, error) {
-	d, _, err := e.dossierOf(ctx, orgID, dossierID)
+// unknown dossier (or another org's) is core.ErrNotFound.
+func (s *Service) Dispatches(ctx context.Context, orgID, dossierID string) (DispatchList, error) {
+	d, _, err := core.ReadDossier(ctx, s.d.Store, orgID, dossierID)
 	if err != nil {
 		return DispatchList{}, err
 	}
@@ -207,11 +209,21 @@ func (e *Engine) Dispatches(ctx context.Context, orgID, dossierID string) (Dispa
 	if d.GrantID == "" {
 		return out, nil
 	}
-	g, err := e.store.GrantOf(ctx, orgID, d.GrantID)
+	g, err := s.d.Store.GrantOf(ctx, orgID, d.GrantID)
 	if err != nil {
-		return DispatchList{}, unavailable("read grant", err)
+		return DispatchList{}, core.Unavailable("read grant", err)
 	}
 	out.GrantState = g.State
-	out.Truncated, err = listArtifacts(ctx, e.store, orgID, KindDispatch, d.GrantID, &out.Dispatches)
+	out.Truncated, err = listDispatches(ctx, s.d.Store, orgID, d.GrantID, &out.Dispatches)
 	return out, err
+}
+
+// listDispatches decodes the dispatches recorded under grantID into *out,
+// oldest first, at most MaxEvidenceItems; it reports whether more exist.
+func listDispatches(ctx context.Context, r artifact.Reader, orgID, grantID string, out *[]Dispatch) (bool, error) {
+	truncated, err := artifact.List(ctx, r, orgID, KindDispatch, grantID, MaxEvidenceItems, out)
+	if err != nil {
+		return false, core.Unavailable("read dispatch records", err)
+	}
+	return truncated, nil
 }

@@ -1,0 +1,180 @@
+package execution
+
+import (
+	"context"
+	"errors"
+	"io"
+
+	"github.com/clearancehq/clearance/claim"
+	"github.com/clearancehq/clearance/decide"
+	"github.com/clearancehq/clearance/grant"
+	"github.com/clearancehq/clearance/internal/canon"
+	"github.com/clearancehq/clearance/internal/core"
+	"github.com/clearancehq/clearance/ledger"
+	"github.com/clearancehq/clearance/policy"
+	"github.com/clearancehq/clearance/store"
+	"github.com/clearancehq/clearance/tenant"
+)
+
+// ClaimRequest is a claim-token call.
+type ClaimRequest struct {
+	OrgID          string
+	ExecutionToken string
+	IntentHash     string
+	CorrelationID  string
+}
+
+// ClaimResult is a claim-token answer. ShouldExecute is true only for a
+// live claim; every failure is an error and never a ClaimResult.
+type ClaimResult struct {
+	ShouldExecute       bool   `json:"should_execute"`
+	ClaimToken          string `json:"claim_token"`
+	ClaimLeaseExpiresAt string `json:"claim_lease_expires_at"`
+	Valid               bool   `json:"valid"`
+	ClaimAttestation    string `json:"claim_attestation"`
+	GrantID             string `json:"grant_id"`
+	DecisionID          string `json:"decision_id"`
+}
+
+// Claim atomically claims a grant immediately before the downstream commit:
+// it verifies the grant and its complete binding, checks that the dossier
+// is intact, re-evaluates the intent under the org's current policy, then
+// claims the grant's nonce and concurrency scope under a lease judged by the
+// store's clock. Any failure is an error: nothing authorizes but a result.
+func (s *Service) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, error) {
+	g, err := s.verifyToken(ctx, req.OrgID, req.ExecutionToken, req.IntentHash)
+	if err != nil {
+		return ClaimResult{}, err
+	}
+	if req.CorrelationID != "" && !core.ValidToken(req.CorrelationID) {
+		return ClaimResult{}, core.Invalid(core.CodeInvalidCorrelationID, "correlation_id", "correlation_id must be 1 to %d visible ASCII characters", core.MaxKeyLength)
+	}
+	if err := s.checkDossier(ctx, g); err != nil {
+		return ClaimResult{}, err
+	}
+	intent, err := s.boundIntent(g)
+	if err != nil {
+		return ClaimResult{}, err
+	}
+	version, err := s.checkCurrentPolicy(ctx, g, intent)
+	if err != nil {
+		return ClaimResult{}, err
+	}
+	keys, err := s.d.Keys.Current()
+	if err != nil {
+		return ClaimResult{}, err
+	}
+	signer, err := keys.Signer()
+	if err != nil {
+		return ClaimResult{}, err
+	}
+	secret, digest, err := newClaimToken(s.d.IDs.Rand)
+	if err != nil {
+		return ClaimResult{}, core.Unavailable("claim token", err)
+	}
+	attID, err := s.d.IDs.New()
+	if err != nil {
+		return ClaimResult{}, core.Unavailable("id generation", err)
+	}
+	var claimed claim.Grant
+	err = s.d.Store.Update(ctx, req.OrgID, func(tx store.Tx) error {
+		if err := s.cfg.StillActive(ctx, tx, version); err != nil {
+			return err
+		}
+		claimed, err = claim.Claim(ctx, tx, claim.ClaimRequest{GrantID: g.GrantID, IntentHash: req.IntentHash,
+			ClaimTokenDigest: digest, Correlation: req.CorrelationID, Lease: s.cfg.ClaimLease})
+		if err != nil {
+			return err
+		}
+		return s.appendRecord(ctx, tx, ledger.KindClaimed, claimed.GrantID, claimEvent{claimed.GrantID, digest,
+			claimed.ClaimedAt.Format(core.TimeFormat), claimed.LeaseExpiresAt.Format(core.TimeFormat), req.CorrelationID})
+	})
+	if err != nil {
+		return ClaimResult{}, lifecycleError("claim", err)
+	}
+	// Signed after the commit, outside the org's lock: the lease times come
+	// from the store's clock inside the transaction. Should signing fail, the
+	// claim stays recorded without a token, so nothing executes. Everything
+	// it states comes from the stored grant; the lease ends on a whole
+	// second, so exp is exactly its end.
+	att, err := grant.MintAttestation(signer, grant.Attestation{
+		Issuer: s.d.Issuer, Audience: grant.AudAttestation, Subject: claimed.ActorID, OrgID: claimed.OrgID, ID: attID,
+		IssuedAt: claimed.ClaimedAt.Unix(), Expiry: claimed.LeaseExpiresAt.Unix(), GrantID: claimed.GrantID,
+		DecisionID: claimed.DecisionID, DossierID: claimed.DossierID, ClaimTokenDigest: digest, Action: decide.ActionClaim(intent.Action),
+		Binding: grant.Binding{IntentHash: claimed.IntentHash, PayloadDigest: claimed.PayloadDigest, PayloadProfile: grant.PayloadProfile,
+			ExpectedEffectDigest: claimed.ExpectedEffectDigest, Nonce: claimed.Nonce, Scope: claimed.Scope, Correlation: claimed.Correlation},
+	})
+	if err != nil {
+		return ClaimResult{}, core.Unavailable("sign claim attestation", err)
+	}
+	return ClaimResult{ShouldExecute: true, ClaimToken: secret, ClaimLeaseExpiresAt: claimed.LeaseExpiresAt.Format(core.TimeFormat),
+		Valid: true, ClaimAttestation: att, GrantID: claimed.GrantID, DecisionID: claimed.DecisionID}, nil
+}
+
+type claimEvent struct {
+	GrantID          string `json:"grant_id"`
+	ClaimTokenDigest string `json:"claim_token_digest"`
+	ClaimedAt        string `json:"claimed_at"`
+	LeaseExpiresAt   string `json:"lease_expires_at"`
+	Correlation      string `json:"correlation_id,omitempty"`
+}
+
+// checkDossier checks that the dossier still has the digest the grant was
+// bound to.
+func (s *Service) checkDossier(ctx context.Context, g claim.Grant) error {
+	r, err := s.d.Store.Dossier(ctx, g.OrgID, g.DossierID)
+	if err != nil && !core.IsNotFound(err) {
+		return core.Unavailable("read dossier", err)
+	}
+	if err != nil || canon.Digest(r.Body) != g.DossierDigest {
+		return core.New(core.ErrConflict, CodeDossierMismatch, "the grant's dossier is missing or no longer matches its digest")
+	}
+	return nil
+}
+
+// checkCurrentPolicy re-evaluates g's bound intent under the org's version
+// active now, whatever the intent pins, and returns that version; any answer
+// but ALLOW in ENFORCEMENT is a stale authorization.
+func (s *Service) checkCurrentPolicy(ctx context.Context, g claim.Grant, intent decide.ExecutionIntent) (string, error) {
+	in, err := decide.IntentInput(intent, "", s.d.Now())
+	if err != nil {
+		return "", core.New(core.ErrConflict, core.CodeStaleAuthorization, "the bound intent cannot be re-evaluated")
+	}
+	res, err := s.cfg.Policies.Resolve(ctx, g.OrgID, "")
+	if err != nil {
+		var ee *core.Error
+		if errors.As(err, &ee) && errors.Is(err, core.ErrUnavailable) {
+			return "", err
+		}
+		return "", &core.Error{Kind: core.ErrConflict, Code: core.CodeStaleAuthorization, Detail: "the current policy cannot be resolved", Err: err}
+	}
+	c := res.Policy
+	pd := c.Evaluate(&in)
+	if pd.Err != nil || pd.Outcome != policy.OutcomeAllow || res.Mode("") != policy.ModeEnforcement {
+		return "", core.New(core.ErrConflict, core.CodeStaleAuthorization,
+			"under the current policy (%s) the action is %s in %s mode", c.Snapshot().PolicyVersion, pd.Outcome, res.Mode(""))
+	}
+	return c.Snapshot().PolicyVersion, nil
+}
+
+// claimTokenPrefix marks claim tokens, like API keys are marked.
+const claimTokenPrefix = "clr_claim_"
+
+func newClaimToken(rand io.Reader) (secret, digest string, err error) {
+	s, _, err := tenant.NewSecret(rand, claimTokenPrefix)
+	if err != nil {
+		return "", "", err
+	}
+	return s, canon.Digest([]byte(s)), nil
+}
+
+// lifecycleError maps claim-package errors to engine errors: a lifecycle
+// refusal is a 409, a store failure a 503.
+// lifecycleError is the kernel's answer, a store not-found being the
+// grant's.
+func lifecycleError(op string, err error) error {
+	if core.IsNotFound(err) {
+		return core.New(core.ErrConflict, CodeGrantInvalid, "the execution grant is not known")
+	}
+	return core.Translate(op, err)
+}

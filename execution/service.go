@@ -1,0 +1,52 @@
+package execution
+
+import (
+	"context"
+	"time"
+
+	"github.com/clearancehq/clearance/decide"
+	"github.com/clearancehq/clearance/internal/core"
+	"github.com/clearancehq/clearance/store"
+)
+
+// Config is what the execution feature needs beside the kernel.
+type Config struct {
+	// Policies resolves the org's active policy, under which a claim
+	// re-evaluates the bound intent.
+	Policies decide.Policies
+	// StillActive refuses, inside the claim's transaction, a policy version
+	// that is no longer the active one.
+	StillActive func(ctx context.Context, tx store.Tx, version string) error
+	// ClaimLease is a claim's lease (whole seconds, at least claim.MinLease).
+	ClaimLease time.Duration
+}
+
+// Service verifies, claims, finalizes and reconciles grants, and records
+// what an executor dispatched under a claim. Create it with New.
+type Service struct {
+	d   core.Deps
+	cfg Config
+}
+
+// New returns the execution feature over the kernel d.
+func New(d core.Deps, cfg Config) *Service { return &Service{d: d, cfg: cfg} }
+
+// Limits of the reconciliation queue and of evidence listings.
+const (
+	DefaultQueuePage = 100
+	MaxQueuePage     = 1000
+	// MaxEvidenceItems bounds the dispatches one listing returns.
+	MaxEvidenceItems = 1000
+)
+
+// KindDispatch is the artifact kind of a recorded dispatch (Ref the grant
+// id).
+const KindDispatch = "dispatch"
+
+// scopeDispatch is the idempotency scope of dispatches.
+const scopeDispatch = "execution.dispatch"
+
+// appendRecord ledgers a change whose stored form is v, at the engine's now.
+func (s *Service) appendRecord(ctx context.Context, tx store.Tx, kind, subject string, v any) error {
+	return core.AppendRecord(ctx, tx, kind, subject, v, s.d.Now())
+}
