@@ -22,19 +22,19 @@ var (
 
 // Codes the kernel itself reports; features declare their own.
 const (
-	CodeInvalidRequest        = "INVALID_REQUEST"
-	CodeUnauthenticated       = "UNAUTHENTICATED"
-	CodeInsufficientScope     = "INSUFFICIENT_SCOPE"
-	CodeOrgMismatch           = "ORG_MISMATCH"
-	CodePlatformKeyRequired   = "PLATFORM_KEY_REQUIRED"
-	CodeOrgRequired           = "ORG_ID_REQUIRED"
-	CodeNotFound              = "NOT_FOUND"
-	CodeOrgNotFound           = "ORG_NOT_FOUND"
-	CodeDossierNotFound       = "DOSSIER_NOT_FOUND"
+	CodeInvalidRequest      = "INVALID_REQUEST"
+	CodeUnauthenticated     = "UNAUTHENTICATED"
+	CodeInsufficientScope   = "INSUFFICIENT_SCOPE"
+	CodeOrgMismatch         = "ORG_MISMATCH"
+	CodePlatformKeyRequired = "PLATFORM_KEY_REQUIRED"
+	CodeOrgRequired         = "ORG_ID_REQUIRED"
+	CodeNotFound            = "NOT_FOUND"
+	CodeOrgNotFound         = "ORG_NOT_FOUND"
+	CodeDossierNotFound     = "DOSSIER_NOT_FOUND"
 	// CodeStaleAuthorization: the org's active policy changed, or no longer
 	// allows the action, between a decision and its grant's issue or claim
 	// (409): send the request again.
-	CodeStaleAuthorization = "STALE_AUTHORIZATION"
+	CodeStaleAuthorization    = "STALE_AUTHORIZATION"
 	CodeIdempotencyKeyReused  = idempotency.CodeKeyReused
 	CodeInvalidIdempotencyKey = "INVALID_IDEMPOTENCY_KEY"
 	CodeInvalidCorrelationID  = "INVALID_CORRELATION_ID"
