@@ -33,8 +33,6 @@ func (e *Engine) LedgerVerifierKey() string { return e.Audit.LedgerVerifierKey()
 // LedgerOrigin forwards to Audit.LedgerOrigin.
 func (e *Engine) LedgerOrigin(orgID string) string { return e.Audit.LedgerOrigin(orgID) }
 
-func (e *Engine) ledgerKey() (*ledger.Key, error) { return e.Audit.LedgerKey() }
-
 // SealLedger forwards to Audit.SealLedger.
 func (e *Engine) SealLedger(ctx context.Context, orgID string) (ledger.Checkpoint, error) {
 	return e.Audit.SealLedger(ctx, orgID)

@@ -44,8 +44,6 @@ const MaxKeyLength = core.MaxKeyLength
 // nonce and concurrency_scope (see core.ValidToken).
 func ValidToken(s string) bool { return core.ValidToken(s) }
 
-func validText(s string) bool { return core.ValidText(s) }
-
 // Evaluate makes one decision (see decide.Service.Evaluate).
 func (e *Engine) Evaluate(ctx context.Context, req EvaluateRequest) (Decision, error) {
 	return e.Decide.Evaluate(ctx, req)

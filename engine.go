@@ -12,6 +12,7 @@ import (
 	"github.com/clearancehq/clearance/audit"
 	"github.com/clearancehq/clearance/claim"
 	"github.com/clearancehq/clearance/decide"
+	"github.com/clearancehq/clearance/evidence"
 	"github.com/clearancehq/clearance/execution"
 	"github.com/clearancehq/clearance/grant"
 	"github.com/clearancehq/clearance/internal/canon"
@@ -157,6 +158,8 @@ type Engine struct {
 	Policies *policies.Service
 	// Decide makes decisions: Evaluate and EnforceAndBind.
 	Decide *decide.Service
+	// Evidence reads and extends the evidence of decisions.
+	Evidence *evidence.Service
 	// Execution claims, finalizes and reconciles grants.
 	Execution *execution.Service
 }
@@ -182,6 +185,7 @@ func Open(backend store.Backend, opts Options) (*Engine, error) {
 	e.Policies = policies.New(deps)
 	e.Decide = decide.New(deps, decide.Config{Policies: e.Policies, StillActive: policies.StillActive,
 		GrantTTL: opts.GrantTTL, IntentMaxAge: opts.IntentMaxAge})
+	e.Evidence = evidence.New(deps, evidence.Config{Audit: e.Audit, ProducerKey: opts.ProducerKey})
 	e.Execution = execution.New(deps, execution.Config{Policies: e.Policies, StillActive: policies.StillActive,
 		ClaimLease: opts.ClaimLease})
 	return e, nil

@@ -2,6 +2,8 @@ package clearance
 
 import (
 	"github.com/clearancehq/clearance/decide"
+	"github.com/clearancehq/clearance/evidence"
+	"github.com/clearancehq/clearance/execution"
 	"github.com/clearancehq/clearance/internal/core"
 	"github.com/clearancehq/clearance/policies"
 )
@@ -51,12 +53,12 @@ const (
 
 // Stable codes of decision chains, overrides and execution dispatches.
 const (
-	CodeChainNotFound         = "CHAIN_NOT_FOUND"
+	CodeChainNotFound         = evidence.CodeChainNotFound
 	CodeInvalidParentDecision = decide.CodeInvalidParentDecision
 	CodeParentDecisionUnknown = decide.CodeParentDecisionUnknown
-	CodeInvalidOverride       = "INVALID_OVERRIDE"
-	CodeOverrideNotApplicable = "OVERRIDE_NOT_APPLICABLE"
-	CodeInvalidDispatch       = "INVALID_DISPATCH"
+	CodeInvalidOverride       = evidence.CodeInvalidOverride
+	CodeOverrideNotApplicable = evidence.CodeOverrideNotApplicable
+	CodeInvalidDispatch       = execution.CodeInvalidDispatch
 )
 
 // FieldError names one offending field.

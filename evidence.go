@@ -2,131 +2,96 @@ package clearance
 
 import (
 	"context"
-	"sort"
-	"time"
 
-	"github.com/clearancehq/clearance/dossier"
+	"github.com/clearancehq/clearance/capsule"
+	"github.com/clearancehq/clearance/evidence"
 	"github.com/clearancehq/clearance/policy"
+	"github.com/clearancehq/clearance/proof"
 )
 
-// DossierRecord is a stored dossier: Body is its canonical JSON and Digest
-// the SHA-256 the ledger recorded.
-type DossierRecord struct {
-	DossierID  string
-	DecisionID string
-	Body       []byte
-	Digest     string
-}
+// Types of the evidence of decisions (package evidence).
+type (
+	DossierRecord      = evidence.DossierRecord
+	ShadowReport       = evidence.ShadowReport
+	WorkflowShadow     = evidence.WorkflowShadow
+	Window             = evidence.Window
+	DecisionChain      = evidence.DecisionChain
+	Capsules           = evidence.Capsules
+	ProducerEnvelope   = evidence.ProducerEnvelope
+	OverrideResolution = evidence.OverrideResolution
+	OverrideActor      = evidence.OverrideActor
+	OverrideRequest    = evidence.OverrideRequest
+	Override           = evidence.Override
+	OverrideTrail      = evidence.OverrideTrail
+)
 
-// Dossier returns the org's dossier by dossier id; another org's is ErrNotFound.
-func (e *Engine) Dossier(ctx context.Context, orgID, dossierID string) (DossierRecord, error) {
-	if !ValidID(dossierID) {
-		return DossierRecord{}, newError(ErrNotFound, CodeDossierNotFound, "dossier not found")
-	}
-	return e.dossierResult(e.store.Dossier(ctx, orgID, dossierID))
-}
+// Override resolutions.
+const (
+	OverrideApproved = evidence.OverrideApproved
+	OverrideRejected = evidence.OverrideRejected
+)
 
-// DossierByDecision returns the org's dossier of a decision id.
-func (e *Engine) DossierByDecision(ctx context.Context, orgID, decisionID string) (DossierRecord, error) {
-	if !ValidID(decisionID) {
-		return DossierRecord{}, newError(ErrNotFound, CodeDossierNotFound, "dossier not found")
-	}
-	return e.dossierResult(e.store.DossierByDecision(ctx, orgID, decisionID))
-}
-
-func (e *Engine) dossierResult(r dossier.Stored, err error) (DossierRecord, error) {
-	if isNotFound(err) {
-		return DossierRecord{}, newError(ErrNotFound, CodeDossierNotFound, "dossier not found")
-	}
-	if err != nil {
-		return DossierRecord{}, unavailable("read dossier", err)
-	}
-	return DossierRecord{DossierID: r.DossierID, DecisionID: r.DecisionID, Body: r.Body, Digest: digestOf(r.Body)}, nil
-}
-
-// ShadowReport aggregates an org's SHADOW decisions over [From, To).
-type ShadowReport struct {
-	OrgID      string                 `json:"org_id"`
-	From       time.Time              `json:"from"`
-	To         time.Time              `json:"to"`
-	Total      int                    `json:"total"`
-	ByOutcome  map[policy.Outcome]int `json:"by_outcome"`
-	ByWorkflow []WorkflowShadow       `json:"by_workflow"`
-}
-
-// WorkflowShadow is one workflow's share of a ShadowReport.
-type WorkflowShadow struct {
-	WorkflowKey string                 `json:"workflow_key"`
-	Total       int                    `json:"total"`
-	ByOutcome   map[policy.Outcome]int `json:"by_outcome"`
-}
-
-// MaxShadowWindow bounds a shadow report's time window.
-const MaxShadowWindow = 366 * 24 * time.Hour
-
-// DefaultShadowWindow is a shadow report's window when the request bounds
-// only one end, or neither (which ends now).
-const DefaultShadowWindow = 24 * time.Hour
-
-// Window is a report's time window [From, To). A nil end is defaulted: To
-// is the engine's now, From is To minus DefaultShadowWindow. Optional ends
-// are pointers so that the zero time stays a time a caller may name.
-type Window struct {
-	From *time.Time
-	To   *time.Time
-}
+// Limits of the evidence.
+const (
+	MaxOverrideNote     = evidence.MaxOverrideNote
+	MaxEvidenceItems    = evidence.MaxEvidenceItems
+	DefaultShadowWindow = evidence.DefaultShadowWindow
+	// CapsuleProfile names the capsule draft every export is pinned to.
+	CapsuleProfile = evidence.CapsuleProfile
+)
 
 // Between is the window [from, to).
-func Between(from, to time.Time) Window { return Window{From: &from, To: &to} }
+var Between = evidence.Between
 
-// ShadowReport counts the org's SHADOW decisions in the window by outcome
-// and by workflow (workflows sorted by key).
-func (e *Engine) ShadowReport(ctx context.Context, orgID string, w Window) (ShadowReport, error) {
-	to := e.now()
-	if w.To != nil {
-		to = *w.To
-	}
-	from := to.Add(-DefaultShadowWindow)
-	if w.From != nil {
-		from = *w.From
-	}
-	if !from.Before(to) {
-		return ShadowReport{}, invalid(CodeInvalidRequest, "from", "from must be before to")
-	}
-	if to.Sub(from) > MaxShadowWindow {
-		return ShadowReport{}, invalid(CodeInvalidRequest, "from", "the window may span at most 366 days")
-	}
-	rep := ShadowReport{OrgID: orgID, From: from.UTC(), To: to.UTC(), ByOutcome: zeroOutcomes(), ByWorkflow: []WorkflowShadow{}}
-	byWF := map[string]*WorkflowShadow{}
-	err := e.store.DossierSummaries(ctx, orgID, from, to, func(s dossier.Summary) bool {
-		if s.Mode != string(policy.ModeShadow) {
-			return true
-		}
-		o := policy.Outcome(s.Outcome)
-		rep.Total++
-		rep.ByOutcome[o]++
-		w := byWF[s.WorkflowKey]
-		if w == nil {
-			w = &WorkflowShadow{WorkflowKey: s.WorkflowKey, ByOutcome: zeroOutcomes()}
-			byWF[s.WorkflowKey] = w
-		}
-		w.Total++
-		w.ByOutcome[o]++
-		return true
-	})
-	if err != nil {
-		return ShadowReport{}, unavailable("shadow report", err)
-	}
-	for _, w := range byWF {
-		rep.ByWorkflow = append(rep.ByWorkflow, *w)
-	}
-	sort.Slice(rep.ByWorkflow, func(i, j int) bool { return rep.ByWorkflow[i].WorkflowKey < rep.ByWorkflow[j].WorkflowKey })
-	return rep, nil
-}
-
-func zeroOutcomes() map[policy.Outcome]int {
-	return map[policy.Outcome]int{policy.OutcomeAllow: 0, policy.OutcomeEscalate: 0, policy.OutcomeReviewRequired: 0, policy.OutcomeBlock: 0}
-}
-
-// ReasonCodes is the stable reason-code vocabulary.
+// ReasonCodes lists the reason codes policies may use.
 func ReasonCodes() []policy.ReasonCode { return policy.ReasonCodes() }
+
+// Dossier forwards to Evidence.Dossier.
+func (e *Engine) Dossier(ctx context.Context, orgID, dossierID string) (DossierRecord, error) {
+	return e.Evidence.Dossier(ctx, orgID, dossierID)
+}
+
+// DossierByDecision forwards to Evidence.DossierByDecision.
+func (e *Engine) DossierByDecision(ctx context.Context, orgID, decisionID string) (DossierRecord, error) {
+	return e.Evidence.DossierByDecision(ctx, orgID, decisionID)
+}
+
+// ShadowReport forwards to Evidence.ShadowReport.
+func (e *Engine) ShadowReport(ctx context.Context, orgID string, w Window) (ShadowReport, error) {
+	return e.Evidence.ShadowReport(ctx, orgID, w)
+}
+
+// Chain forwards to Evidence.Chain.
+func (e *Engine) Chain(ctx context.Context, orgID, chainID string) (DecisionChain, error) {
+	return e.Evidence.Chain(ctx, orgID, chainID)
+}
+
+// ChainByEvaluation forwards to Evidence.ChainByEvaluation.
+func (e *Engine) ChainByEvaluation(ctx context.Context, orgID, evaluationID string) (DecisionChain, error) {
+	return e.Evidence.ChainByEvaluation(ctx, orgID, evaluationID)
+}
+
+// Capsules forwards to Evidence.Capsules.
+func (e *Engine) Capsules(ctx context.Context, orgID, dossierID string) (Capsules, error) {
+	return e.Evidence.Capsules(ctx, orgID, dossierID)
+}
+
+// ProducerEnvelopes forwards to Evidence.ProducerEnvelopes.
+func (e *Engine) ProducerEnvelopes(ctx context.Context, orgID, dossierID string) (capsule.ID, []ProducerEnvelope, error) {
+	return e.Evidence.ProducerEnvelopes(ctx, orgID, dossierID)
+}
+
+// ProofPacket forwards to Evidence.ProofPacket.
+func (e *Engine) ProofPacket(ctx context.Context, orgID, dossierID string) (proof.Packet, error) {
+	return e.Evidence.ProofPacket(ctx, orgID, dossierID)
+}
+
+// RecordOverride forwards to Evidence.RecordOverride.
+func (e *Engine) RecordOverride(ctx context.Context, req OverrideRequest) (Override, error) {
+	return e.Evidence.RecordOverride(ctx, req)
+}
+
+// Overrides forwards to Evidence.Overrides.
+func (e *Engine) Overrides(ctx context.Context, orgID, dossierID string) (OverrideTrail, error) {
+	return e.Evidence.Overrides(ctx, orgID, dossierID)
+}

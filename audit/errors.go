@@ -1,5 +1,7 @@
 package audit
 
+import "github.com/clearancehq/clearance/internal/core"
+
 // Codes of the ledger tree routes.
 const (
 	// CodeLedgerKeyNotConfigured: no ledger key, so no checkpoint (503).
@@ -9,5 +11,5 @@ const (
 	// CodeProofRange: a seq or tree size outside the sealed tree (400).
 	CodeProofRange = "PROOF_OUT_OF_RANGE"
 	// CodeLedgerBroken: the chain does not verify, or an entry is missing (409).
-	CodeLedgerBroken = "LEDGER_BROKEN"
+	CodeLedgerBroken = core.CodeLedgerBroken
 )

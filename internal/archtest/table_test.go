@@ -77,6 +77,7 @@ var packages = map[string]rule{
 	"admin":    {layer: features},
 	"decide":   {layer: features},
 	"policies": {layer: features},
+	"evidence": {layer: features},
 	// execution checks the grants decide issues: the intent format and the
 	// grant claims are decide's.
 	"execution": {layer: features, peers: []string{"decide"}},

@@ -31,6 +31,9 @@ const (
 	CodeNotFound            = "NOT_FOUND"
 	CodeOrgNotFound         = "ORG_NOT_FOUND"
 	CodeDossierNotFound     = "DOSSIER_NOT_FOUND"
+	// CodeLedgerBroken: an org's hash chain does not verify, or an entry is
+	// missing (409).
+	CodeLedgerBroken = "LEDGER_BROKEN"
 	// CodeStaleAuthorization: the org's active policy changed, or no longer
 	// allows the action, between a decision and its grant's issue or claim
 	// (409): send the request again.

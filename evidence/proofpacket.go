@@ -1,4 +1,4 @@
-package clearance
+package evidence
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 
 	"github.com/clearancehq/clearance/dossier"
+	"github.com/clearancehq/clearance/internal/core"
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/proof"
 )
@@ -15,46 +16,46 @@ import (
 // checkpoint, an Ed25519 proof bundle by the ledger key, and the result of
 // verifying all of it with the engine's own ledger key (which a third party
 // repeats with the key it trusts: proof.Verify or `clearance verify packet`).
-func (e *Engine) ProofPacket(ctx context.Context, orgID, dossierID string) (proof.Packet, error) {
-	k, err := e.ledgerKey()
+func (s *Service) ProofPacket(ctx context.Context, orgID, dossierID string) (proof.Packet, error) {
+	k, err := s.cfg.Audit.LedgerKey()
 	if err != nil {
 		return proof.Packet{}, err
 	}
-	r, err := e.Dossier(ctx, orgID, dossierID)
+	r, err := s.Dossier(ctx, orgID, dossierID)
 	if err != nil {
 		return proof.Packet{}, err
 	}
 	d, err := dossier.Decode(r.Body)
 	if err != nil {
-		return proof.Packet{}, unavailable("read dossier", err)
+		return proof.Packet{}, core.Unavailable("read dossier", err)
 	}
-	anchor, err := e.LedgerAnchor(ctx, orgID, d.LedgerSeq)
+	anchor, err := s.cfg.Audit.LedgerAnchor(ctx, orgID, d.LedgerSeq)
 	if err != nil {
 		return proof.Packet{}, err
 	}
-	page, err := e.store.LedgerEntries(ctx, orgID, d.LedgerSeq-1, 1)
+	page, err := s.d.Store.LedgerEntries(ctx, orgID, d.LedgerSeq-1, 1)
 	if err != nil {
-		return proof.Packet{}, unavailable("read ledger", err)
+		return proof.Packet{}, core.Unavailable("read ledger", err)
 	}
 	if len(page) != 1 || page[0].Seq != d.LedgerSeq || page[0].Kind != ledger.KindDecision || page[0].SubjectID != d.DossierID {
-		return proof.Packet{}, newError(ErrConflict, CodeLedgerBroken, "the ledger entry of dossier %s is missing", d.DossierID)
+		return proof.Packet{}, core.New(core.ErrConflict, core.CodeLedgerBroken, "the ledger entry of dossier %s is missing", d.DossierID)
 	}
 	snapshot, err := json.Marshal(d.PolicySnapshot)
 	if err != nil {
-		return proof.Packet{}, unavailable("encode policy snapshot", err)
+		return proof.Packet{}, core.Unavailable("encode policy snapshot", err)
 	}
 	p := proof.Packet{
 		Version: proof.Version, OrgID: orgID, DossierID: d.DossierID, DecisionID: d.DecisionID,
 		Dossier: r.Body, DossierDigest: r.Digest, PolicySnapshot: snapshot,
-		LedgerEntry: page[0], LedgerAnchor: anchor, LedgerOrigin: e.LedgerOrigin(orgID),
-		LedgerVerifierKey: k.VerifierKey(), IssuedAt: e.now().Format(timeFormat),
+		LedgerEntry: page[0], LedgerAnchor: anchor, LedgerOrigin: s.cfg.Audit.LedgerOrigin(orgID),
+		LedgerVerifierKey: k.VerifierKey(), IssuedAt: s.d.Now().Format(core.TimeFormat),
 	}
 	if err := proof.Sign(&p, ed25519.NewKeyFromSeed(k.Seed())); err != nil {
-		return proof.Packet{}, unavailable("sign proof bundle", err)
+		return proof.Packet{}, core.Unavailable("sign proof bundle", err)
 	}
 	raw, err := json.Marshal(p)
 	if err != nil {
-		return proof.Packet{}, unavailable("encode proof packet", err)
+		return proof.Packet{}, core.Unavailable("encode proof packet", err)
 	}
 	res := proof.Verify(raw, k.VerifierKey())
 	p.Verification = &res

@@ -1,4 +1,4 @@
-package clearance
+package evidence
 
 import (
 	"context"
@@ -8,7 +8,9 @@ import (
 
 	"github.com/clearancehq/clearance/capsule"
 	"github.com/clearancehq/clearance/claim"
+	"github.com/clearancehq/clearance/dossier"
 	"github.com/clearancehq/clearance/grant"
+	"github.com/clearancehq/clearance/internal/core"
 )
 
 // CapsuleProfile names the capsule draft every export is pinned to.
@@ -37,18 +39,18 @@ func (c Capsules) LatestVerified() bool {
 // (draft-mih-scitt-agent-action-capsule-04) and runs the Class 1 checks on
 // them. The dossier stays the canonical record; effects come only from a
 // recorded finalization, never from the verdict.
-func (e *Engine) Capsules(ctx context.Context, orgID, dossierID string) (Capsules, error) {
-	d, digest, err := e.dossierOf(ctx, orgID, dossierID)
+func (s *Service) Capsules(ctx context.Context, orgID, dossierID string) (Capsules, error) {
+	d, digest, err := core.ReadDossier(ctx, s.d.Store, orgID, dossierID)
 	if err != nil {
 		return Capsules{}, err
 	}
-	ev, err := e.capsuleEvidence(ctx, d, digest)
+	ev, err := s.capsuleEvidence(ctx, d, digest)
 	if err != nil {
 		return Capsules{}, err
 	}
 	chain, err := capsule.Build(ev)
 	if err != nil {
-		return Capsules{}, unavailable("build capsule", err)
+		return Capsules{}, core.Unavailable("build capsule", err)
 	}
 	raw := make([][]byte, len(chain))
 	for i, c := range chain {
@@ -59,10 +61,10 @@ func (e *Engine) Capsules(ctx context.Context, orgID, dossierID string) (Capsule
 
 // capsuleEvidence gathers what capsule.Build projects from a dossier and
 // the grant it names.
-func (e *Engine) capsuleEvidence(ctx context.Context, d Dossier, digest string) (capsule.Evidence, error) {
-	decided, err := time.Parse(timeFormat, d.CreatedAt)
+func (s *Service) capsuleEvidence(ctx context.Context, d dossier.Body, digest string) (capsule.Evidence, error) {
+	decided, err := time.Parse(core.TimeFormat, d.CreatedAt)
 	if err != nil {
-		return capsule.Evidence{}, unavailable("read dossier", err)
+		return capsule.Evidence{}, core.Unavailable("read dossier", err)
 	}
 	developer := d.Actor.ID
 	if developer == "" {
@@ -81,9 +83,9 @@ func (e *Engine) capsuleEvidence(ctx context.Context, d Dossier, digest string) 
 	if d.GrantID == "" {
 		return ev, nil
 	}
-	g, err := e.store.GrantOf(ctx, d.OrgID, d.GrantID)
+	g, err := s.d.Store.GrantOf(ctx, d.OrgID, d.GrantID)
 	if err != nil {
-		return capsule.Evidence{}, unavailable("read grant", err)
+		return capsule.Evidence{}, core.Unavailable("read grant", err)
 	}
 	ev.Grant = &capsule.Grant{GrantID: g.GrantID, IssuedAt: g.IssuedAt, ExpiresAt: g.ExpiresAt, PayloadDigest: g.PayloadDigest,
 		Finalization: finalizationOf(g)}
@@ -131,29 +133,29 @@ type ProducerEnvelope struct {
 // ProducerEnvelopes signs the dossier's newest capsule with the service's
 // producer key. The envelope is separate from any registration statement
 // or transparency receipt.
-func (e *Engine) ProducerEnvelopes(ctx context.Context, orgID, dossierID string) (capsule.ID, []ProducerEnvelope, error) {
-	c, err := e.Capsules(ctx, orgID, dossierID)
+func (s *Service) ProducerEnvelopes(ctx context.Context, orgID, dossierID string) (capsule.ID, []ProducerEnvelope, error) {
+	c, err := s.Capsules(ctx, orgID, dossierID)
 	if err != nil {
 		return capsule.ID{}, nil, err
 	}
-	k, err := e.producerKey()
+	k, err := s.producerKey()
 	if err != nil {
 		return capsule.ID{}, nil, err
 	}
 	id := c.Latest().ID
 	env, err := capsule.Sign(id, ed25519.NewKeyFromSeed(k.Seed()))
 	if err != nil {
-		return capsule.ID{}, nil, unavailable("sign producer envelope", err)
+		return capsule.ID{}, nil, core.Unavailable("sign producer envelope", err)
 	}
 	return id, []ProducerEnvelope{{CapsuleID: id.String(), COSESign1: env, PublicKey: hex.EncodeToString(k.Public()),
-		Producer: e.opts.Issuer}}, nil
+		Producer: s.d.Issuer}}, nil
 }
 
-func (e *Engine) producerKey() (grant.Key, error) {
-	if !e.opts.ProducerKey.IsZero() {
-		return e.opts.ProducerKey, nil
+func (s *Service) producerKey() (grant.Key, error) {
+	if !s.cfg.ProducerKey.IsZero() {
+		return s.cfg.ProducerKey, nil
 	}
-	keys, err := e.signingKeys()
+	keys, err := s.d.Keys.Current()
 	if err != nil {
 		return grant.Key{}, err
 	}

@@ -1,15 +1,14 @@
-package clearance
+package evidence
 
 import (
 	"context"
 	"strings"
-	"time"
 	"unicode"
 
 	"github.com/clearancehq/clearance/artifact"
-	"github.com/clearancehq/clearance/dossier"
 	"github.com/clearancehq/clearance/idempotency"
 	"github.com/clearancehq/clearance/internal/canon"
+	"github.com/clearancehq/clearance/internal/core"
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/policy"
 	"github.com/clearancehq/clearance/store"
@@ -24,12 +23,9 @@ const (
 	OverrideRejected OverrideResolution = "REJECTED"
 )
 
-// Idempotency scopes of the evidence writes (a key is scoped per org and
-// per operation, like the decision routes' keys).
-const (
-	scopeOverride = "dossier.override"
-	scopeDispatch = "execution.dispatch"
-)
+// scopeOverride is the idempotency scope of overrides (a key is scoped per
+// org and per operation, like the decision routes' keys).
+const scopeOverride = "dossier.override"
 
 // Limits of override fields, in bytes.
 const (
@@ -60,7 +56,7 @@ type OverrideRequest struct {
 	ReasonCode string
 	// IdempotencyKey, when set, makes a retry return the recorded override.
 	IdempotencyKey string
-	Principal      Principal
+	Principal      core.Principal
 	RequestID      string
 }
 
@@ -96,22 +92,22 @@ type Override struct {
 // token, a later claim of any grant is judged exactly as before, and an
 // agent that wants to act after an approval must ask again (a new
 // evaluation, which may name the overridden decision as its parent).
-// Errors: an ALLOW dossier is ErrConflict (OVERRIDE_NOT_APPLICABLE); an
-// unknown dossier (or another org's) ErrNotFound; bad fields
-// ErrInvalidRequest (INVALID_OVERRIDE).
-func (e *Engine) RecordOverride(ctx context.Context, req OverrideRequest) (Override, error) {
+// Errors: an ALLOW dossier is core.ErrConflict (OVERRIDE_NOT_APPLICABLE); an
+// unknown dossier (or another org's) core.ErrNotFound; bad fields
+// core.ErrInvalidRequest (INVALID_OVERRIDE).
+func (s *Service) RecordOverride(ctx context.Context, req OverrideRequest) (Override, error) {
 	if err := checkOverride(req); err != nil {
 		return Override{}, err
 	}
-	if req.IdempotencyKey != "" && !ValidToken(req.IdempotencyKey) {
-		return Override{}, invalid(CodeInvalidIdempotencyKey, "Idempotency-Key", "Idempotency-Key must be 1 to %d visible ASCII characters", MaxKeyLength)
+	if req.IdempotencyKey != "" && !core.ValidToken(req.IdempotencyKey) {
+		return Override{}, core.Invalid(core.CodeInvalidIdempotencyKey, "Idempotency-Key", "Idempotency-Key must be 1 to %d visible ASCII characters", core.MaxKeyLength)
 	}
-	d, digest, err := e.dossierOf(ctx, req.OrgID, req.DossierID)
+	d, digest, err := core.ReadDossier(ctx, s.d.Store, req.OrgID, req.DossierID)
 	if err != nil {
 		return Override{}, err
 	}
 	if d.Outcome == policy.OutcomeAllow {
-		return Override{}, newError(ErrConflict, CodeOverrideNotApplicable, "the decision was ALLOW: there is nothing to override")
+		return Override{}, core.New(core.ErrConflict, CodeOverrideNotApplicable, "the decision was ALLOW: there is nothing to override")
 	}
 	requestDigest, err := canon.DigestValue(struct {
 		DossierID  string             `json:"dossier_id"`
@@ -121,20 +117,20 @@ func (e *Engine) RecordOverride(ctx context.Context, req OverrideRequest) (Overr
 		ReasonCode string             `json:"reason_code"`
 	}{req.DossierID, req.Resolution, req.Actor, req.Note, req.ReasonCode})
 	if err != nil {
-		return Override{}, invalid(CodeInvalidOverride, "", "the override cannot be canonicalized: %v", err)
+		return Override{}, core.Invalid(CodeInvalidOverride, "", "the override cannot be canonicalized: %v", err)
 	}
-	id, err := e.newID()
+	id, err := s.d.IDs.New()
 	if err != nil {
-		return Override{}, unavailable("id generation", err)
+		return Override{}, core.Unavailable("id generation", err)
 	}
-	now := e.now()
+	now := s.d.Now()
 	o := Override{
 		OverrideID: id, OrgID: req.OrgID, DossierID: d.DossierID, DossierDigest: digest, DecisionID: d.DecisionID,
 		DecisionOutcome: d.Outcome, DecisionMode: d.Mode, Resolution: req.Resolution, Actor: req.Actor, Note: req.Note,
-		ReasonCode: req.ReasonCode, CredentialID: req.Principal.KeyID, RequestID: req.RequestID, CreatedAt: now.Format(timeFormat),
+		ReasonCode: req.ReasonCode, CredentialID: req.Principal.KeyID, RequestID: req.RequestID, CreatedAt: now.Format(core.TimeFormat),
 	}
 	var out Override
-	err = e.store.Update(ctx, req.OrgID, func(tx store.Tx) error {
+	err = s.d.Store.Update(ctx, req.OrgID, func(tx store.Tx) error {
 		out = Override{}
 		replayed, err := idempotency.Replay(ctx, tx, scopeOverride, req.IdempotencyKey, requestDigest, &out)
 		if err != nil || replayed {
@@ -142,13 +138,13 @@ func (e *Engine) RecordOverride(ctx context.Context, req OverrideRequest) (Overr
 			return err
 		}
 		out = o
-		if err := e.recordArtifact(ctx, tx, KindOverride, out.OverrideID, out.DossierID, ledger.KindOverride, now, &out.LedgerSeq, &out); err != nil {
+		if err := artifact.RecordLedgered(ctx, tx, KindOverride, out.OverrideID, out.DossierID, ledger.KindOverride, now, &out.LedgerSeq, &out); err != nil {
 			return err
 		}
 		return idempotency.Remember(ctx, tx, scopeOverride, req.IdempotencyKey, requestDigest, out, now)
 	})
 	if err != nil {
-		return Override{}, asEngineError("record override", err)
+		return Override{}, core.Translate("record override", err)
 	}
 	return out, nil
 }
@@ -157,28 +153,27 @@ func checkOverride(req OverrideRequest) error {
 	switch req.Resolution {
 	case OverrideApproved, OverrideRejected:
 	default:
-		return invalid(CodeInvalidOverride, "resolution", "resolution must be APPROVED or REJECTED")
+		return core.Invalid(CodeInvalidOverride, "resolution", "resolution must be APPROVED or REJECTED")
 	}
-	if !validName(req.Actor.ID, maxActorID) {
-		return invalid(CodeInvalidOverride, "actor.id", "actor.id is required: 1 to %d bytes without control characters", maxActorID)
+	if !core.ValidName(req.Actor.ID, maxActorID) {
+		return core.Invalid(CodeInvalidOverride, "actor.id", "actor.id is required: 1 to %d bytes without control characters", maxActorID)
 	}
-	if !validName(req.Actor.Type, maxActorType) {
-		return invalid(CodeInvalidOverride, "actor.type", "actor.type is required: 1 to %d bytes without control characters", maxActorType)
+	if !core.ValidName(req.Actor.Type, maxActorType) {
+		return core.Invalid(CodeInvalidOverride, "actor.type", "actor.type is required: 1 to %d bytes without control characters", maxActorType)
 	}
 	if len(req.Note) > MaxOverrideNote || strings.ContainsFunc(req.Note, func(r rune) bool {
 		return unicode.IsControl(r) && r != '\n' && r != '\r' && r != '\t'
 	}) {
-		return invalid(CodeInvalidOverride, "note", "note is at most %d bytes, without control characters other than line breaks and tabs", MaxOverrideNote)
+		return core.Invalid(CodeInvalidOverride, "note", "note is at most %d bytes, without control characters other than line breaks and tabs", MaxOverrideNote)
 	}
 	if req.ReasonCode != "" && !validCode(req.ReasonCode) {
-		return invalid(CodeInvalidOverride, "reason_code", "reason_code is 1 to %d characters of A-Z, 0-9 and _, starting with a letter", maxReasonCode)
+		return core.Invalid(CodeInvalidOverride, "reason_code", "reason_code is 1 to %d characters of A-Z, 0-9 and _, starting with a letter", maxReasonCode)
 	}
 	return nil
 }
 
 // validName reports whether s is 1 to max bytes of text without control
 // characters.
-func validName(s string, max int) bool { return s != "" && len(s) <= max && validText(s) }
 
 // validCode reports whether s is an UPPER_SNAKE code of at most
 // maxReasonCode bytes.
@@ -206,42 +201,23 @@ type OverrideTrail struct {
 }
 
 // Overrides returns the trail of human resolutions of the org's dossier;
-// an unknown dossier (or another org's) is ErrNotFound.
-func (e *Engine) Overrides(ctx context.Context, orgID, dossierID string) (OverrideTrail, error) {
-	d, _, err := e.dossierOf(ctx, orgID, dossierID)
+// an unknown dossier (or another org's) is core.ErrNotFound.
+func (s *Service) Overrides(ctx context.Context, orgID, dossierID string) (OverrideTrail, error) {
+	d, _, err := core.ReadDossier(ctx, s.d.Store, orgID, dossierID)
 	if err != nil {
 		return OverrideTrail{}, err
 	}
 	trail := OverrideTrail{OrgID: orgID, DossierID: d.DossierID, DecisionID: d.DecisionID, Outcome: d.Outcome}
-	trail.Truncated, err = listArtifacts(ctx, e.store, orgID, KindOverride, d.DossierID, &trail.Overrides)
+	trail.Truncated, err = listOverrides(ctx, s.d.Store, orgID, d.DossierID, &trail.Overrides)
 	return trail, err
 }
 
-// dossierOf reads and decodes the org's dossier, with its digest.
-func (e *Engine) dossierOf(ctx context.Context, orgID, dossierID string) (Dossier, string, error) {
-	r, err := e.Dossier(ctx, orgID, dossierID)
+// listOverrides decodes the overrides recorded for dossierID into *out,
+// oldest first, at most MaxEvidenceItems; it reports whether more exist.
+func listOverrides(ctx context.Context, r artifact.Reader, orgID, dossierID string, out *[]Override) (bool, error) {
+	truncated, err := artifact.List(ctx, r, orgID, KindOverride, dossierID, MaxEvidenceItems, out)
 	if err != nil {
-		return Dossier{}, "", err
-	}
-	d, err := dossier.Decode(r.Body)
-	if err != nil {
-		return Dossier{}, "", unavailable("read dossier", err)
-	}
-	return d, r.Digest, nil
-}
-
-// recordArtifact is artifact.RecordLedgered.
-func (e *Engine) recordArtifact(ctx context.Context, tx store.Tx, kind, id, ref, ledgerKind string, now time.Time, seq *uint64, v any) error {
-	return artifact.RecordLedgered(ctx, tx, kind, id, ref, ledgerKind, now, seq, v)
-}
-
-// listArtifacts decodes the org's artifacts of kind under ref into *out
-// (never nil), oldest first, at most MaxEvidenceItems; it reports whether
-// more exist.
-func listArtifacts[T any](ctx context.Context, r store.Reader, orgID, kind, ref string, out *[]T) (bool, error) {
-	truncated, err := artifact.List(ctx, r, orgID, kind, ref, MaxEvidenceItems, out)
-	if err != nil {
-		return false, unavailable("read "+kind+" records", err)
+		return false, core.Unavailable("read override records", err)
 	}
 	return truncated, nil
 }
