@@ -20,6 +20,7 @@ import (
 	"github.com/clearancehq/clearance/internal/strictjson"
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/policies"
+	"github.com/clearancehq/clearance/sharelink"
 	"github.com/clearancehq/clearance/store"
 )
 
@@ -160,6 +161,8 @@ type Engine struct {
 	Decide *decide.Service
 	// Evidence reads and extends the evidence of decisions.
 	Evidence *evidence.Service
+	// ShareLinks makes, verifies and revokes dossier share links.
+	ShareLinks *sharelink.Service
 	// Execution claims, finalizes and reconciles grants.
 	Execution *execution.Service
 }
@@ -186,6 +189,7 @@ func Open(backend store.Backend, opts Options) (*Engine, error) {
 	e.Decide = decide.New(deps, decide.Config{Policies: e.Policies, StillActive: policies.StillActive,
 		GrantTTL: opts.GrantTTL, IntentMaxAge: opts.IntentMaxAge})
 	e.Evidence = evidence.New(deps, evidence.Config{Audit: e.Audit, ProducerKey: opts.ProducerKey})
+	e.ShareLinks = sharelink.New(deps, sharelink.Config{Secret: opts.ShareSecret})
 	e.Execution = execution.New(deps, execution.Config{Policies: e.Policies, StillActive: policies.StillActive,
 		ClaimLease: opts.ClaimLease})
 	return e, nil

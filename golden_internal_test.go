@@ -130,9 +130,6 @@ var goldenRecords = []struct {
 	{"export_requested", []string{ledger.KindExportRequested}, func(*testing.T) any { return goldenExport(ExportPending).view() }},
 	{"export_succeeded", []string{ledger.KindExportCompleted}, func(*testing.T) any { return goldenExport(ExportSucceeded).view() }},
 	{"export_failed", []string{ledger.KindExportCompleted}, func(*testing.T) any { return goldenExport(ExportFailed).view() }},
-	{"share_links_revoked", []string{ledger.KindShareLinksRevoked}, func(*testing.T) any {
-		return shareEpoch{Epoch: 2, RevokedAt: goldenAt.Format(timeFormat)}
-	}},
 }
 
 // goldenElsewhere are the ledger kinds whose records a feature package
@@ -144,6 +141,7 @@ var goldenElsewhere = []struct{ kind, pkg, name string }{
 	{ledger.KindKeyRevoked, "admin", "key_revoked"},
 	{ledger.KindClaimed, "execution", "claimed"},
 	{ledger.KindFinalized, "execution", "finalized"},
+	{ledger.KindShareLinksRevoked, "sharelink", "share_links_revoked"},
 }
 
 // TestGoldenLedgerPayloads pins the RFC 8785 bytes of every record whose

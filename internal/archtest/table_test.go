@@ -74,10 +74,11 @@ var packages = map[string]rule{
 
 	"internal/core": {layer: kernel},
 
-	"admin":    {layer: features},
-	"decide":   {layer: features},
-	"policies": {layer: features},
-	"evidence": {layer: features},
+	"admin":     {layer: features},
+	"decide":    {layer: features},
+	"policies":  {layer: features},
+	"evidence":  {layer: features},
+	"sharelink": {layer: features},
 	// execution checks the grants decide issues: the intent format and the
 	// grant claims are decide's.
 	"execution": {layer: features, peers: []string{"decide"}},
