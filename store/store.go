@@ -2,7 +2,7 @@
 // implements: store/pebblestore (embedded, one server) and store/pgstore
 // (PostgreSQL, shared by any number of servers). It composes the small
 // interfaces the domain packages declare (ledger.Tx, dossier.Tx, claim.Tx,
-// artifact.Tx, registry.Tx, tenant.Tx, …) and adds the records no domain
+// artifact.Tx, registry.Tx, tenant.Tx, jobs.Tx, …) and adds the records no domain
 // package owns (policy bundles and activations, idempotency records,
 // grant-key revocations).
 //
@@ -21,6 +21,7 @@ import (
 	"github.com/clearancehq/clearance/artifact"
 	"github.com/clearancehq/clearance/claim"
 	"github.com/clearancehq/clearance/dossier"
+	"github.com/clearancehq/clearance/jobs"
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/registry"
 	"github.com/clearancehq/clearance/tenant"
@@ -93,6 +94,7 @@ type Tx interface {
 	tenant.Tx
 	claim.Tx
 	registry.Tx
+	jobs.Tx
 	PutBundle(ctx context.Context, b BundleRecord) error
 	// LatestBundleInTx returns the org's newest bundle as of this transaction.
 	LatestBundleInTx(ctx context.Context) (BundleRecord, error)
@@ -117,6 +119,7 @@ type Reader interface {
 	tenant.Reader
 	claim.Reader
 	registry.Reader
+	jobs.Reader
 	Bundle(ctx context.Context, orgID, version string) (BundleRecord, error)
 	LatestBundle(ctx context.Context, orgID string) (BundleRecord, error)
 	// Bundles lists the org's bundles in publish order.
