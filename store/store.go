@@ -2,14 +2,14 @@
 // implements: store/pebblestore (embedded, one server) and store/pgstore
 // (PostgreSQL, shared by any number of servers). It composes the small
 // interfaces the record packages declare (ledger.Tx, dossier.Tx, claim.Tx,
-// artifact.Tx, registry.Tx, tenant.Tx, idempotency.Tx, …) and adds the
-// records no record package owns yet (policy bundles and activations,
+// artifact.Tx, registry.Tx, tenant.Tx, idempotency.Tx, jobs.Tx, …) and adds
+// the records no record package owns yet (policy bundles and activations,
 // grant-key revocations).
 //
 // Backends hold no business rules: hash linking, the idempotency rule, the
-// claim state machine, the dossier record path and policy resolution live
-// in their packages and run inside Update, whose function may run more than once (see
-// Backend.Update). Every backend passes the conformance suites that
+// claim state machine, the dossier record path, job leases and policy
+// resolution live in their packages and run inside Update, whose function
+// may run more than once (see Backend.Update). Every backend passes the conformance suites that
 // store/storetest.All runs.
 package store
 
@@ -22,6 +22,7 @@ import (
 	"github.com/clearancehq/clearance/claim"
 	"github.com/clearancehq/clearance/dossier"
 	"github.com/clearancehq/clearance/idempotency"
+	"github.com/clearancehq/clearance/jobs"
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/registry"
 	"github.com/clearancehq/clearance/tenant"
@@ -87,6 +88,7 @@ type Tx interface {
 	tenant.Tx
 	claim.Tx
 	registry.Tx
+	jobs.Tx
 	PutBundle(ctx context.Context, b BundleRecord) error
 	// LatestBundleInTx returns the org's newest bundle as of this transaction.
 	LatestBundleInTx(ctx context.Context) (BundleRecord, error)
@@ -111,6 +113,7 @@ type Reader interface {
 	tenant.Reader
 	claim.Reader
 	registry.Reader
+	jobs.Reader
 	Bundle(ctx context.Context, orgID, version string) (BundleRecord, error)
 	LatestBundle(ctx context.Context, orgID string) (BundleRecord, error)
 	// Bundles lists the org's bundles in publish order.

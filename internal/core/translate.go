@@ -9,6 +9,7 @@ import (
 	"github.com/clearancehq/clearance/grant"
 	"github.com/clearancehq/clearance/idempotency"
 	"github.com/clearancehq/clearance/internal/strictjson"
+	"github.com/clearancehq/clearance/jobs"
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/policy"
 	"github.com/clearancehq/clearance/registry"
@@ -107,6 +108,14 @@ var kindOf = []struct{ sentinel, kind error }{
 	// Artifacts: an argument no record may have.
 	{artifact.ErrInvalid, ErrInvalidRequest},
 	{artifact.ErrOrgMismatch, ErrInvalidRequest},
+
+	// Jobs: a worker's refusals of the job's current state.
+	{jobs.ErrInvalid, ErrInvalidRequest},
+	{jobs.ErrOrgMismatch, ErrInvalidRequest},
+	{jobs.ErrNotFound, ErrNotFound},
+	{jobs.ErrNotDue, ErrConflict},
+	{jobs.ErrNotOwner, ErrConflict},
+	{jobs.ErrLeaseExpired, ErrConflict},
 
 	// Storage. A record a lookup did not find: the caller re-codes it when
 	// its absence means something else (an unknown grant is a conflict).

@@ -82,6 +82,9 @@
 //	o <org> r <kind (uvarint-prefixed)> <kid>   registry.Key
 //	o <org> t <index u64>               32-byte ledger tree hash at that tlog stored-hash index
 //	o <org> p <size u64>                ledger checkpoint: root(32) uvarint(len(origin)) origin signed-note
+//	o <org> j <kind (uvarint-prefixed)> <id>    jobs.Job
+//	j <kind (uvarint-prefixed)> <due µs> <org> 0x00 <id>
+//	                                    empty: the due index of every org (jobs.go)
 //
 // (<org> stands for uvarint(len(org id)) followed by the org id.)
 // LatestBundle is a reverse seek over "o <org> b"; DossierSummaries scans

@@ -45,19 +45,32 @@ func openMem(t *testing.T) *Store {
 
 // TestConformance runs every storage conformance suite.
 func TestConformance(t *testing.T) {
-	storetest.All(t, storetest.Harness{
-		Open: func(t *testing.T, now func() time.Time) store.Backend {
-			t.Helper()
-			s, err := Open("db", Options{FS: vfs.NewMem(), Logger: quiet{}, Now: now})
-			if err != nil {
-				t.Fatalf("Open: %v", err)
+	var fss sync.Map // store.Backend -> its vfs.FS, for Reopen
+	openOn := func(t *testing.T, fs vfs.FS, now func() time.Time) store.Backend {
+		t.Helper()
+		s, err := Open("db", Options{FS: fs, Logger: quiet{}, Now: now})
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		t.Cleanup(func() {
+			if err := s.Close(); err != nil {
+				t.Errorf("Close: %v", err)
 			}
-			t.Cleanup(func() {
-				if err := s.Close(); err != nil {
-					t.Errorf("Close: %v", err)
-				}
-			})
-			return s
+		})
+		fss.Store(store.Backend(s), fs)
+		return s
+	}
+	storetest.All(t, storetest.Harness{
+		Open: func(t *testing.T, now func() time.Time) store.Backend { return openOn(t, vfs.NewMem(), now) },
+		Reopen: func(t *testing.T, b store.Backend, now func() time.Time) store.Backend {
+			fs, ok := fss.Load(b)
+			if !ok {
+				t.Fatal("Reopen of a backend Open did not return")
+			}
+			if err := b.Close(); err != nil {
+				t.Fatal(err)
+			}
+			return openOn(t, fs.(vfs.FS), now)
 		},
 		OverwriteEntry: func(t *testing.T, b store.Backend, orgID string, seq uint64, e ledger.Entry) {
 			t.Helper()

@@ -5,8 +5,9 @@
 //
 // The contract is store.Backend's, and the behaviour is store/pebblestore's:
 // both pass the same conformance suites (storetest.All: storetest,
-// ledgertest, dossiertest, claimtest, artifacttest). Backends hold no business rules; hash linking, idempotency
-// and the claim state machine run in their packages inside Update.
+// ledgertest, dossiertest, claimtest, artifacttest, jobstest). Backends
+// hold no business rules; hash linking, idempotency, the claim state
+// machine and job leases run in their packages inside Update.
 //
 // # Schema
 //
@@ -38,6 +39,7 @@
 //	nonces(org_id, nonce)                    a nonce names one grant for good
 //	scope_claims(org_id, scope)              a scope's one live claim
 //	registered_keys(org_id, kind, kid)
+//	jobs(org_id, kind, id), INDEX(kind, due_at, org_id, id) WHERE due_at IS NOT NULL (0007)
 //
 // Dossier and bundle bodies and idempotent responses are bytea, stored and
 // returned byte for byte. Grants and registered keys are JSON in a bytea

@@ -55,6 +55,16 @@ func TestConformance(t *testing.T) {
 			}
 			return openBackend(t, opts)
 		},
+		Reopen: func(t *testing.T, b store.Backend, now func() time.Time) store.Backend {
+			schema := schemaOf(t, b)
+			if err := b.Close(); err != nil {
+				t.Fatal(err)
+			}
+			s := openIn(t, schema, pgstore.Options{Now: now, MaxConns: 8})
+			schemas.Store(store.Backend(s), schema)
+			t.Cleanup(func() { schemas.Delete(store.Backend(s)) })
+			return s
+		},
 		Parallel: true,
 		OverwriteEntry: func(t *testing.T, b store.Backend, orgID string, seq uint64, e ledger.Entry) {
 			t.Helper()

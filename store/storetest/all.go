@@ -8,6 +8,7 @@ import (
 	"github.com/clearancehq/clearance/claim/claimtest"
 	"github.com/clearancehq/clearance/dossier/dossiertest"
 	"github.com/clearancehq/clearance/idempotency/idempotencytest"
+	"github.com/clearancehq/clearance/jobs/jobstest"
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/ledger/ledgertest"
 	"github.com/clearancehq/clearance/store"
@@ -21,6 +22,10 @@ type Harness struct {
 	// now, or the backend's own clock when now is nil; the harness closes
 	// it (for example with t.Cleanup), and Close must be idempotent.
 	Open func(t *testing.T, now func() time.Time) store.Backend
+	// Reopen closes b and opens the same data again on clock now (nil: the
+	// backend's own): a restart. Optional; the jobs suite's restart test
+	// needs it.
+	Reopen func(t *testing.T, b store.Backend, now func() time.Time) store.Backend
 	// Parallel runs the suites in parallel with each other (each suite
 	// opens its own backends).
 	Parallel bool
@@ -35,7 +40,8 @@ type Harness struct {
 }
 
 // All runs every conformance suite a store.Backend must pass: this
-// package's Run, ledgertest, dossiertest, claimtest and artifacttest. A
+// package's Run, ledgertest, dossiertest, claimtest, artifacttest and
+// jobstest. A
 // backend's tests call only All, so that a new suite added here reaches
 // every backend at once.
 func All(t *testing.T, h Harness) {
@@ -56,6 +62,7 @@ func All(t *testing.T, h Harness) {
 		{"Claim", func(t *testing.T) { claimtest.Run(t, claimtest.Harness{Open: h.Open, DeleteScope: h.DeleteScope}) }},
 		{"Artifact", func(t *testing.T) { artifacttest.Run(t, open) }},
 		{"Idempotency", func(t *testing.T) { idempotencytest.Run(t, open) }},
+		{"Jobs", func(t *testing.T) { jobstest.Run(t, jobstest.Harness{Open: h.Open, Reopen: h.Reopen}) }},
 	}
 	for _, s := range suites {
 		t.Run(s.name, func(t *testing.T) {

@@ -2,10 +2,10 @@
 // the suite for the parts of a store.Backend that no domain suite covers.
 //
 // A backend's tests call only All, which runs every conformance suite
-// (this package's Run, ledgertest, dossiertest, claimtest, artifacttest),
-// so that a suite added to All reaches every backend at once; a test in
-// this package fails on a suite All does not run and on a backend that runs
-// a suite itself:
+// (this package's Run, ledgertest, dossiertest, claimtest, artifacttest,
+// jobstest), so that a suite added to All reaches every backend at once; a
+// test in this package fails on a suite All does not run and on a backend
+// that runs a suite itself:
 //
 //	func TestConformance(t *testing.T) {
 //		storetest.All(t, storetest.Harness{Open: ..., OverwriteEntry: ..., DeleteScope: ...})

@@ -1,0 +1,545 @@
+package jobstest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/clearancehq/clearance/jobs"
+	"github.com/clearancehq/clearance/store"
+)
+
+// Harness gives the suite a backend on a clock.
+type Harness struct {
+	// Open returns a fresh, empty backend whose store clock is now, or
+	// the backend's own clock when now is nil; the harness closes it.
+	Open func(t *testing.T, now func() time.Time) store.Backend
+	// Reopen closes b and opens the same data again on clock now: a
+	// restart. When nil, the restart test is skipped.
+	Reopen func(t *testing.T, b store.Backend, now func() time.Time) store.Backend
+}
+
+const (
+	orgA = "org_jobs_a"
+	orgB = "org_jobs_b"
+	kind = "export"
+
+	lease = time.Minute
+)
+
+// base is the suite's first instant: whole microseconds.
+var base = time.Date(2026, 3, 1, 12, 0, 0, 654321000, time.UTC)
+
+var errBoom = errors.New("jobstest: fn failed on purpose")
+
+var policy = jobs.Policy{Lease: lease, MaxAttempts: 5}
+
+// Run runs the suite.
+func Run(t *testing.T, h Harness) {
+	if h.Open == nil {
+		t.Fatal("jobstest: Harness.Open is nil")
+	}
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, e *env)
+	}{
+		{"Lifecycle", testLifecycle},
+		{"DueOrder", testDueOrder},
+		{"OneOwnerPerJob", testOneOwner},
+		{"DrainWithClaimNext", testDrain},
+		{"ExpiredLeaseTakenOver", testTakeover},
+		{"StaleOwnerRefused", testStaleOwner},
+		{"RestartResumes", func(t *testing.T, e *env) { testRestart(t, e, h) }},
+		{"OrgIsolation", testOrgIsolation},
+		{"InvalidRefused", testInvalid},
+		{"FailedUpdateWritesNothing", testFailedUpdate},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &clock{t: base}
+			tc.fn(t, &env{b: h.Open(t, c.Now), clk: c})
+		})
+	}
+	t.Run("StoreOwnClock", func(t *testing.T) { testOwnClock(t, h.Open(t, nil)) })
+}
+
+// clock is the backend's store clock; the suite moves it.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+type env struct {
+	b   store.Backend
+	clk *clock
+}
+
+func updater(b store.Backend) jobs.Updater {
+	return func(ctx context.Context, orgID string, fn func(tx jobs.Tx) error) error {
+		return b.Update(ctx, orgID, func(tx store.Tx) error { return fn(tx) })
+	}
+}
+
+// do runs fn in one Update of org and returns the job it leaves.
+func do(t *testing.T, b store.Backend, org string, fn func(tx jobs.Tx) (jobs.Job, error)) (jobs.Job, error) {
+	t.Helper()
+	var out jobs.Job
+	err := b.Update(t.Context(), org, func(tx store.Tx) error {
+		j, err := fn(tx)
+		out = j
+		return err
+	})
+	return out, err
+}
+
+func enqueue(t *testing.T, b store.Backend, org, id string) jobs.Job {
+	t.Helper()
+	j, err := do(t, b, org, func(tx jobs.Tx) (jobs.Job, error) {
+		j, _, err := jobs.Enqueue(t.Context(), tx, kind, id, []byte("payload "+id))
+		return j, err
+	})
+	if err != nil {
+		t.Fatalf("Enqueue(%s/%s): %v", org, id, err)
+	}
+	return j
+}
+
+func claim(t *testing.T, b store.Backend, org, id, owner string) (jobs.Job, error) {
+	t.Helper()
+	return do(t, b, org, func(tx jobs.Tx) (jobs.Job, error) { return jobs.Claim(t.Context(), tx, kind, id, owner, policy) })
+}
+
+func mustClaim(t *testing.T, b store.Backend, org, id, owner string) jobs.Job {
+	t.Helper()
+	j, err := claim(t, b, org, id, owner)
+	if err != nil || j.State != jobs.Running || j.Owner != owner {
+		t.Fatalf("Claim(%s/%s) by %s = %+v, %v", org, id, owner, j, err)
+	}
+	return j
+}
+
+var equalTimes = cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })
+
+func wantJob(t *testing.T, what string, got jobs.Job, err error, want jobs.Job) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	if len(got.Payload) == 0 && len(want.Payload) == 0 {
+		got.Payload, want.Payload = nil, nil
+	}
+	if len(got.Result) == 0 && len(want.Result) == 0 {
+		got.Result, want.Result = nil, nil
+	}
+	if d := cmp.Diff(want, got, equalTimes); d != "" {
+		t.Fatalf("%s (-want +got):\n%s", what, d)
+	}
+}
+
+func wantStored(t *testing.T, b store.Backend, want jobs.Job) {
+	t.Helper()
+	got, err := b.Job(t.Context(), want.OrgID, want.Kind, want.ID)
+	wantJob(t, "Job("+want.OrgID+"/"+want.ID+")", got, err, want)
+}
+
+func due(t *testing.T, b store.Backend, k string, limit int) []string {
+	t.Helper()
+	js, err := b.DueJobs(t.Context(), k, limit)
+	if err != nil {
+		t.Fatalf("DueJobs(%s): %v", k, err)
+	}
+	out := []string{}
+	for _, j := range js {
+		if j.Kind != k || (j.State != jobs.Queued && j.State != jobs.Running) {
+			t.Fatalf("DueJobs(%s) listed %+v", k, j)
+		}
+		out = append(out, j.OrgID+"/"+j.ID)
+	}
+	return out
+}
+
+func wantDue(t *testing.T, b store.Backend, k string, limit int, want ...string) {
+	t.Helper()
+	if want == nil {
+		want = []string{}
+	}
+	if got := due(t, b, k, limit); !slices.Equal(got, want) {
+		t.Fatalf("DueJobs(%s, %d) = %v, want %v", k, limit, got, want)
+	}
+}
+
+func wantErr(t *testing.T, what string, err, sentinel error) {
+	t.Helper()
+	if !errors.Is(err, sentinel) {
+		t.Fatalf("%s = %v, want %v", what, err, sentinel)
+	}
+}
+
+func testLifecycle(t *testing.T, e *env) {
+	ctx := t.Context()
+	j := enqueue(t, e.b, orgA, "job_1")
+	want := jobs.Job{OrgID: orgA, Kind: kind, ID: "job_1", Payload: []byte("payload job_1"), State: jobs.Queued,
+		Due: base, CreatedAt: base, UpdatedAt: base}
+	wantJob(t, "Enqueue", j, nil, want)
+	wantStored(t, e.b, want)
+
+	// Enqueueing the id again returns the job as it stands.
+	e.clk.Add(time.Second)
+	again, err := do(t, e.b, orgA, func(tx jobs.Tx) (jobs.Job, error) {
+		j, created, err := jobs.Enqueue(ctx, tx, kind, "job_1", []byte("other payload"))
+		if err == nil && created {
+			err = errors.New("created again")
+		}
+		return j, err
+	})
+	wantJob(t, "Enqueue again", again, err, want)
+	wantDue(t, e.b, kind, 0, orgA+"/job_1")
+
+	held := mustClaim(t, e.b, orgA, "job_1", "worker-1")
+	at := base.Add(time.Second)
+	want.State, want.Attempts, want.Owner, want.LeaseUntil, want.Due, want.UpdatedAt = jobs.Running, 1, "worker-1", at.Add(lease), at.Add(lease), at
+	wantJob(t, "Claim", held, nil, want)
+	wantStored(t, e.b, want)
+	wantDue(t, e.b, kind, 0)
+	_, err = claim(t, e.b, orgA, "job_1", "worker-2")
+	wantErr(t, "Claim of a held job", err, jobs.ErrNotDue)
+
+	// A heartbeat moves the lease on; the fence is the claim, not its lease.
+	e.clk.Add(lease / 2)
+	at = at.Add(lease / 2)
+	got, err := do(t, e.b, orgA, func(tx jobs.Tx) (jobs.Job, error) { return jobs.Heartbeat(ctx, tx, held, lease) })
+	want.LeaseUntil, want.Due, want.UpdatedAt = at.Add(lease), at.Add(lease), at
+	wantJob(t, "Heartbeat", got, err, want)
+	e.clk.Add(lease - time.Second) // past the first lease, within the renewed one
+	wantDue(t, e.b, kind, 0)
+
+	at = at.Add(lease - time.Second)
+	got, err = do(t, e.b, orgA, func(tx jobs.Tx) (jobs.Job, error) { return jobs.Finish(ctx, tx, held, []byte("result")) })
+	want.State, want.Owner, want.LeaseUntil, want.Due, want.UpdatedAt, want.Result = jobs.Done, "", time.Time{}, time.Time{}, at, []byte("result")
+	wantJob(t, "Finish", got, err, want)
+	wantStored(t, e.b, want)
+	e.clk.Add(time.Hour)
+	wantDue(t, e.b, kind, 0)
+	_, err = claim(t, e.b, orgA, "job_1", "worker-2")
+	wantErr(t, "Claim of a finished job", err, jobs.ErrNotDue)
+
+	// A job that fails for good is not due either.
+	enqueue(t, e.b, orgA, "job_2")
+	held = mustClaim(t, e.b, orgA, "job_2", "worker-1")
+	got, err = do(t, e.b, orgA, func(tx jobs.Tx) (jobs.Job, error) { return jobs.Fail(ctx, tx, held, "broken\nfor good") })
+	if err != nil || got.State != jobs.Failed || got.Failure != "broken\nfor good" {
+		t.Fatalf("Fail = %+v, %v", got, err)
+	}
+	wantStored(t, e.b, got)
+	wantDue(t, e.b, kind, 0)
+}
+
+func testDueOrder(t *testing.T, e *env) {
+	// Due times: b/2 and a/3 share one instant; a/1 is older; a/4 is
+	// released for later; another kind and a kind that extends this one's
+	// name are not listed.
+	enqueue(t, e.b, orgA, "1")
+	e.clk.Add(time.Millisecond)
+	enqueue(t, e.b, orgB, "2")
+	enqueue(t, e.b, orgA, "3")
+	for _, k := range []string{"other", kind + "s"} {
+		if _, err := do(t, e.b, orgA, func(tx jobs.Tx) (jobs.Job, error) {
+			j, _, err := jobs.Enqueue(t.Context(), tx, k, "x", nil)
+			return j, err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	enqueue(t, e.b, orgA, "4")
+	held := mustClaim(t, e.b, orgA, "4", "w")
+	if _, err := do(t, e.b, orgA, func(tx jobs.Tx) (jobs.Job, error) {
+		return jobs.Release(t.Context(), tx, held, "retry later", time.Second)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	wantDue(t, e.b, kind, 0, orgA+"/1", orgA+"/3", orgB+"/2")
+	wantDue(t, e.b, kind, 2, orgA+"/1", orgA+"/3")
+	wantDue(t, e.b, "other", 0, orgA+"/x")
+	wantDue(t, e.b, "nothing", 0)
+	e.clk.Add(time.Second)
+	wantDue(t, e.b, kind, 0, orgA+"/1", orgA+"/3", orgB+"/2", orgA+"/4")
+	// A running job is listed once its lease has passed, at its lease's end.
+	held = mustClaim(t, e.b, orgA, "1", "w")
+	wantDue(t, e.b, kind, 0, orgA+"/3", orgB+"/2", orgA+"/4")
+	e.clk.Add(lease)
+	wantDue(t, e.b, kind, 0, orgA+"/3", orgB+"/2", orgA+"/4", orgA+"/1")
+	if !held.LeaseUntil.Equal(e.clk.Now()) {
+		t.Fatalf("lease until %v, clock %v", held.LeaseUntil, e.clk.Now())
+	}
+}
+
+func testOneOwner(t *testing.T, e *env) {
+	enqueue(t, e.b, orgA, "contended")
+	const workers = 32
+	var wins atomic.Int32
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			var got jobs.Job
+			err := e.b.Update(context.Background(), orgA, func(tx store.Tx) error {
+				j, err := jobs.Claim(context.Background(), tx, kind, "contended", fmt.Sprintf("w%02d", w), policy)
+				got = j
+				return err
+			})
+			switch {
+			case err == nil:
+				wins.Add(1)
+				if got.Attempts != 1 {
+					t.Errorf("winner's attempts = %d", got.Attempts)
+				}
+			case !errors.Is(err, jobs.ErrNotDue):
+				t.Errorf("worker %d: %v", w, err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := wins.Load(); n != 1 {
+		t.Fatalf("%d workers own the job, want 1", n)
+	}
+}
+
+func testDrain(t *testing.T, e *env) {
+	const n, workers = 40, 8
+	for i := range n {
+		enqueue(t, e.b, []string{orgA, orgB}[i%2], fmt.Sprintf("job_%02d", i))
+	}
+	var mu sync.Mutex
+	claimed := map[string]string{}
+	var wg sync.WaitGroup
+	update := updater(e.b)
+	for w := range workers {
+		wg.Go(func() {
+			owner := fmt.Sprintf("w%d", w)
+			for idle := 0; idle < 3; {
+				ctx := context.Background()
+				j, ok, err := jobs.ClaimNext(ctx, e.b, update, kind, owner, policy)
+				if err != nil {
+					t.Errorf("%s: ClaimNext: %v", owner, err)
+					return
+				}
+				if !ok {
+					idle++
+					continue
+				}
+				idle = 0
+				mu.Lock()
+				if prev, dup := claimed[j.OrgID+"/"+j.ID]; dup {
+					t.Errorf("%s/%s claimed by %s and %s", j.OrgID, j.ID, prev, owner)
+				}
+				claimed[j.OrgID+"/"+j.ID] = owner
+				mu.Unlock()
+				if err := update(ctx, j.OrgID, func(tx jobs.Tx) error {
+					_, err := jobs.Finish(ctx, tx, j, nil)
+					return err
+				}); err != nil {
+					t.Errorf("%s: Finish: %v", owner, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if len(claimed) != n {
+		t.Fatalf("%d of %d jobs claimed", len(claimed), n)
+	}
+	wantDue(t, e.b, kind, 0)
+}
+
+func testTakeover(t *testing.T, e *env) {
+	ctx := t.Context()
+	enqueue(t, e.b, orgA, "job_1")
+	stale := mustClaim(t, e.b, orgA, "job_1", "dead")
+	e.clk.Add(lease - time.Microsecond)
+	wantDue(t, e.b, kind, 0)
+	_, err := claim(t, e.b, orgA, "job_1", "next")
+	wantErr(t, "Claim a microsecond before the lease ends", err, jobs.ErrNotDue)
+	e.clk.Add(time.Microsecond)
+	wantDue(t, e.b, kind, 0, orgA+"/job_1")
+	next := mustClaim(t, e.b, orgA, "job_1", "next")
+	if next.Attempts != 2 || next.Failure == "" || !next.LeaseUntil.Equal(e.clk.Now().Add(lease)) {
+		t.Fatalf("takeover = %+v", next)
+	}
+	for name, call := range map[string]func(tx jobs.Tx) (jobs.Job, error){
+		"Heartbeat": func(tx jobs.Tx) (jobs.Job, error) { return jobs.Heartbeat(ctx, tx, stale, lease) },
+		"Finish":    func(tx jobs.Tx) (jobs.Job, error) { return jobs.Finish(ctx, tx, stale, []byte("stale")) },
+		"Fail":      func(tx jobs.Tx) (jobs.Job, error) { return jobs.Fail(ctx, tx, stale, "stale") },
+		"Release":   func(tx jobs.Tx) (jobs.Job, error) { return jobs.Release(ctx, tx, stale, "stale", 0) },
+	} {
+		_, err := do(t, e.b, orgA, call)
+		wantErr(t, "the stale owner's "+name, err, jobs.ErrNotOwner)
+	}
+	wantStored(t, e.b, next)
+	// The same owner name claiming again is a new claim: the old fence
+	// (an earlier attempt) stays refused.
+	e.clk.Add(lease)
+	again := mustClaim(t, e.b, orgA, "job_1", "next")
+	_, err = do(t, e.b, orgA, func(tx jobs.Tx) (jobs.Job, error) { return jobs.Finish(ctx, tx, next, nil) })
+	wantErr(t, "Finish of an earlier attempt of the same owner", err, jobs.ErrNotOwner)
+	got, err := do(t, e.b, orgA, func(tx jobs.Tx) (jobs.Job, error) { return jobs.Finish(ctx, tx, again, []byte("ok")) })
+	if err != nil || got.State != jobs.Done || got.Attempts != 3 {
+		t.Fatalf("Finish by the owner = %+v, %v", got, err)
+	}
+}
+
+func testStaleOwner(t *testing.T, e *env) {
+	ctx := t.Context()
+	enqueue(t, e.b, orgA, "job_1")
+	held := mustClaim(t, e.b, orgA, "job_1", "slow")
+	e.clk.Add(lease) // exactly the boundary: no longer held
+	for name, call := range map[string]func(tx jobs.Tx) (jobs.Job, error){
+		"Heartbeat": func(tx jobs.Tx) (jobs.Job, error) { return jobs.Heartbeat(ctx, tx, held, lease) },
+		"Finish":    func(tx jobs.Tx) (jobs.Job, error) { return jobs.Finish(ctx, tx, held, nil) },
+		"Fail":      func(tx jobs.Tx) (jobs.Job, error) { return jobs.Fail(ctx, tx, held, "late") },
+		"Release":   func(tx jobs.Tx) (jobs.Job, error) { return jobs.Release(ctx, tx, held, "late", 0) },
+	} {
+		_, err := do(t, e.b, orgA, call)
+		wantErr(t, "the late owner's "+name, err, jobs.ErrLeaseExpired)
+	}
+	wantStored(t, e.b, held)
+}
+
+func testRestart(t *testing.T, e *env, h Harness) {
+	if h.Reopen == nil {
+		t.Skip("the harness cannot reopen a backend")
+	}
+	ctx := t.Context()
+	enqueue(t, e.b, orgA, "handed_back")
+	enqueue(t, e.b, orgB, "died")
+	held := mustClaim(t, e.b, orgA, "handed_back", "old")
+	if _, err := do(t, e.b, orgA, func(tx jobs.Tx) (jobs.Job, error) {
+		return jobs.Release(ctx, tx, held, "shutting down", 0)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	mustClaim(t, e.b, orgB, "died", "old")
+	b := h.Reopen(t, e.b, e.clk.Now)
+	update := updater(b)
+	j, ok, err := jobs.ClaimNext(ctx, b, update, kind, "new", policy)
+	if err != nil || !ok || j.ID != "handed_back" || j.Attempts != 2 || j.Failure != "shutting down" {
+		t.Fatalf("ClaimNext after the restart = %+v, %v, %v", j, ok, err)
+	}
+	if _, ok, err := jobs.ClaimNext(ctx, b, update, kind, "new", policy); ok || err != nil {
+		t.Fatalf("ClaimNext while the dead worker's lease lasts = %v, %v", ok, err)
+	}
+	if err := update(ctx, orgA, func(tx jobs.Tx) error { _, err := jobs.Finish(ctx, tx, j, nil); return err }); err != nil {
+		t.Fatal(err)
+	}
+	e.clk.Add(lease)
+	j, ok, err = jobs.ClaimNext(ctx, b, update, kind, "new", policy)
+	if err != nil || !ok || j.OrgID != orgB || j.ID != "died" || j.Attempts != 2 {
+		t.Fatalf("ClaimNext after the lease = %+v, %v, %v", j, ok, err)
+	}
+}
+
+func testOrgIsolation(t *testing.T, e *env) {
+	ctx := t.Context()
+	a := enqueue(t, e.b, orgA, "same")
+	_, err := e.b.Job(ctx, orgB, kind, "same")
+	wantErr(t, "Job of another org", err, jobs.ErrNotFound)
+	wantErr(t, "Job of another org", err, store.ErrNotFound)
+	_, err = claim(t, e.b, orgB, "same", "w")
+	wantErr(t, "Claim in another org", err, jobs.ErrNotFound)
+	b := enqueue(t, e.b, orgB, "same")
+	mustClaim(t, e.b, orgB, "same", "w")
+	wantStored(t, e.b, a)
+	if b.OrgID != orgB {
+		t.Fatalf("enqueued %+v", b)
+	}
+	other := a
+	other.OrgID = orgB
+	err = e.b.Update(ctx, orgA, func(tx store.Tx) error { return tx.PutJob(ctx, other) })
+	wantErr(t, "PutJob of another org", err, jobs.ErrOrgMismatch)
+}
+
+func testInvalid(t *testing.T, e *env) {
+	ctx := t.Context()
+	err := e.b.Update(ctx, orgA, func(tx store.Tx) error {
+		bad := jobs.Job{OrgID: orgA, Kind: "Bad Kind", ID: "x", State: jobs.Queued, Due: base, CreatedAt: base, UpdatedAt: base}
+		wantErr(t, "PutJob(bad kind)", tx.PutJob(ctx, bad), jobs.ErrInvalid)
+		bad.Kind, bad.ID = kind, "nul\x00"
+		wantErr(t, "PutJob(NUL id)", tx.PutJob(ctx, bad), jobs.ErrInvalid)
+		bad.ID, bad.Due = "x", time.Time{}
+		wantErr(t, "PutJob(queued without due)", tx.PutJob(ctx, bad), jobs.ErrInvalid)
+		_, err := tx.JobInTx(ctx, "Bad", "x")
+		wantErr(t, "JobInTx(bad kind)", err, jobs.ErrInvalid)
+		_, _, err = jobs.Enqueue(ctx, tx, kind, "ok", nil) // the transaction is still usable
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantDue(t, e.b, kind, 0, orgA+"/ok")
+	_, err = e.b.DueJobs(ctx, "Bad", 0)
+	wantErr(t, "DueJobs(bad kind)", err, jobs.ErrInvalid)
+	_, err = e.b.Job(ctx, orgA, kind, "")
+	wantErr(t, "Job(empty id)", err, jobs.ErrInvalid)
+}
+
+func testFailedUpdate(t *testing.T, e *env) {
+	ctx := t.Context()
+	enqueue(t, e.b, orgA, "kept")
+	err := e.b.Update(ctx, orgA, func(tx store.Tx) error {
+		if _, _, err := jobs.Enqueue(ctx, tx, kind, "dropped", nil); err != nil {
+			return err
+		}
+		if _, err := jobs.Claim(ctx, tx, kind, "kept", "w", policy); err != nil {
+			return err
+		}
+		j, err := tx.JobInTx(ctx, kind, "kept")
+		if err != nil || j.State != jobs.Running {
+			return fmt.Errorf("JobInTx does not see the claim: %+v, %v", j, err)
+		}
+		return errBoom
+	})
+	wantErr(t, "Update", err, errBoom)
+	_, err = e.b.Job(ctx, orgA, kind, "dropped")
+	wantErr(t, "Job(dropped)", err, jobs.ErrNotFound)
+	wantDue(t, e.b, kind, 0, orgA+"/kept")
+}
+
+// testOwnClock runs a lease on the backend's own clock (the database's
+// for PostgreSQL): it is not due before it passes, and is after.
+func testOwnClock(t *testing.T, b store.Backend) {
+	const short = 400 * time.Millisecond
+	enqueue(t, b, orgA, "job_1")
+	held, err := do(t, b, orgA, func(tx jobs.Tx) (jobs.Job, error) {
+		return jobs.Claim(t.Context(), tx, kind, "job_1", "w1", jobs.Policy{Lease: short})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := due(t, b, kind, 0); len(got) != 0 {
+		t.Fatalf("due while leased: %v", got)
+	}
+	time.Sleep(held.LeaseUntil.Sub(held.UpdatedAt) + 100*time.Millisecond)
+	wantDue(t, b, kind, 0, orgA+"/job_1")
+	j, err := do(t, b, orgA, func(tx jobs.Tx) (jobs.Job, error) {
+		return jobs.Claim(t.Context(), tx, kind, "job_1", "w2", jobs.Policy{Lease: short})
+	})
+	if err != nil || j.Attempts != 2 {
+		t.Fatalf("takeover on the store's clock = %+v, %v", j, err)
+	}
+}
