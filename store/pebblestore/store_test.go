@@ -573,7 +573,7 @@ func TestUpgradeGivesQueuedExportsJobs(t *testing.T) {
 	}
 	defer s.Close()
 	storetest.CheckLegacyExportJobs(t, s, want)
-	if _, _, found, err := firstKey(s.db, []byte{tagArtifactRef}, []byte{tagArtifactRef + 1}); found || err != nil {
+	if _, _, found, err := firstKey(s.db, []byte{tagLegacyArtifactRef}, []byte{tagLegacyArtifactRef + 1}); found || err != nil {
 		t.Fatalf("the all-orgs artifact index survived the upgrade (%v)", err)
 	}
 	if v, err := get(s.db, formatKey, "format"); err != nil || string(v) != formatVersion {

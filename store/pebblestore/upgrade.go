@@ -16,12 +16,14 @@ import (
 //
 //	a <kind (uvarint-prefixed)> <ref (uvarint-prefixed)> <created_at µs^sign> <org> 0x00 <id> -> empty
 //
-// (tagArtifactRef). Layout 3 keeps that work in jobs and has no such index.
+// Layout 3 keeps that work in jobs and has no such index; no table of it
+// may use the tag.
+const tagLegacyArtifactRef = 'a'
 
 // legacyExportRefPrefix is the layout 2 prefix of the export records of
 // status ref.
 func legacyExportRefPrefix(ref string) []byte {
-	return appendLP(appendLP([]byte{tagArtifactRef}, "export"), ref)
+	return appendLP(appendLP([]byte{tagLegacyArtifactRef}, "export"), ref)
 }
 
 // upgradeExportJobs takes a layout 2 database to layout 3: each validation
@@ -59,7 +61,7 @@ func upgradeExportJobs(db *pebble.DB) error {
 			return err
 		}
 	}
-	if err := b.DeleteRange([]byte{tagArtifactRef}, []byte{tagArtifactRef + 1}, nil); err != nil {
+	if err := b.DeleteRange([]byte{tagLegacyArtifactRef}, []byte{tagLegacyArtifactRef + 1}, nil); err != nil {
 		return fmt.Errorf("pebblestore: upgrade: %w", err)
 	}
 	if err := b.Set(formatKey, []byte("3"), nil); err != nil {
