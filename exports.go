@@ -21,6 +21,7 @@ import (
 	"github.com/clearancehq/clearance/dossier"
 	"github.com/clearancehq/clearance/export"
 	"github.com/clearancehq/clearance/internal/canon"
+	"github.com/clearancehq/clearance/jobs"
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/store"
 )
@@ -68,10 +69,12 @@ const (
 // exportEpoch is the default start of a pack's window: every decision.
 var exportEpoch = time.Unix(0, 0).UTC()
 
-// Artifact kinds of validation packs: the job record (Ref: its status) and
-// the pack's bytes in chunks (ID "<export id>/<n>", Ref: the export id).
+// Kinds of validation packs: the record users see (an artifact whose Ref is
+// its status) and the job that builds it share kindExport and the export
+// id; the pack's bytes are artifacts in chunks (ID "<export id>/<n>", Ref:
+// the export id).
 const (
-	kindExport      = artifact.KindExport
+	kindExport      = "export"
 	kindExportChunk = "export_chunk"
 )
 
@@ -104,12 +107,13 @@ type Export struct {
 	DownloadURL string `json:"download_url,omitempty"`
 }
 
-// exportJob is the stored record: the Export and its worker's lease.
+// exportJob is the stored record: the Export and how many chunks hold its
+// pack. Its build's queue and lease are a jobs.Job (kind kindExport, same
+// id), changed in the same transactions as the record. Records written
+// before jobs also carry "worker" and "lease_expires_at", which are ignored.
 type exportJob struct {
 	Export
-	Worker         string    `json:"worker,omitempty"`
-	LeaseExpiresAt time.Time `json:"lease_expires_at,omitzero"`
-	Chunks         int       `json:"chunks,omitempty"`
+	Chunks int `json:"chunks,omitempty"`
 }
 
 // view is the record as shown.
@@ -207,6 +211,9 @@ func (e *Engine) CreateExport(ctx context.Context, req ExportRequest) (Export, b
 			return err
 		}
 		if err := tx.PutArtifact(ctx, rec); err != nil {
+			return err
+		}
+		if _, _, err := jobs.Enqueue(ctx, tx, kindExport, id, nil); err != nil {
 			return err
 		}
 		if err := e.appendRecord(ctx, tx, ledger.KindExportRequested, id, job.view()); err != nil {
@@ -436,7 +443,7 @@ type ExportWorkerOptions struct {
 	// Lease is how long a RUNNING build is this worker's without a sign of
 	// life (every chunk stored, and a heartbeat every Lease/3, renew it);
 	// after that another worker takes the build over. 0 means
-	// DefaultExportLease. It is judged by the engine's clock.
+	// DefaultExportLease. It is judged by the store's clock (jobs).
 	Lease time.Duration
 	// ChunkBytes is the size of the pieces a pack is stored in; 0 means
 	// DefaultExportChunk.
@@ -491,28 +498,25 @@ func (e *Engine) RunExports(ctx context.Context, opts ExportWorkerOptions) {
 }
 
 // ProcessExports builds, one after another, every validation pack that is
-// ready now: PENDING ones, and RUNNING ones whose lease has passed (their
-// worker died). It returns how many it finished (SUCCEEDED or FAILED).
+// ready now: PENDING ones, and RUNNING ones whose lease has passed by the
+// store's clock (their worker died). It returns how many it finished
+// (SUCCEEDED or FAILED).
 func (e *Engine) ProcessExports(ctx context.Context, opts ExportWorkerOptions) (int, error) {
 	opts.ensureDefaults()
 	worker, err := e.newID()
 	if err != nil {
 		return 0, unavailable("id generation", err)
 	}
-	var ready []artifact.Record
-	for _, st := range []ExportStatus{ExportRunning, ExportPending} {
-		recs, err := e.store.ArtifactsByRefAllOrgs(ctx, kindExport, string(st), 0)
-		if err != nil {
-			return 0, unavailable("list exports", err)
-		}
-		ready = append(ready, recs...)
+	ready, err := e.store.DueJobs(ctx, kindExport, 0)
+	if err != nil {
+		return 0, unavailable("list exports", err)
 	}
 	done := 0
 	for _, r := range ready {
 		if ctx.Err() != nil {
 			break
 		}
-		job, ok, err := e.claimExport(ctx, r.OrgID, r.ID, worker, opts.Lease)
+		job, held, ok, err := e.claimExport(ctx, r.OrgID, r.ID, worker, opts.Lease)
 		if err != nil {
 			if ctx.Err() == nil {
 				e.opts.Logger.Warn("export worker: claiming a pack failed", "org_id", r.OrgID, "export_id", r.ID, "error", err.Error())
@@ -526,23 +530,33 @@ func (e *Engine) ProcessExports(ctx context.Context, opts ExportWorkerOptions) (
 			done++
 			continue
 		}
-		if e.runExport(ctx, job, opts) {
+		if e.runExport(ctx, job, held, opts) {
 			done++
 		}
 	}
 	return done, nil
 }
 
-// errNotClaimable says a record is not (or no longer) one to build.
-var errNotClaimable = errors.New("export not claimable")
+// exportPolicy is how a build is leased.
+func exportPolicy(lease time.Duration) jobs.Policy {
+	return jobs.Policy{Lease: lease, MaxAttempts: MaxExportAttempts}
+}
 
-// claimExport takes the pack for worker: PENDING, or RUNNING with its lease
-// passed, becomes RUNNING with attempts+1 and a lease. A pack that reached
-// MaxExportAttempts is FAILED instead (returned with that status).
-func (e *Engine) claimExport(ctx context.Context, orgID, exportID, worker string, lease time.Duration) (exportJob, bool, error) {
+// claimExport claims the pack's job for worker (jobs.Claim: due, by the
+// store's clock) and makes its record RUNNING with the job's attempts. A
+// pack that reached MaxExportAttempts is FAILED instead (returned with that
+// status). It returns the claimed job, the fence of the build's writes.
+func (e *Engine) claimExport(ctx context.Context, orgID, exportID, worker string, lease time.Duration) (exportJob, jobs.Job, bool, error) {
 	var job exportJob
+	var held jobs.Job
+	var final bool // the record was final already: nothing to build
 	now := e.now()
 	err := e.store.Update(ctx, orgID, func(tx store.Tx) error {
+		h, err := jobs.Claim(ctx, tx, kindExport, exportID, worker, exportPolicy(lease))
+		if err != nil {
+			return err
+		}
+		held = h
 		r, err := tx.ArtifactInTx(ctx, kindExport, exportID)
 		if err != nil {
 			return err
@@ -550,29 +564,32 @@ func (e *Engine) claimExport(ctx context.Context, orgID, exportID, worker string
 		if job, err = decodeJob(r); err != nil {
 			return err
 		}
-		switch {
-		case job.Status == ExportPending:
-		case job.Status == ExportRunning && !now.Before(job.LeaseExpiresAt):
+		final = false
+		switch job.Status {
+		case ExportSucceeded, ExportFailed: // already final: only the job was left
+			final = true
+			if h.State == jobs.Running {
+				_, err = jobs.Finish(ctx, tx, h, nil)
+			}
+			return err
+		case ExportRunning:
 			if job.LastError == "" {
 				job.LastError = "the build was interrupted (its worker stopped without finishing)"
 			}
-		default:
-			return errNotClaimable
 		}
-		if job.Attempts >= MaxExportAttempts {
-			return e.finishExport(ctx, tx, &job, now, fmt.Sprintf("gave up after %d attempts; the last: %s", job.Attempts, job.LastError))
+		if h.State == jobs.Failed {
+			return e.finishExport(ctx, tx, &job, now, fmt.Sprintf("gave up after %d attempts; the last: %s", h.Attempts, job.LastError))
 		}
-		job.Status, job.Attempts, job.StartedAt = ExportRunning, job.Attempts+1, now
-		job.Worker, job.LeaseExpiresAt = worker, now.Add(lease)
+		job.Status, job.Attempts, job.StartedAt = ExportRunning, h.Attempts, now
 		return putJob(ctx, tx, job)
 	})
-	if errors.Is(err, errNotClaimable) {
-		return job, false, nil
+	if errors.Is(err, jobs.ErrNotDue) {
+		return job, held, false, nil
 	}
 	if err != nil {
-		return job, false, err
+		return job, held, false, err
 	}
-	return job, true, nil
+	return job, held, !final, nil
 }
 
 func putJob(ctx context.Context, tx store.Tx, j exportJob) error {
@@ -586,7 +603,7 @@ func putJob(ctx context.Context, tx store.Tx, j exportJob) error {
 // finishExport records the end of a build: FAILED with why (failure not
 // ""), or SUCCEEDED, and its ledger entry export.completed.
 func (e *Engine) finishExport(ctx context.Context, tx store.Tx, j *exportJob, now time.Time, failure string) error {
-	j.Worker, j.LeaseExpiresAt, j.CompletedAt = "", time.Time{}, now
+	j.CompletedAt = now
 	if failure != "" {
 		j.Status, j.LastError = ExportFailed, failure
 	} else {
@@ -598,14 +615,27 @@ func (e *Engine) finishExport(ctx context.Context, tx store.Tx, j *exportJob, no
 	return e.appendRecord(ctx, tx, ledger.KindExportCompleted, j.ExportID, j.view())
 }
 
-// errLostLease: another worker took the build over (this one's lease passed).
+// errLostLease: the build is no longer this attempt's (its lease passed,
+// another worker took it over).
 var errLostLease = errors.New("export: the build's lease was taken over")
 
-// updateOwned runs fn on the record in a transaction, only while it is
-// still this attempt's RUNNING build, and stores the record fn leaves.
-func (e *Engine) updateOwned(ctx context.Context, own exportJob, fn func(tx store.Tx, j *exportJob) error) error {
-	return e.store.Update(ctx, own.OrgID, func(tx store.Tx) error {
-		r, err := tx.ArtifactInTx(ctx, kindExport, own.ExportID)
+// lostLease maps the jobs refusals of a stale owner to errLostLease.
+func lostLease(err error) error {
+	if errors.Is(err, jobs.ErrNotOwner) || errors.Is(err, jobs.ErrLeaseExpired) {
+		return errLostLease
+	}
+	return err
+}
+
+// updateOwned ends the build's claim (end: jobs.Finish, Fail or Release of
+// held, refused once the build is no longer held's) and runs fn on the
+// record in the same transaction, storing the record fn leaves.
+func (e *Engine) updateOwned(ctx context.Context, held jobs.Job, end func(tx store.Tx) error, fn func(tx store.Tx, j *exportJob) error) error {
+	return lostLease(e.store.Update(ctx, held.OrgID, func(tx store.Tx) error {
+		if err := end(tx); err != nil {
+			return err
+		}
+		r, err := tx.ArtifactInTx(ctx, kindExport, held.ID)
 		if err != nil {
 			return err
 		}
@@ -613,14 +643,25 @@ func (e *Engine) updateOwned(ctx context.Context, own exportJob, fn func(tx stor
 		if err != nil {
 			return err
 		}
-		if j.Status != ExportRunning || j.Attempts != own.Attempts || j.Worker != own.Worker {
-			return errLostLease
-		}
 		if err := fn(tx, &j); err != nil {
 			return err
 		}
 		return putJob(ctx, tx, j)
-	})
+	}))
+}
+
+// whileHeld renews held's lease and runs fn (when not nil) in the same
+// transaction, only while the build is still held's.
+func (e *Engine) whileHeld(ctx context.Context, held jobs.Job, lease time.Duration, fn func(tx store.Tx) error) error {
+	return lostLease(e.store.Update(ctx, held.OrgID, func(tx store.Tx) error {
+		if _, err := jobs.Heartbeat(ctx, tx, held, lease); err != nil {
+			return err
+		}
+		if fn == nil {
+			return nil
+		}
+		return fn(tx)
+	}))
 }
 
 // permanentError is a build failure that retrying cannot fix.
@@ -630,7 +671,7 @@ func (p *permanentError) Error() string { return p.msg }
 
 // runExport builds a claimed pack and records how it ended; it reports
 // whether the pack is finished (SUCCEEDED or FAILED).
-func (e *Engine) runExport(ctx context.Context, job exportJob, opts ExportWorkerOptions) bool {
+func (e *Engine) runExport(ctx context.Context, job exportJob, held jobs.Job, opts ExportWorkerOptions) bool {
 	log := e.opts.Logger.With("org_id", job.OrgID, "export_id", job.ExportID, "attempt", job.Attempts)
 	hook := func(stage string, chunk int) {
 		if opts.Hook != nil {
@@ -638,7 +679,7 @@ func (e *Engine) runExport(ctx context.Context, job exportJob, opts ExportWorker
 		}
 	}
 	hook("claimed", 0)
-	res, err := e.buildExport(ctx, job, opts, hook)
+	res, err := e.buildExport(ctx, job, held, opts, hook)
 	// The outcome is recorded even when ctx ended: a stopping worker hands
 	// its build back rather than leaving it to its lease.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -646,7 +687,8 @@ func (e *Engine) runExport(ctx context.Context, job exportJob, opts ExportWorker
 	var pe *permanentError
 	switch {
 	case err == nil:
-		err = e.updateOwned(rctx, job, func(tx store.Tx, j *exportJob) error {
+		finish := func(tx store.Tx) error { _, err := jobs.Finish(rctx, tx, held, nil); return err }
+		err = e.updateOwned(rctx, held, finish, func(tx store.Tx, j *exportJob) error {
 			j.ManifestSHA256, j.BundleSHA256, j.BundleSignature = res.manifestSHA, res.bundleSHA, res.signature
 			j.SizeBytes, j.Chunks, j.ContentType, j.Counts, j.LedgerSize = res.size, res.chunks, j.Format.MediaType(), &res.counts, res.ledgerSize
 			return e.finishExport(rctx, tx, j, e.now(), "")
@@ -659,9 +701,9 @@ func (e *Engine) runExport(ctx context.Context, job exportJob, opts ExportWorker
 		log.Warn("validation pack build taken over by another worker")
 		return false
 	case ctx.Err() != nil:
-		err = e.updateOwned(rctx, job, func(tx store.Tx, j *exportJob) error {
-			j.Status, j.Worker, j.LeaseExpiresAt = ExportPending, "", time.Time{}
-			j.LastError = "the build was interrupted by a shutdown; it starts again"
+		const why = "the build was interrupted by a shutdown; it starts again"
+		err = e.updateOwned(rctx, held, release(rctx, held, why), func(tx store.Tx, j *exportJob) error {
+			j.Status, j.LastError = ExportPending, why
 			return nil
 		})
 		if err == nil {
@@ -671,15 +713,16 @@ func (e *Engine) runExport(ctx context.Context, job exportJob, opts ExportWorker
 	case errors.As(err, &pe) || job.Attempts >= MaxExportAttempts:
 		msg := buildFailure(err)
 		log.Warn("validation pack failed", "error", err.Error())
-		err = e.updateOwned(rctx, job, func(tx store.Tx, j *exportJob) error { return e.finishExport(rctx, tx, j, e.now(), msg) })
+		fail := func(tx store.Tx) error { _, err := jobs.Fail(rctx, tx, held, msg); return err }
+		err = e.updateOwned(rctx, held, fail, func(tx store.Tx, j *exportJob) error { return e.finishExport(rctx, tx, j, e.now(), msg) })
 		if err == nil {
 			return true
 		}
 	default:
 		msg := buildFailure(err)
 		log.Warn("validation pack build failed; it will be retried", "error", err.Error())
-		err = e.updateOwned(rctx, job, func(tx store.Tx, j *exportJob) error {
-			j.Status, j.Worker, j.LeaseExpiresAt, j.LastError = ExportPending, "", time.Time{}, msg
+		err = e.updateOwned(rctx, held, release(rctx, held, msg), func(tx store.Tx, j *exportJob) error {
+			j.Status, j.LastError = ExportPending, msg
 			return nil
 		})
 		if err == nil {
@@ -690,6 +733,14 @@ func (e *Engine) runExport(ctx context.Context, job exportJob, opts ExportWorker
 		log.Warn("recording the validation pack's state failed; its lease will hand it to a worker again", "error", err.Error())
 	}
 	return false
+}
+
+// release hands held back to the queue, due at once, with why.
+func release(ctx context.Context, held jobs.Job, why string) func(tx store.Tx) error {
+	return func(tx store.Tx) error {
+		_, err := jobs.Release(ctx, tx, held, why, 0)
+		return err
+	}
 }
 
 // buildFailure is the last_error an org sees: what went wrong, without the
@@ -725,10 +776,10 @@ type packDecision struct {
 // ledger anchor first (a checkpoint signed now, or the unsigned head), then
 // every entry up to it, the window's decisions found among them, and the
 // grants of those decisions.
-func (e *Engine) buildExport(ctx context.Context, job exportJob, opts ExportWorkerOptions, hook func(string, int)) (built, error) {
+func (e *Engine) buildExport(ctx context.Context, job exportJob, held jobs.Job, opts ExportWorkerOptions, hook func(string, int)) (built, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	stopBeat := e.heartbeat(ctx, cancel, job, opts.Lease)
+	stopBeat := e.heartbeat(ctx, cancel, held, opts.Lease)
 	defer stopBeat()
 	org := job.OrgID
 
@@ -753,7 +804,7 @@ func (e *Engine) buildExport(ctx context.Context, job exportJob, opts ExportWork
 		return built{}, &permanentError{fmt.Sprintf("EXPORT_TOO_LARGE: the window holds more than %d decisions; ask for a narrower window", MaxExportDecisions)}
 	}
 
-	w := &chunkWriter{ctx: ctx, e: e, job: job, size: opts.ChunkBytes, lease: opts.Lease, sum: sha256.New(), hook: hook}
+	w := &chunkWriter{ctx: ctx, e: e, job: job, held: held, size: opts.ChunkBytes, lease: opts.Lease, sum: sha256.New(), hook: hook}
 	if key := e.ExportKey(org); key != nil {
 		w.mac = hmac.New(sha256.New, key)
 	}
@@ -909,7 +960,7 @@ func causeOr(ctx context.Context, err error) error {
 
 // heartbeat renews the build's lease every lease/3 until stopped; when the
 // build is no longer this worker's it cancels ctx with errLostLease.
-func (e *Engine) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, job exportJob, lease time.Duration) (stop func()) {
+func (e *Engine) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, held jobs.Job, lease time.Duration) (stop func()) {
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
@@ -924,11 +975,7 @@ func (e *Engine) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, 
 				return
 			case <-t.C:
 			}
-			err := e.updateOwned(ctx, job, func(_ store.Tx, j *exportJob) error {
-				j.LeaseExpiresAt = e.now().Add(lease)
-				return nil
-			})
-			if errors.Is(err, errLostLease) {
+			if err := e.whileHeld(ctx, held, lease, nil); errors.Is(err, errLostLease) {
 				cancel(errLostLease)
 				return
 			}
@@ -944,6 +991,7 @@ type chunkWriter struct {
 	ctx    context.Context
 	e      *Engine
 	job    exportJob
+	held   jobs.Job
 	size   int
 	lease  time.Duration
 	buf    []byte
@@ -982,13 +1030,10 @@ func (w *chunkWriter) close() error {
 
 func (w *chunkWriter) flush(data []byte) error {
 	n := w.chunks
-	err := w.e.updateOwned(w.ctx, w.job, func(tx store.Tx, j *exportJob) error {
-		if err := tx.PutArtifact(w.ctx, artifact.Record{OrgID: j.OrgID, Kind: kindExportChunk, ID: chunkID(j.ExportID, n),
-			Ref: j.ExportID, CreatedAt: j.CreatedAt, Body: data}); err != nil {
-			return err
-		}
-		j.LeaseExpiresAt = w.e.now().Add(w.lease)
-		return nil
+	j := w.job
+	err := w.e.whileHeld(w.ctx, w.held, w.lease, func(tx store.Tx) error {
+		return tx.PutArtifact(w.ctx, artifact.Record{OrgID: j.OrgID, Kind: kindExportChunk, ID: chunkID(j.ExportID, n),
+			Ref: j.ExportID, CreatedAt: j.CreatedAt, Body: data})
 	})
 	if err != nil {
 		if errors.Is(err, errLostLease) {

@@ -25,7 +25,11 @@ var exportT0 = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 // clock the test moves, over a fresh Pebble store.
 func exportEngine(t testing.TB) (*clearance.Engine, store.Backend, *atomic.Int64) {
 	t.Helper()
-	b, err := pebblestore.Open(t.TempDir(), pebblestore.Options{})
+	now := &atomic.Int64{}
+	now.Store(exportT0.UnixNano())
+	clock := func() time.Time { return time.Unix(0, now.Add(int64(time.Microsecond))).UTC() }
+	// The store shares the clock: build leases are judged by it.
+	b, err := pebblestore.Open(t.TempDir(), pebblestore.Options{Now: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,10 +38,7 @@ func exportEngine(t testing.TB) (*clearance.Engine, store.Backend, *atomic.Int64
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := &atomic.Int64{}
-	now.Store(exportT0.UnixNano())
-	e, err := clearance.Open(b, clearance.Options{LedgerKey: k, ExportSecret: []byte("export secret"),
-		Now: func() time.Time { return time.Unix(0, now.Add(int64(time.Microsecond))).UTC() }})
+	e, err := clearance.Open(b, clearance.Options{LedgerKey: k, ExportSecret: []byte("export secret"), Now: clock})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,7 +64,7 @@ func goldenEvidence() (*claim.Evidence, *claim.Receipt) {
 func goldenExport(status ExportStatus) exportJob {
 	j := exportJob{Export: Export{ExportID: "0190f4b2-0000-7000-8000-0000000000e1", OrgID: goldenOrg, Format: export.FormatCSV,
 		Window: export.Window{From: exportEpoch, To: goldenAt}, IncludeEvents: true, Status: status, Attempts: 1,
-		CreatedAt: goldenAt}, Worker: "worker-1", LeaseExpiresAt: goldenAt.Add(time.Minute), Chunks: 2}
+		CreatedAt: goldenAt}, Chunks: 2}
 	if status == ExportSucceeded {
 		j.StartedAt, j.CompletedAt = goldenAt.Add(time.Second), goldenAt.Add(2*time.Second)
 		j.ManifestSHA256, j.BundleSHA256, j.BundleSignature = goldenDigest('f'), goldenDigest('b'), strings.Repeat("5", 64)

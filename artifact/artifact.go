@@ -12,13 +12,13 @@ import (
 // Record is one stored artifact.
 type Record struct {
 	OrgID string
-	// Kind names what the record is ("override", "dispatch", "chain",
-	// "export"): 1 to MaxKindLen bytes of [a-z0-9_.-].
+	// Kind names what the record is ("override", "dispatch", "chain"): 1
+	// to MaxKindLen bytes of [a-z0-9_.-].
 	Kind string
 	// ID is unique within (OrgID, Kind).
 	ID string
 	// Ref is what the record belongs to (a dossier id, a grant id, a chain
-	// id, a job state); it is indexed and may be empty.
+	// id, a status); it is indexed and may be empty.
 	Ref string
 	// CreatedAt is set by the caller; it orders the records of one Ref.
 	// Backends keep it to the microsecond (truncated).
@@ -48,13 +48,6 @@ type Reader interface {
 	// ArtifactsByRef returns the org's records of kind whose Ref is ref,
 	// ordered by (CreatedAt, ID), at most limit of them (limit <= 0: all).
 	ArtifactsByRef(ctx context.Context, orgID, kind, ref string, limit int) ([]Record, error)
-	// ArtifactsByRefAllOrgs returns the records of kind whose Ref is ref in
-	// every org, ordered by (CreatedAt, OrgID, ID), at most limit of them
-	// (limit <= 0: all). It is meant for resuming background work after a
-	// restart, not for serving an org. Only the kinds that IndexedAllOrgs
-	// names are indexed across orgs; any other kind is refused with
-	// ErrInvalid.
-	ArtifactsByRefAllOrgs(ctx context.Context, kind, ref string, limit int) ([]Record, error)
 }
 
 // Limits of the string fields, in bytes.
@@ -137,30 +130,6 @@ func ValidateRef(orgID, kind, ref string) error {
 	}
 	return checkString("ref", ref, 0)
 }
-
-// ValidateRefAllOrgs reports why no record can have kind and ref, or nil:
-// the arguments of ArtifactsByRefAllOrgs, whose kind must be one that
-// IndexedAllOrgs names.
-func ValidateRefAllOrgs(kind, ref string) error {
-	if err := checkKind(kind); err != nil {
-		return err
-	}
-	if !IndexedAllOrgs(kind) {
-		return invalid("kind", "%q is not indexed across orgs", kind)
-	}
-	return checkString("ref", ref, 0)
-}
-
-// KindExport is the kind of audit-export jobs, the one kind indexed across
-// orgs: a job's Ref is its state, and ArtifactsByRefAllOrgs finds the jobs
-// to resume after a restart.
-const KindExport = "export"
-
-// IndexedAllOrgs reports whether backends index the records of kind across
-// orgs, for ArtifactsByRefAllOrgs. Only KindExport is: every other kind
-// (chain memberships are written on every decision) costs no index entry
-// beyond the org's.
-func IndexedAllOrgs(kind string) bool { return kind == KindExport }
 
 func checkKey(orgID, kind, id string) error {
 	if err := checkString("org_id", orgID, 1); err != nil {

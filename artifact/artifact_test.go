@@ -9,7 +9,7 @@ import (
 
 func valid() Record {
 	return Record{
-		OrgID: "org_1", Kind: "export", ID: "job_1", Ref: "pending",
+		OrgID: "org_1", Kind: "job", ID: "job_1", Ref: "pending",
 		CreatedAt: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), Body: []byte{0xff, 0x00},
 	}
 }
@@ -33,10 +33,10 @@ func TestArtifactValidate(t *testing.T) {
 		{"EmptyOrg", func(r *Record) { r.OrgID = "" }, "org_id"},
 		{"EmptyKind", func(r *Record) { r.Kind = "" }, "kind"},
 		{"EmptyID", func(r *Record) { r.ID = "" }, "id"},
-		{"KindUpper", func(r *Record) { r.Kind = "Export" }, "kind"},
-		{"KindSpace", func(r *Record) { r.Kind = "ex port" }, "kind"},
-		{"KindSlash", func(r *Record) { r.Kind = "ex/port" }, "kind"},
-		{"KindNonASCII", func(r *Record) { r.Kind = "exporté" }, "kind"},
+		{"KindUpper", func(r *Record) { r.Kind = "Job" }, "kind"},
+		{"KindSpace", func(r *Record) { r.Kind = "j ob" }, "kind"},
+		{"KindSlash", func(r *Record) { r.Kind = "j/ob" }, "kind"},
+		{"KindNonASCII", func(r *Record) { r.Kind = "jobé" }, "kind"},
 		{"KindTooLong", func(r *Record) { r.Kind = strings.Repeat("k", MaxKindLen+1) }, "kind"},
 		{"IDTooLong", func(r *Record) { r.ID = strings.Repeat("i", MaxIDLen+1) }, "id"},
 		{"RefTooLong", func(r *Record) { r.Ref = strings.Repeat("r", MaxIDLen+1) }, "ref"},
@@ -93,18 +93,17 @@ func TestArtifactValidateLookups(t *testing.T) {
 	for _, c := range []struct {
 		name           string
 		org, kind, arg string
-		key, ref, all  bool // whether ValidateKey, ValidateRef, ValidateRefAllOrgs accept
+		key, ref       bool // whether ValidateKey, ValidateRef accept
 	}{
-		{"Valid", "org", "export", "x", true, true, true},
-		{"EmptyArg", "org", "export", "", false, true, true},
-		{"EmptyOrg", "", "export", "x", false, false, true},
-		{"BadKind", "org", "Export", "x", false, false, false},
-		{"KindNotAllOrgs", "org", "override", "x", true, true, false},
-		{"EmptyKind", "org", "", "x", false, false, false},
-		{"NULArg", "org", "export", "\x00", false, false, false},
-		{"NULOrg", "o\x00", "export", "x", false, false, true},
-		{"InvalidUTF8Arg", "org", "export", "\xff", false, false, false},
-		{"LongArg", "org", "export", strings.Repeat("x", MaxIDLen+1), false, false, false},
+		{"Valid", "org", "job", "x", true, true},
+		{"EmptyArg", "org", "job", "", false, true},
+		{"EmptyOrg", "", "job", "x", false, false},
+		{"BadKind", "org", "Job", "x", false, false},
+		{"EmptyKind", "org", "", "x", false, false},
+		{"NULArg", "org", "job", "\x00", false, false},
+		{"NULOrg", "o\x00", "job", "x", false, false},
+		{"InvalidUTF8Arg", "org", "job", "\xff", false, false},
+		{"LongArg", "org", "job", strings.Repeat("x", MaxIDLen+1), false, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if err := ValidateKey(c.org, c.kind, c.arg); (err == nil) != c.key || (err != nil && !errors.Is(err, ErrInvalid)) {
@@ -112,9 +111,6 @@ func TestArtifactValidateLookups(t *testing.T) {
 			}
 			if err := ValidateRef(c.org, c.kind, c.arg); (err == nil) != c.ref || (err != nil && !errors.Is(err, ErrInvalid)) {
 				t.Errorf("ValidateRef = %v, want accepted %v", err, c.ref)
-			}
-			if err := ValidateRefAllOrgs(c.kind, c.arg); (err == nil) != c.all || (err != nil && !errors.Is(err, ErrInvalid)) {
-				t.Errorf("ValidateRefAllOrgs = %v, want accepted %v", err, c.all)
 			}
 		})
 	}

@@ -1,7 +1,8 @@
 // Package artifact stores the small evidence records that follow a
 // decision: human overrides of a dossier, execution dispatches bound to a
-// grant, decision-chain memberships, audit-export jobs, share-link
-// revocation epochs. Each is a Record: an opaque Body filed under an org, a
+// grant, decision-chain memberships, validation-pack records and chunks,
+// share-link revocation epochs. The package names none of them: a kind is
+// its consumer's. Each is a Record: an opaque Body filed under an org, a
 // Kind and an ID, and indexed by a Ref (what it belongs to) and its
 // CreatedAt.
 //
@@ -15,14 +16,10 @@
 // other writes, invisible to readers until it commits, and discarded when
 // it fails. Tx.ArtifactInTx sees the transaction's own writes.
 //
-// Lookups never cross orgs, except ArtifactsByRefAllOrgs, which exists to
-// resume background work after a restart (export jobs whose Ref is their
-// state, say "pending"). It serves only the kinds that IndexedAllOrgs names
-// (KindExport): backends index no other kind across orgs, so the records
-// written on every decision cost one index entry, not two. A lookup that finds nothing returns an error
-// wrapping store.ErrNotFound. Listings are ordered by (CreatedAt, ID), and
-// across orgs by (CreatedAt, OrgID, ID), comparing strings byte by byte; a
-// limit <= 0 returns every match.
+// Lookups never cross orgs (work that must be found in every org after a
+// restart is a jobs.Job). A lookup that finds nothing returns an error
+// wrapping store.ErrNotFound. Listings are ordered by (CreatedAt, ID),
+// comparing strings byte by byte; a limit <= 0 returns every match.
 //
 // Backends keep Body byte for byte (nil and empty read back as nil) and
 // store CreatedAt to the microsecond, truncated, returned in UTC. They hold
@@ -30,8 +27,8 @@
 // another org than the transaction's, is refused before anything is
 // written, with the *Error that Validate (or ValidateFor) returns, and the
 // transaction stays usable. Lookups with arguments that no valid record
-// could have (ValidateKey, ValidateRef, ValidateRefAllOrgs) are refused the
-// same way rather than reported as not found.
+// could have (ValidateKey, ValidateRef) are refused the same way rather
+// than reported as not found.
 //
 // # Usage
 //
@@ -48,9 +45,9 @@
 //
 //	overrides, err := backend.ArtifactsByRef(ctx, orgID, "override", dossierID, 0)
 //
-// A job queue moves a record between Refs: an export job written with Ref
-// "pending" and later replaced with Ref "done" is found, after a restart,
-// by ArtifactsByRefAllOrgs(ctx, "export", "pending", n).
+// A record that moves between Refs (a status, say) is listed under its
+// current Ref only: replacing it with Ref "done" takes it out of the
+// listing of "pending".
 //
 // The conformance suite every backend runs is artifact/artifacttest.
 package artifact

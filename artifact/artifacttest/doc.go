@@ -17,9 +17,6 @@
 //   - ArtifactsByRef lists the org's records of one kind and ref in
 //     (CreatedAt, ID) order, honours limit (<= 0: all) and does not mix
 //     kinds or refs that are prefixes of each other;
-//   - ArtifactsByRefAllOrgs lists the kind and ref of every org in
-//     (CreatedAt, OrgID, ID) byte order, and refuses a kind that
-//     artifact.IndexedAllOrgs does not name with artifact.ErrInvalid;
 //   - lookups never cross orgs, and a transaction may not write another
 //     org's record (artifact.ErrOrgMismatch);
 //   - an Update whose fn fails writes nothing, and readers do not see a

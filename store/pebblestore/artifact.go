@@ -1,7 +1,6 @@
 package pebblestore
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -13,29 +12,23 @@ import (
 	"github.com/clearancehq/clearance/artifact"
 )
 
-// Artifact keys. The org-scoped ones share one sub-table tag and a second
-// tag byte; the global ref index has its own table tag:
+// Artifact keys share one sub-table tag and a second tag byte:
 //
 //	o <org> a r <kind (uvarint-prefixed)> <id>
 //	                    uvarint(len(ref)) ref created_at(i64be µs) body-bytes
 //	o <org> a x <kind (uvarint-prefixed)> <ref (uvarint-prefixed)> <created_at µs^sign> <id>
 //	                    empty: the org's ref index
-//	a <kind (uvarint-prefixed)> <ref (uvarint-prefixed)> <created_at µs^sign> <org> 0x00 <id>
-//	                    empty: the ref index of every org (opt-in kinds)
 //
 // created_at is Unix microseconds (CreatedAt is stored truncated to the
 // microsecond), as an int64 whose sign bit is flipped in keys so that
 // big-endian bytes sort like times, over the whole range Validate allows
-// (years 1..9999, no clamping). In the global index the org id is ended by a
-// NUL byte, which artifact.Validate refuses in ids, so entries with equal
-// times sort by org id, then id, bytewise, as PostgreSQL's COLLATE "C" does.
-// The global index holds only the kinds that artifact.IndexedAllOrgs names.
-// PutArtifact reads the record it replaces from the transaction's batch and
-// deletes its index entries in that batch, so the record and its indexes
-// always change together.
+// (years 1..9999, no clamping). PutArtifact reads the record it replaces
+// from the transaction's batch and deletes its index entry in that batch,
+// so the record and its index always change together. (Layout 2 also kept
+// an index of every org's artifacts under the table tag 'a', which the
+// upgrade to layout 3 deletes: see upgrade.go.)
 const (
-	tagArtifactRef = 'a' // a <lp kind> <lp ref> <created_at> <org> 0x00 <id> -> empty
-	subArtifact    = 'a' // .. a r|x ...                       -> see above
+	subArtifact = 'a' // .. a r|x ...                       -> see above
 
 	artifactRecord = 'r' // .. a r <lp kind> <id>              -> artifact value
 	artifactByRef  = 'x' // .. a x <lp kind> <lp ref> <created_at> <id> -> empty
@@ -79,23 +72,6 @@ func artifactRefKey(r artifact.Record) []byte {
 	return append(k, r.ID...)
 }
 
-// artifactGlobalPrefix is the prefix of every org's index entries of
-// (kind, ref).
-func artifactGlobalPrefix(kind, ref string, extra int) []byte {
-	k := make([]byte, 0, 1+2*binary.MaxVarintLen64+len(kind)+len(ref)+extra)
-	k = append(k, tagArtifactRef)
-	k = appendLP(k, kind)
-	return appendLP(k, ref)
-}
-
-func artifactGlobalKey(r artifact.Record) []byte {
-	k := artifactGlobalPrefix(r.Kind, r.Ref, 8+len(r.OrgID)+1+len(r.ID))
-	k = appendMicrosOrder(k, micros(r.CreatedAt))
-	k = append(k, r.OrgID...)
-	k = append(k, 0)
-	return append(k, r.ID...)
-}
-
 func encodeArtifact(r artifact.Record) []byte {
 	v := make([]byte, 0, binary.MaxVarintLen64+len(r.Ref)+8+len(r.Body))
 	v = appendLP(v, r.Ref)
@@ -132,11 +108,7 @@ func readArtifact(r kv, orgID, kind, id string) (artifact.Record, error) {
 }
 
 // PutArtifact implements artifact.Tx. It replaces a record with the same
-// kind and id, deleting its index entries before writing the new ones. The
-// global index entry is written only for a kind that
-// artifact.IndexedAllOrgs names; a replace deletes the old one whatever the
-// kind (databases written before the index became opt-in hold entries of
-// every kind).
+// kind and id, deleting its index entry before writing the new one.
 func (t *tx) PutArtifact(ctx context.Context, r artifact.Record) error {
 	if err := r.ValidateFor(t.org); err != nil {
 		return err
@@ -157,10 +129,8 @@ func (t *tx) PutArtifact(ctx context.Context, r artifact.Record) error {
 		if err != nil {
 			return err
 		}
-		for _, k := range [][]byte{artifactRefKey(old), artifactGlobalKey(old)} {
-			if err := t.b.Delete(k, nil); err != nil {
-				return fmt.Errorf("pebblestore: write: %w", err)
-			}
+		if err := t.b.Delete(artifactRefKey(old), nil); err != nil {
+			return fmt.Errorf("pebblestore: write: %w", err)
 		}
 	case !errors.Is(err, pebble.ErrNotFound):
 		return fmt.Errorf("pebblestore: get %s artifact %q of org %q: %w", r.Kind, r.ID, t.org, err)
@@ -168,13 +138,7 @@ func (t *tx) PutArtifact(ctx context.Context, r artifact.Record) error {
 	if err := t.set(key, encodeArtifact(r)); err != nil {
 		return err
 	}
-	if err := t.set(artifactRefKey(r), []byte{}); err != nil {
-		return err
-	}
-	if !artifact.IndexedAllOrgs(r.Kind) {
-		return nil
-	}
-	return t.set(artifactGlobalKey(r), []byte{})
+	return t.set(artifactRefKey(r), []byte{})
 }
 
 // ArtifactInTx implements artifact.Tx.
@@ -216,25 +180,6 @@ func (s *Store) ArtifactsByRef(ctx context.Context, orgID, kind, ref string, lim
 	p := artifactRefPrefix(orgID, kind, ref, 0)
 	return scanArtifactIndex(ctx, snap, kind, p, limit, func(rest []byte) (string, string, bool) {
 		return orgID, string(rest), true
-	})
-}
-
-// ArtifactsByRefAllOrgs implements artifact.Reader: a scan of the global ref
-// index, each record read from the same snapshot.
-func (s *Store) ArtifactsByRefAllOrgs(ctx context.Context, kind, ref string, limit int) ([]artifact.Record, error) {
-	if err := artifact.ValidateRefAllOrgs(kind, ref); err != nil {
-		return nil, err
-	}
-	if err := s.enter(ctx); err != nil {
-		return nil, err
-	}
-	defer s.leave()
-	snap := s.db.NewSnapshot()
-	defer snap.Close()
-	p := artifactGlobalPrefix(kind, ref, 0)
-	return scanArtifactIndex(ctx, snap, kind, p, limit, func(rest []byte) (string, string, bool) {
-		org, id, ok := bytes.Cut(rest, []byte{0})
-		return string(org), string(id), ok
 	})
 }
 

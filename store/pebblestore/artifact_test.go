@@ -15,11 +15,13 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/clearancehq/clearance/artifact"
+	"github.com/clearancehq/clearance/jobs"
 	"github.com/clearancehq/clearance/store"
 )
 
 // TestArtifactTagsUnused parses the package's other files and fails when
-// another table or sub-table uses the artifact tags.
+// another table or sub-table uses the artifact tags (the table tag of
+// layout 2's all-orgs artifact index stays reserved).
 func TestArtifactTagsUnused(t *testing.T) {
 	files, err := filepath.Glob("*.go")
 	if err != nil {
@@ -27,7 +29,7 @@ func TestArtifactTagsUnused(t *testing.T) {
 	}
 	seen := 0
 	for _, file := range files {
-		if file == "artifact.go" || strings.HasSuffix(file, "_test.go") {
+		if file == "artifact.go" || file == "upgrade.go" || strings.HasSuffix(file, "_test.go") {
 			continue
 		}
 		f, err := parser.ParseFile(token.NewFileSet(), file, nil, parser.SkipObjectResolution)
@@ -56,8 +58,8 @@ func TestArtifactTagsUnused(t *testing.T) {
 					switch {
 					case strings.HasPrefix(name.Name, "tag"):
 						seen++
-						if c == tagArtifactRef {
-							t.Errorf("%s: table tag %s = %q is the artifact ref index's", file, name.Name, c)
+						if c == tagLegacyArtifactRef {
+							t.Errorf("%s: table tag %s = %q is layout 2's all-orgs artifact index's", file, name.Name, c)
 						}
 					case strings.HasPrefix(name.Name, "sub"):
 						seen++
@@ -83,17 +85,17 @@ func TestArtifactKeyLayout(t *testing.T) {
 	if bytes.Equal(artifactKey("o", "ab", "c"), artifactKey("o", "a", "bc")) {
 		t.Fatal("artifact record keys collide")
 	}
-	for _, p := range [][]byte{artifactRefPrefix("o", "k", "ref", 0), artifactGlobalPrefix("k", "ref", 0)} {
-		for _, r := range []artifact.Record{
-			rec("o", "k", "x", "re", at), rec("o", "k", "x", "refx", at), rec("o", "kr", "x", "ef", at), rec("o", "k", "fx", "re", at),
-		} {
-			if bytes.HasPrefix(artifactRefKey(r), p) || bytes.HasPrefix(artifactGlobalKey(r), p) {
-				t.Fatalf("kind %q ref %q is listed under kind k ref \"ref\"", r.Kind, r.Ref)
-			}
+	p := artifactRefPrefix("o", "k", "ref", 0)
+	for _, r := range []artifact.Record{
+		rec("o", "k", "x", "re", at), rec("o", "k", "x", "refx", at), rec("o", "kr", "x", "ef", at), rec("o", "k", "fx", "re", at),
+	} {
+		if bytes.HasPrefix(artifactRefKey(r), p) {
+			t.Fatalf("kind %q ref %q is listed under kind k ref \"ref\"", r.Kind, r.Ref)
 		}
 	}
 	// Index entries sort by time (across the Unix epoch, to the years 1 and
-	// 9999), then org bytewise, then id.
+	// 9999), then id; the jobs' due index (the same time encoding) by time,
+	// then org bytewise, then id.
 	ordered := []artifact.Record{
 		rec("o", "k", "z", "r", time.Date(1, 1, 1, 0, 0, 0, 1000, time.UTC)),
 		rec("o", "k", "z", "r", time.Date(1969, 12, 31, 23, 59, 59, 999999000, time.UTC)),
@@ -108,8 +110,10 @@ func TestArtifactKeyLayout(t *testing.T) {
 	}
 	for i := 1; i < len(ordered); i++ {
 		a, b := ordered[i-1], ordered[i]
-		if bytes.Compare(artifactGlobalKey(a), artifactGlobalKey(b)) >= 0 {
-			t.Fatalf("global index: %+v does not sort before %+v", a, b)
+		ja := jobs.Job{OrgID: a.OrgID, Kind: a.Kind, ID: a.ID, Due: a.CreatedAt}
+		jb := jobs.Job{OrgID: b.OrgID, Kind: b.Kind, ID: b.ID, Due: b.CreatedAt}
+		if bytes.Compare(jobDueKey(ja), jobDueKey(jb)) >= 0 {
+			t.Fatalf("job due index: %+v does not sort before %+v", a, b)
 		}
 		if a.OrgID == b.OrgID && bytes.Compare(artifactRefKey(a), artifactRefKey(b)) >= 0 {
 			t.Fatalf("org index: %+v does not sort before %+v", a, b)
@@ -133,7 +137,7 @@ func TestArtifactKeyLayout(t *testing.T) {
 // reported, not skipped.
 func TestArtifactIndexWithoutRecord(t *testing.T) {
 	s := openMem(t)
-	r := artifact.Record{OrgID: "org_1", Kind: "export", ID: "job_1", Ref: "pending", CreatedAt: at}
+	r := artifact.Record{OrgID: "org_1", Kind: "job", ID: "job_1", Ref: "pending", CreatedAt: at}
 	err := s.Update(t.Context(), r.OrgID, func(tx store.Tx) error {
 		return tx.(artifact.Tx).PutArtifact(t.Context(), r)
 	})
@@ -146,9 +150,6 @@ func TestArtifactIndexWithoutRecord(t *testing.T) {
 	if _, err := s.ArtifactsByRef(t.Context(), r.OrgID, r.Kind, r.Ref, 0); err == nil {
 		t.Fatalf("ArtifactsByRef over a dangling index entry = %v, want an error", err)
 	}
-	if _, err := s.ArtifactsByRefAllOrgs(t.Context(), r.Kind, r.Ref, 0); err == nil {
-		t.Fatal("ArtifactsByRefAllOrgs over a dangling index entry succeeded")
-	}
 }
 
 // TestArtifactSurvivesCrash: acknowledged artifact writes, indexes
@@ -159,7 +160,7 @@ func TestArtifactSurvivesCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := artifact.Record{OrgID: "org_1", Kind: "export", ID: "job_1", Ref: "pending", CreatedAt: at, Body: []byte{1, 2, 3}}
+	r := artifact.Record{OrgID: "org_1", Kind: "job", ID: "job_1", Ref: "pending", CreatedAt: at, Body: []byte{1, 2, 3}}
 	put := func(r artifact.Record) {
 		t.Helper()
 		err := s.Update(t.Context(), r.OrgID, func(tx store.Tx) error {
@@ -186,9 +187,9 @@ func TestArtifactSurvivesCrash(t *testing.T) {
 		t.Fatalf("Artifact after crash = %+v, %v", got, err)
 	}
 	for ref, n := range map[string]int{"pending": 0, "done": 1} {
-		rs, err := s.ArtifactsByRefAllOrgs(t.Context(), r.Kind, ref, 0)
+		rs, err := s.ArtifactsByRef(t.Context(), r.OrgID, r.Kind, ref, 0)
 		if err != nil || len(rs) != n {
-			t.Fatalf("ArtifactsByRefAllOrgs(%s) after crash = %d records, %v; want %d", ref, len(rs), err, n)
+			t.Fatalf("ArtifactsByRef(%s) after crash = %d records, %v; want %d", ref, len(rs), err, n)
 		}
 	}
 }

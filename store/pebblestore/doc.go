@@ -61,7 +61,7 @@
 // times are int64 Unix nanoseconds with the sign bit flipped (clamped to the
 // years 1678..2262). Values are JSON unless noted.
 //
-//	m "format"                          layout version ("2")
+//	m "format"                          layout version ("3")
 //	k <hash>                            tenant.APIKey (global lookup by key hash)
 //	g <kid>                             store.KeyRevocation: a revoked grant-signing key (platform-wide)
 //	o <org> o                           tenant.Org
@@ -99,6 +99,10 @@
 // activations ("u"): the newest bundle was active. Open upgrades such a
 // database in one synced batch, giving each org with bundles its newest one
 // as activation and stamping "2", so a build that would ignore activations
-// refuses it. A dossier's body
+// refuses it. Layout "2" queued validation-pack builds on their artifacts
+// (kind "export", ref the status) through an all-orgs artifact index under
+// "a"; Open upgrades it in one synced batch, giving each pack still PENDING
+// or RUNNING its job and deleting that index, and stamps "3"
+// (upgrade.go). A dossier's body
 // is stored as the exact bytes given.
 package pebblestore

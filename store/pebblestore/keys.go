@@ -40,9 +40,10 @@ const (
 // formatKey holds the layout version; Open refuses an unknown one.
 var formatKey = []byte{tagMeta, 'f', 'o', 'r', 'm', 'a', 't'}
 
-// formatVersion 2 adds activations; Open upgrades a version 1 database
-// (see upgradeActivations).
-const formatVersion = "2"
+// formatVersion 2 adds activations, 3 jobs (without the all-orgs artifact
+// index); Open upgrades a version 1 or 2 database (upgradeActivations,
+// upgradeExportJobs).
+const formatVersion = "3"
 
 func apiKeyKey(hash string) []byte {
 	return append([]byte{tagAPIKey}, hash...)

@@ -89,7 +89,7 @@ func Open(dir string, opts Options) (*Store, error) {
 }
 
 // checkFormat stamps a new database with the layout version, upgrades a
-// version 1 database, and refuses a database written with another layout.
+// version 1 or 2 database, and refuses a database written with another layout.
 func checkFormat(db *pebble.DB) error {
 	v, err := get(db, formatKey, "format")
 	switch {
@@ -101,7 +101,12 @@ func checkFormat(db *pebble.DB) error {
 	case err != nil:
 		return err
 	case string(v) == "1":
-		return upgradeActivations(db)
+		if err := upgradeActivations(db); err != nil {
+			return err
+		}
+		return upgradeExportJobs(db)
+	case string(v) == "2":
+		return upgradeExportJobs(db)
 	case string(v) != formatVersion:
 		return fmt.Errorf("pebblestore: unsupported layout version %q (want %q)", v, formatVersion)
 	}
@@ -146,11 +151,11 @@ func upgradeActivations(db *pebble.DB) error {
 		}
 		lower = upperBound(k[:1+w+int(n)])
 	}
-	if err := b.Set(formatKey, []byte(formatVersion), nil); err != nil {
+	if err := b.Set(formatKey, []byte("2"), nil); err != nil {
 		return fmt.Errorf("pebblestore: upgrade: %w", err)
 	}
 	if err := b.Commit(pebble.Sync); err != nil {
-		return fmt.Errorf("pebblestore: upgrade to layout %s: %w", formatVersion, err)
+		return fmt.Errorf("pebblestore: upgrade to layout 2: %w", err)
 	}
 	return nil
 }

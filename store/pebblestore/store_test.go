@@ -533,3 +533,50 @@ func TestUpgradeCarriesOverActivations(t *testing.T) {
 		t.Fatalf("layout after the upgrade = %q, %v; want %q", v, err, formatVersion)
 	}
 }
+
+// A layout 2 database queued validation-pack builds on their artifacts,
+// listed through the all-orgs artifact index. Open gives each pack still
+// PENDING or RUNNING its job, drops that index and stamps layout 3.
+func TestUpgradeGivesQueuedExportsJobs(t *testing.T) {
+	fs := vfs.NewMem()
+	s, err := Open("db", Options{FS: fs, Logger: quiet{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	legacy := []storetest.LegacyExport{
+		{OrgID: "org_a", ID: "exp_1", Status: "PENDING", CreatedAt: at},
+		{OrgID: "org_a", ID: "exp_2", Status: "RUNNING", Attempts: 2, CreatedAt: at.Add(time.Second)},
+		{OrgID: "org_b", ID: "exp_3", Status: "SUCCEEDED", Attempts: 1, CreatedAt: at},
+		{OrgID: "org_b", ID: "exp_4", Status: "PENDING", Attempts: 1, CreatedAt: at.Add(time.Minute)},
+		{OrgID: "org_b", ID: "exp_5", Status: "FAILED", Attempts: 5, CreatedAt: at},
+	}
+	want := storetest.SeedLegacyExports(t, s, legacy)
+	// Make it a layout 2 database, with its all-orgs index entries.
+	for _, x := range legacy {
+		k := appendMicrosOrder(legacyExportRefPrefix(x.Status), micros(x.CreatedAt))
+		k = append(append(append(k, x.OrgID...), 0), x.ID...)
+		if err := s.db.Set(k, []byte{}, pebble.Sync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.db.Set(formatKey, []byte("2"), pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err = Open("db", Options{FS: fs, Logger: quiet{}, Now: func() time.Time { return at.Add(time.Hour) }})
+	if err != nil {
+		t.Fatalf("Open of a layout 2 database: %v", err)
+	}
+	defer s.Close()
+	storetest.CheckLegacyExportJobs(t, s, want)
+	if _, _, found, err := firstKey(s.db, []byte{tagLegacyArtifactRef}, []byte{tagLegacyArtifactRef + 1}); found || err != nil {
+		t.Fatalf("the all-orgs artifact index survived the upgrade (%v)", err)
+	}
+	if v, err := get(s.db, formatKey, "format"); err != nil || string(v) != formatVersion {
+		t.Fatalf("layout after the upgrade = %q, %v; want %q", v, err, formatVersion)
+	}
+}

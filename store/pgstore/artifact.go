@@ -13,11 +13,11 @@ import (
 
 // Artifacts live in one table (migrations/0003_artifacts.sql):
 //
-//	artifacts(org_id, kind, id), INDEX(org_id, kind, ref, created_at, id),
-//	                             INDEX(kind, ref, created_at, org_id, id)
+//	artifacts(org_id, kind, id), INDEX(org_id, kind, ref, created_at, id)
 //
-// The first index serves ArtifactsByRef, the second ArtifactsByRefAllOrgs;
-// a replace is one INSERT … ON CONFLICT DO UPDATE, so both follow the row.
+// The index serves ArtifactsByRef; a replace is one INSERT … ON CONFLICT DO
+// UPDATE, so it follows the row. (The index across orgs of 0003 and 0004 is
+// dropped by 0009: such work is a job now.)
 // Every argument is checked (artifact.Validate and friends) before a
 // statement is sent: a NUL or invalid UTF-8 in a text parameter would
 // otherwise fail the statement and abort the Update's transaction.
@@ -133,20 +133,4 @@ func (s *Store) ArtifactsByRef(ctx context.Context, orgID, kind, ref string, lim
 	return readArtifacts(ctx, s.pool, fmt.Sprintf("%s artifacts of ref %q in org %q", kind, ref, orgID), `
 		SELECT `+artifactColumns+` FROM artifacts WHERE org_id = $1 AND kind = $2 AND ref = $3
 		ORDER BY created_at, id LIMIT $4`, orgID, kind, ref, sqlLimit(limit))
-}
-
-// ArtifactsByRefAllOrgs implements artifact.Reader: one ordered statement
-// on the (kind, ref, created_at, org_id, id) index.
-func (s *Store) ArtifactsByRefAllOrgs(ctx context.Context, kind, ref string, limit int) ([]artifact.Record, error) {
-	if err := artifact.ValidateRefAllOrgs(kind, ref); err != nil {
-		return nil, err
-	}
-	if err := s.enter(ctx); err != nil {
-		return nil, err
-	}
-	// The kind is a literal so that the planner can use the partial
-	// all-orgs index (migration 0004); ValidateRefAllOrgs admitted only it.
-	return readArtifacts(ctx, s.pool, fmt.Sprintf("%s artifacts of ref %q in every org", kind, ref), `
-		SELECT `+artifactColumns+` FROM artifacts WHERE kind = '`+artifact.KindExport+`' AND ref = $1
-		ORDER BY created_at, org_id, id LIMIT $2`, ref, sqlLimit(limit))
 }

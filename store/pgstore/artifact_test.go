@@ -35,7 +35,7 @@ func TestArtifactTwoServers(t *testing.T) {
 		wg.Go(func() {
 			for i := range each {
 				n := w*each + i
-				r := artifact.Record{OrgID: orgs[n%3%2], Kind: "export", ID: fmt.Sprintf("job_%03d", n), Ref: "pending",
+				r := artifact.Record{OrgID: orgs[n%3%2], Kind: "job", ID: fmt.Sprintf("job_%03d", n), Ref: "pending",
 					CreatedAt: at.Add(time.Duration(n%7) * time.Second), Body: []byte{byte(n), 0xff}}
 				if err := put(servers[w%2], r); err != nil {
 					t.Errorf("put %d: %v", n, err)
@@ -49,13 +49,20 @@ func TestArtifactTwoServers(t *testing.T) {
 		return
 	}
 	for _, s := range servers {
-		rs, err := s.ArtifactsByRefAllOrgs(t.Context(), "export", "pending", 0)
-		if err != nil || len(rs) != workers*each {
-			t.Fatalf("ArtifactsByRefAllOrgs = %d records, %v; want %d", len(rs), err, workers*each)
+		n := 0
+		for _, org := range orgs {
+			rs, err := s.ArtifactsByRef(t.Context(), org, "job", "pending", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += len(rs)
+		}
+		if n != workers*each {
+			t.Fatalf("ArtifactsByRef lists %d records; want %d", n, workers*each)
 		}
 	}
 
-	r, err := servers[0].Artifact(t.Context(), orgs[0], "export", "job_000")
+	r, err := servers[0].Artifact(t.Context(), orgs[0], "job", "job_000")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +70,7 @@ func TestArtifactTwoServers(t *testing.T) {
 	if err := put(servers[0], r); err != nil {
 		t.Fatal(err)
 	}
-	pending, err := servers[1].ArtifactsByRef(t.Context(), orgs[0], "export", "pending", 0)
+	pending, err := servers[1].ArtifactsByRef(t.Context(), orgs[0], "job", "pending", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,8 +79,8 @@ func TestArtifactTwoServers(t *testing.T) {
 			t.Fatalf("%s still pending after it was moved", r.ID)
 		}
 	}
-	done, err := servers[1].ArtifactsByRefAllOrgs(t.Context(), "export", "done", 0)
+	done, err := servers[1].ArtifactsByRef(t.Context(), orgs[0], "job", "done", 0)
 	if err != nil || len(done) != 1 || done[0].ID != r.ID || !bytes.Equal(done[0].Body, r.Body) {
-		t.Fatalf("ArtifactsByRefAllOrgs(done) = %+v, %v; want %s", done, err, r.ID)
+		t.Fatalf("ArtifactsByRef(done) = %+v, %v; want %s", done, err, r.ID)
 	}
 }

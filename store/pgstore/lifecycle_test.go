@@ -287,3 +287,25 @@ func TestMigrationCarriesOverActivations(t *testing.T) {
 		}
 	}
 }
+
+// TestMigrationGivesQueuedExportsJobs: before migrations 0007 and 0008 a
+// validation pack's build was queued on its artifact; 0008 gives each pack
+// still PENDING or RUNNING its job.
+func TestMigrationGivesQueuedExportsJobs(t *testing.T) {
+	t.Parallel()
+	s, schema := open(t, pgstore.Options{})
+	legacy := []storetest.LegacyExport{
+		{OrgID: "org_a", ID: "exp_1", Status: "PENDING", CreatedAt: at},
+		{OrgID: "org_a", ID: "exp_2", Status: "RUNNING", Attempts: 2, CreatedAt: at.Add(time.Second)},
+		{OrgID: "org_b", ID: "exp_3", Status: "SUCCEEDED", Attempts: 1, CreatedAt: at},
+		{OrgID: "org_b", ID: "exp_4", Status: "PENDING", Attempts: 1, CreatedAt: at.Add(time.Minute)},
+		{OrgID: "org_b", ID: "exp_5", Status: "FAILED", Attempts: 5, CreatedAt: at},
+	}
+	want := storetest.SeedLegacyExports(t, s, legacy)
+	s.Close()
+	// Take the schema back to before 0007.
+	raw(t, schema, `DROP TABLE jobs; DELETE FROM schema_migrations WHERE version >= 7`)
+
+	s = openIn(t, schema, pgstore.Options{Now: func() time.Time { return at.Add(time.Hour) }})
+	storetest.CheckLegacyExportJobs(t, s, want)
+}

@@ -10,7 +10,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/clearancehq/clearance/artifact"
 	"github.com/clearancehq/clearance/internal/canon"
+	"github.com/clearancehq/clearance/jobs"
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/store"
 	"github.com/clearancehq/clearance/tenant"
@@ -539,5 +541,58 @@ func SeedBundles(t *testing.T, b store.Backend, at time.Time, published map[stri
 		}); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// LegacyExport is a validation pack as builds before jobs queued it: an
+// artifact of kind "export" whose Ref is its status and whose JSON body
+// counts its attempts.
+type LegacyExport struct {
+	OrgID, ID, Status string
+	Attempts          int
+	CreatedAt         time.Time
+}
+
+// SeedLegacyExports writes each pack's record as those builds did (without
+// the all-orgs index entries a backend may also have kept: the backend's
+// own test adds them), for the tests of the upgrade that gives the packs
+// still PENDING or RUNNING their jobs. It returns the jobs the upgrade
+// must create: queued, due at creation, with the attempts carried over.
+func SeedLegacyExports(t *testing.T, b store.Backend, exports []LegacyExport) []jobs.Job {
+	t.Helper()
+	ctx := t.Context()
+	var want []jobs.Job
+	for _, x := range exports {
+		body := fmt.Appendf(nil, `{"export_id":%q,"org_id":%q,"status":%q,"attempts":%d,"worker":"w","lease_expires_at":"2026-01-01T00:00:00Z"}`,
+			x.ID, x.OrgID, x.Status, x.Attempts)
+		if err := b.Update(ctx, x.OrgID, func(tx store.Tx) error {
+			return tx.PutArtifact(ctx, artifact.Record{OrgID: x.OrgID, Kind: "export", ID: x.ID, Ref: x.Status, CreatedAt: x.CreatedAt, Body: body})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if x.Status == "PENDING" || x.Status == "RUNNING" {
+			want = append(want, jobs.Job{OrgID: x.OrgID, Kind: "export", ID: x.ID, State: jobs.Queued, Attempts: x.Attempts,
+				Due: x.CreatedAt, CreatedAt: x.CreatedAt, UpdatedAt: x.CreatedAt})
+		}
+	}
+	return want
+}
+
+// CheckLegacyExportJobs fails unless every job of want is stored as
+// given and nothing else of kind "export" is due at a clock past them all.
+func CheckLegacyExportJobs(t *testing.T, b store.Backend, want []jobs.Job) {
+	t.Helper()
+	for _, w := range want {
+		got, err := b.Job(t.Context(), w.OrgID, w.Kind, w.ID)
+		if err != nil {
+			t.Fatalf("Job(%s/%s) after the upgrade: %v", w.OrgID, w.ID, err)
+		}
+		if d := cmp.Diff(w, got, equalTimes, cmpopts.EquateEmpty()); d != "" {
+			t.Fatalf("Job(%s/%s) after the upgrade (-want +got):\n%s", w.OrgID, w.ID, d)
+		}
+	}
+	due, err := b.DueJobs(t.Context(), "export", 0)
+	if err != nil || len(due) != len(want) {
+		t.Fatalf("DueJobs after the upgrade = %d jobs, %v; want %d", len(due), err, len(want))
 	}
 }
