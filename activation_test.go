@@ -37,7 +37,7 @@ func (x *execEnv) pinnedIntent(t testing.TB, amount float64, pin string) string 
 // dossierPin reads the pin members of a decision's dossier.
 func dossierPin(t testing.TB, e *clearance.Engine, orgID, dossierID string) (pin, active string) {
 	t.Helper()
-	r, err := e.Dossier(context.Background(), orgID, dossierID)
+	r, err := e.Evidence.Dossier(context.Background(), orgID, dossierID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestPinToInactiveVersionNeverAuthorizes(t *testing.T) {
 	ctx := context.Background()
 	x := newExecEnv(t, smallOnly)
 	org := x.org.Org.ID
-	if _, err := x.e.PublishBundle(ctx, org, []byte(blockAll)); err != nil {
+	if _, err := x.e.Policies.PublishBundle(ctx, org, []byte(blockAll)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -126,7 +126,7 @@ func TestActivationRacingAnAuthorization(t *testing.T) {
 	if g.ExecutionToken == "" {
 		t.Fatalf("v1 binds a grant: %+v", g)
 	}
-	if _, err := x.e.PublishBundle(ctx, org, []byte(blockAll)); err != nil {
+	if _, err := x.e.Policies.PublishBundle(ctx, org, []byte(blockAll)); err != nil {
 		t.Fatal(err)
 	}
 	st.stale.Store(&v1) // the requests below read v1 as active; v2 committed since
@@ -141,7 +141,7 @@ func TestActivationRacingAnAuthorization(t *testing.T) {
 	st.stale.Store(nil)
 	_, err = x.e.Claim(ctx, clearance.ClaimRequest{OrgID: org, ExecutionToken: g.ExecutionToken, IntentHash: g.IntentHash})
 	wantCode(t, "claim under v2", err, clearance.ErrConflict, clearance.CodeStaleAuthorization)
-	if _, err := x.e.ActivateBundle(ctx, clearance.ActivateRequest{OrgID: org, Version: "v1"}); err != nil {
+	if _, err := x.e.Policies.ActivateBundle(ctx, clearance.ActivateRequest{OrgID: org, Version: "v1"}); err != nil {
 		t.Fatal(err)
 	}
 	if r, err := x.e.Claim(ctx, clearance.ClaimRequest{OrgID: org, ExecutionToken: g.ExecutionToken, IntentHash: g.IntentHash}); err != nil || !r.ShouldExecute {
@@ -159,7 +159,7 @@ func TestClaimIgnoresThePin(t *testing.T) {
 	if g.ExecutionToken == "" || g.Mode != policy.ModeEnforcement {
 		t.Fatalf("a pin to the active version binds a grant: %+v", g)
 	}
-	if _, err := x.e.PublishBundle(ctx, org, []byte(blockAll)); err != nil {
+	if _, err := x.e.Policies.PublishBundle(ctx, org, []byte(blockAll)); err != nil {
 		t.Fatal(err)
 	}
 	_, err := x.e.Claim(ctx, clearance.ClaimRequest{OrgID: org, ExecutionToken: g.ExecutionToken, IntentHash: g.IntentHash})
@@ -174,7 +174,7 @@ func TestActivateBundle(t *testing.T) {
 	x := newExecEnv(t, smallOnly)
 	org := x.org.Org.ID
 
-	staged, err := x.e.StageBundle(ctx, org, []byte(blockAll))
+	staged, err := x.e.Policies.StageBundle(ctx, org, []byte(blockAll))
 	if err != nil || !staged.Created || staged.Active {
 		t.Fatalf("stage v2: %+v %v", staged, err)
 	}
@@ -182,13 +182,13 @@ func TestActivateBundle(t *testing.T) {
 	if b.ExecutionToken == "" || b.PolicySnapshot.PolicyVersion != "v1" {
 		t.Fatalf("a staged version must not change decisions: %+v", b)
 	}
-	list, err := x.e.Bundles(ctx, org)
+	list, err := x.e.Policies.Bundles(ctx, org)
 	if err != nil || len(list) != 2 || !list[0].Active || list[1].Active {
 		t.Fatalf("bundles after staging: %+v %v", list, err)
 	}
 
 	head := ledgerHead(t, x)
-	a, err := x.e.ActivateBundle(ctx, clearance.ActivateRequest{OrgID: org, Version: "v2"})
+	a, err := x.e.Policies.ActivateBundle(ctx, clearance.ActivateRequest{OrgID: org, Version: "v2"})
 	if err != nil || !a.Changed || a.ActiveVersion != "v2" || a.PreviousVersion != "v1" || a.LedgerSeq != head+1 {
 		t.Fatalf("activate v2: %+v %v", a, err)
 	}
@@ -199,7 +199,7 @@ func TestActivateBundle(t *testing.T) {
 	}
 
 	head = ledgerHead(t, x)
-	again, err := x.e.ActivateBundle(ctx, clearance.ActivateRequest{OrgID: org, Version: "v2"})
+	again, err := x.e.Policies.ActivateBundle(ctx, clearance.ActivateRequest{OrgID: org, Version: "v2"})
 	if err != nil || again.Changed || again.ActiveVersion != "v2" || again.LedgerSeq != a.LedgerSeq {
 		t.Fatalf("re-activating the active version: %+v %v", again, err)
 	}
@@ -208,14 +208,14 @@ func TestActivateBundle(t *testing.T) {
 	}
 
 	// An expectation on the active version guards a change, not a no-op.
-	_, err = x.e.ActivateBundle(ctx, clearance.ActivateRequest{OrgID: org, Version: "v1", ExpectedActiveVersion: "v1"})
+	_, err = x.e.Policies.ActivateBundle(ctx, clearance.ActivateRequest{OrgID: org, Version: "v1", ExpectedActiveVersion: "v1"})
 	wantCode(t, "activation expecting the wrong active version", err, clearance.ErrConflict, clearance.CodeActiveVersionMismatch)
-	if same, err := x.e.ActivateBundle(ctx, clearance.ActivateRequest{OrgID: org, Version: "v2", ExpectedActiveVersion: "v1"}); err != nil || same.Changed {
+	if same, err := x.e.Policies.ActivateBundle(ctx, clearance.ActivateRequest{OrgID: org, Version: "v2", ExpectedActiveVersion: "v1"}); err != nil || same.Changed {
 		t.Fatalf("a retried activation succeeds: %+v %v", same, err)
 	}
 
 	// Roll back on purpose.
-	back, err := x.e.ActivateBundle(ctx, clearance.ActivateRequest{OrgID: org, Version: "v1", ExpectedActiveVersion: "v2"})
+	back, err := x.e.Policies.ActivateBundle(ctx, clearance.ActivateRequest{OrgID: org, Version: "v1", ExpectedActiveVersion: "v2"})
 	if err != nil || !back.Changed || back.ActiveVersion != "v1" || back.PreviousVersion != "v2" {
 		t.Fatalf("roll back to v1: %+v %v", back, err)
 	}
@@ -227,13 +227,13 @@ func TestActivateBundle(t *testing.T) {
 		t.Fatalf("claim under the rolled-back version: %+v %v", c, err)
 	}
 
-	_, err = x.e.ActivateBundle(ctx, clearance.ActivateRequest{OrgID: org, Version: "v9"})
+	_, err = x.e.Policies.ActivateBundle(ctx, clearance.ActivateRequest{OrgID: org, Version: "v9"})
 	wantCode(t, "activate an unknown version", err, clearance.ErrNotFound, clearance.CodePolicyNotFound)
 	other := newOrg(t, x.e)
-	_, err = x.e.ActivateBundle(ctx, clearance.ActivateRequest{OrgID: other.Org.ID, Version: "v1"})
+	_, err = x.e.Policies.ActivateBundle(ctx, clearance.ActivateRequest{OrgID: other.Org.ID, Version: "v1"})
 	wantCode(t, "activate another org's version", err, clearance.ErrNotFound, clearance.CodePolicyNotFound)
 
-	page, err := x.e.Ledger(ctx, org, 0, 0)
+	page, err := x.e.Audit.Ledger(ctx, org, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +246,7 @@ func TestActivateBundle(t *testing.T) {
 	if fmt.Sprint(activations) != "[v1 v2 v1]" {
 		t.Fatalf("activation entries %v, want [v1 v2 v1]", activations)
 	}
-	if rep, err := x.e.VerifyLedger(ctx, org); err != nil || !rep.Valid {
+	if rep, err := x.e.Audit.VerifyLedger(ctx, org); err != nil || !rep.Valid {
 		t.Fatalf("verify %+v %v", rep, err)
 	}
 }
@@ -256,7 +256,7 @@ func TestStageFirstVersionKeepsStarter(t *testing.T) {
 	ctx := context.Background()
 	e := newEngine(t)
 	o := newOrg(t, e)
-	if _, err := e.StageBundle(ctx, o.Org.ID, []byte(smallOnly)); err != nil {
+	if _, err := e.Policies.StageBundle(ctx, o.Org.ID, []byte(smallOnly)); err != nil {
 		t.Fatal(err)
 	}
 	d, err := e.Evaluate(ctx, request(t, o, `{"amount":5}`))
@@ -267,7 +267,7 @@ func TestStageFirstVersionKeepsStarter(t *testing.T) {
 	if err != nil || d.PolicySnapshot.PolicyVersion != "v1" || d.Mode != policy.ModeShadow {
 		t.Fatalf("pin to the staged version: %+v %v", d, err)
 	}
-	list, err := e.Bundles(ctx, o.Org.ID)
+	list, err := e.Policies.Bundles(ctx, o.Org.ID)
 	if err != nil || len(list) != 1 || list[0].Active {
 		t.Fatalf("bundles: %+v %v", list, err)
 	}

@@ -59,22 +59,22 @@ func TestWritesRefuseUnknownOrg(t *testing.T) {
 	for name, call := range map[string]func() error{
 		"Evaluate": func() error { _, err := x.e.Evaluate(ctx, req); return err },
 		"PublishBundle": func() error {
-			_, err := x.e.PublishBundle(ctx, unknown, []byte(enforceAll))
+			_, err := x.e.Policies.PublishBundle(ctx, unknown, []byte(enforceAll))
 			return err
 		},
-		"StageBundle": func() error { _, err := x.e.StageBundle(ctx, unknown, []byte(enforceAll)); return err },
+		"StageBundle": func() error { _, err := x.e.Policies.StageBundle(ctx, unknown, []byte(enforceAll)); return err },
 		"RegisterKey": func() error {
-			_, _, err := x.e.RegisterKey(ctx, unknown, registry.KindAgent, registry.Registration{KID: x.agent.KID(), PublicJWK: jwk})
+			_, _, err := x.e.Admin.RegisterKey(ctx, unknown, registry.KindAgent, registry.Registration{KID: x.agent.KID(), PublicJWK: jwk})
 			return err
 		},
-		"CreateAPIKey": func() error { _, err := x.e.CreateAPIKey(ctx, unknown, []string{"org:*"}); return err },
+		"CreateAPIKey": func() error { _, err := x.e.Admin.CreateAPIKey(ctx, unknown, []string{"org:*"}); return err },
 		"CreateExport": func() error {
 			_, _, err := x.e.CreateExport(ctx, clearance.ExportRequest{OrgID: unknown, Format: "json"})
 			return err
 		},
-		"RevokeShareLinks": func() error { _, err := x.e.RevokeShareLinks(ctx, unknown); return err },
-		"SealLedger":       func() error { _, err := x.e.SealLedger(ctx, unknown); return err },
-		"LedgerCheckpoint": func() error { _, err := x.e.LedgerCheckpoint(ctx, unknown); return err },
+		"RevokeShareLinks": func() error { _, err := x.e.ShareLinks.RevokeShareLinks(ctx, unknown); return err },
+		"SealLedger":       func() error { _, err := x.e.Audit.SealLedger(ctx, unknown); return err },
+		"LedgerCheckpoint": func() error { _, err := x.e.Audit.LedgerCheckpoint(ctx, unknown); return err },
 	} {
 		wantErrorCode(t, name, call(), clearance.ErrNotFound, clearance.CodeOrgNotFound, "")
 	}
@@ -179,7 +179,7 @@ func TestBoundaryRefusesControlCharacters(t *testing.T) {
 	if got := headSeq(t, x.e, org); got != head {
 		t.Errorf("refused requests moved the ledger head %d -> %d", head, got)
 	}
-	rep, err := x.e.VerifyLedger(ctx, org)
+	rep, err := x.e.Audit.VerifyLedger(ctx, org)
 	if err != nil || !rep.Valid {
 		t.Fatalf("verify: %+v %v", rep, err)
 	}
@@ -229,7 +229,7 @@ func TestEvaluateDecodesWhatItRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := e.Dossier(ctx, o.Org.ID, d.DossierID)
+	rec, err := e.Evidence.Dossier(ctx, o.Org.ID, d.DossierID)
 	if err != nil {
 		t.Fatal(err)
 	}

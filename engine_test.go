@@ -32,7 +32,7 @@ func newEngine(t testing.TB) *clearance.Engine {
 
 func newOrg(t testing.TB, e *clearance.Engine) clearance.CreatedOrg {
 	t.Helper()
-	o, err := e.CreateOrg(context.Background(), "Acme")
+	o, err := e.Admin.CreateOrg(context.Background(), "Acme")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestEvaluateRecordsDossierAndLedger(t *testing.T) {
 	if d.PolicySnapshot.BundleID != "starter" || d.PolicySnapshot.BundleDigest == "" {
 		t.Fatalf("snapshot %+v", d.PolicySnapshot)
 	}
-	rec, err := e.Dossier(ctx, o.Org.ID, d.DossierID)
+	rec, err := e.Evidence.Dossier(ctx, o.Org.ID, d.DossierID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestEvaluateRecordsDossierAndLedger(t *testing.T) {
 	if dos.IntentAsReceived != `{"decision_type":"PAYMENT","workflow_key":"ap","amount":2500}` || dos.LedgerSeq != d.LedgerSeq {
 		t.Fatalf("dossier %+v", dos)
 	}
-	page, err := e.Ledger(ctx, o.Org.ID, 0, 0)
+	page, err := e.Audit.Ledger(ctx, o.Org.ID, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,11 +80,11 @@ func TestEvaluateRecordsDossierAndLedger(t *testing.T) {
 	if last.Seq != d.LedgerSeq || last.PayloadDigest != d.DossierDigest || last.SubjectID != d.DossierID {
 		t.Fatalf("ledger entry %+v does not record decision %+v", last, d)
 	}
-	rep, err := e.VerifyLedger(ctx, o.Org.ID)
+	rep, err := e.Audit.VerifyLedger(ctx, o.Org.ID)
 	if err != nil || !rep.Valid {
 		t.Fatalf("verify: %+v %v", rep, err)
 	}
-	if _, err := e.Dossier(ctx, newOrg(t, e).Org.ID, d.DossierID); !errors.Is(err, clearance.ErrNotFound) {
+	if _, err := e.Evidence.Dossier(ctx, newOrg(t, e).Org.ID, d.DossierID); !errors.Is(err, clearance.ErrNotFound) {
 		t.Fatalf("another org read the dossier: %v", err)
 	}
 }
@@ -114,7 +114,7 @@ func TestIdempotency(t *testing.T) {
 	if _, err := e.Evaluate(ctx, other); !errors.Is(err, clearance.ErrConflict) {
 		t.Fatalf("other body under the same key: %v", err)
 	}
-	page, _ := e.Ledger(ctx, o.Org.ID, 0, 0)
+	page, _ := e.Audit.Ledger(ctx, o.Org.ID, 0, 0)
 	if got := page.Head.Seq; got != first.LedgerSeq {
 		t.Fatalf("replays must not append: head %d, decision %d", got, first.LedgerSeq)
 	}
@@ -153,17 +153,17 @@ func TestPolicyPublishPinAndConflicts(t *testing.T) {
 	o := newOrg(t, e)
 	v1 := `{"bundle_id":"b","version":"v1","mode":"ENFORCEMENT","rules":[{"id":"all","outcome":"BLOCK","reason_codes":["NOPE"]}],"default":{"outcome":"ALLOW","reason_codes":["OK"]}}`
 	v2 := `{"bundle_id":"b","version":"v2","mode":"ENFORCEMENT","rules":[],"default":{"outcome":"ALLOW","reason_codes":["OK"]}}`
-	p1, err := e.PublishBundle(ctx, o.Org.ID, []byte(v1))
+	p1, err := e.Policies.PublishBundle(ctx, o.Org.ID, []byte(v1))
 	if err != nil || !p1.Created {
 		t.Fatalf("publish v1: %+v %v", p1, err)
 	}
-	if again, err := e.PublishBundle(ctx, o.Org.ID, []byte(v1)); err != nil || again.Created {
+	if again, err := e.Policies.PublishBundle(ctx, o.Org.ID, []byte(v1)); err != nil || again.Created {
 		t.Fatalf("identical republish should be accepted as existing: %+v %v", again, err)
 	}
-	if _, err := e.PublishBundle(ctx, o.Org.ID, []byte(`{"bundle_id":"b","version":"v1","mode":"SHADOW","rules":[],"default":{"outcome":"ALLOW","reason_codes":["OK"]}}`)); !errors.Is(err, clearance.ErrConflict) {
+	if _, err := e.Policies.PublishBundle(ctx, o.Org.ID, []byte(`{"bundle_id":"b","version":"v1","mode":"SHADOW","rules":[],"default":{"outcome":"ALLOW","reason_codes":["OK"]}}`)); !errors.Is(err, clearance.ErrConflict) {
 		t.Fatalf("other body under v1: %v", err)
 	}
-	if _, err := e.PublishBundle(ctx, o.Org.ID, []byte(v2)); err != nil {
+	if _, err := e.Policies.PublishBundle(ctx, o.Org.ID, []byte(v2)); err != nil {
 		t.Fatal(err)
 	}
 	d, err := e.Evaluate(ctx, request(t, o, `{"amount":1}`))
@@ -182,11 +182,11 @@ func TestPolicyPublishPinAndConflicts(t *testing.T) {
 		t.Fatalf("a request may ask for SHADOW: %+v %v", d, err)
 	}
 	var ce *clearance.Error
-	_, err = e.PublishBundle(ctx, o.Org.ID, []byte(`{"bundle_id":"b","version":"v3","mode":"ENFORCEMENT","rules":[{"id":"x","when":"intent.amount +","outcome":"BLOCK","reason_codes":["X"]}],"default":{"outcome":"ALLOW","reason_codes":["OK"]}}`))
+	_, err = e.Policies.PublishBundle(ctx, o.Org.ID, []byte(`{"bundle_id":"b","version":"v3","mode":"ENFORCEMENT","rules":[{"id":"x","when":"intent.amount +","outcome":"BLOCK","reason_codes":["X"]}],"default":{"outcome":"ALLOW","reason_codes":["OK"]}}`))
 	if !errors.Is(err, clearance.ErrUnprocessable) || !errors.As(err, &ce) || len(ce.Fields) == 0 {
 		t.Fatalf("bad CEL should be 422 naming the rule: %v", err)
 	}
-	rep, err := e.VerifyLedger(ctx, o.Org.ID)
+	rep, err := e.Audit.VerifyLedger(ctx, o.Org.ID)
 	if err != nil || !rep.Valid {
 		t.Fatalf("verify %+v %v", rep, err)
 	}
@@ -207,7 +207,7 @@ func TestShadowReport(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rep, err := e.ShadowReport(ctx, o.Org.ID, clearance.Between(now.Add(-time.Hour), now.Add(time.Hour)))
+	rep, err := e.Evidence.ShadowReport(ctx, o.Org.ID, clearance.Between(now.Add(-time.Hour), now.Add(time.Hour)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +217,7 @@ func TestShadowReport(t *testing.T) {
 	if len(rep.ByWorkflow) != 2 || rep.ByWorkflow[0].WorkflowKey != "a" || rep.ByWorkflow[0].Total != 2 {
 		t.Fatalf("by workflow %+v", rep.ByWorkflow)
 	}
-	empty, _ := e.ShadowReport(ctx, o.Org.ID, clearance.Between(now.Add(time.Hour), now.Add(2*time.Hour)))
+	empty, _ := e.Evidence.ShadowReport(ctx, o.Org.ID, clearance.Between(now.Add(time.Hour), now.Add(2*time.Hour)))
 	if empty.Total != 0 {
 		t.Fatalf("window excludes: %+v", empty)
 	}
@@ -264,7 +264,7 @@ func Example() {
 	defer backend.Close()
 	engine, _ := clearance.Open(backend, clearance.Options{})
 
-	org, _ := engine.CreateOrg(ctx, "Acme")
+	org, _ := engine.Admin.CreateOrg(ctx, "Acme")
 	body := []byte(`{"decision_type":"PAYMENT","workflow_key":"ap.invoice","amount":12000}`)
 	d, err := engine.Evaluate(ctx, clearance.EvaluateRequest{
 		OrgID: org.Org.ID, Route: clearance.RouteEvaluateDecision, Body: body,
@@ -274,7 +274,7 @@ func Example() {
 		return
 	}
 	fmt.Println(d.Outcome, d.Mode, d.ReasonCodes)
-	rep, _ := engine.VerifyLedger(ctx, org.Org.ID)
+	rep, _ := engine.Audit.VerifyLedger(ctx, org.Org.ID)
 	fmt.Println("ledger valid:", rep.Valid, "entries:", rep.EntriesChecked)
 	// Output:
 	// BLOCK SHADOW [PROTOCOL_OUTCOME_BLOCK POLICY_MATCHED AMOUNT_AT_OR_ABOVE_BLOCK_THRESHOLD]

@@ -35,7 +35,7 @@ func evidenceEngine(b *testing.B, n int) (*clearance.Engine, string, string) {
 			b.Fatal(err)
 		}
 	}
-	if _, err := e.SealLedger(context.Background(), o.Org.ID); err != nil {
+	if _, err := e.Audit.SealLedger(context.Background(), o.Org.ID); err != nil {
 		b.Fatal(err)
 	}
 	return e, o.Org.ID, last.DossierID
@@ -49,7 +49,7 @@ func BenchmarkProofPacket(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := e.ProofPacket(ctx, org, dossier); err != nil {
+		if _, err := e.Evidence.ProofPacket(ctx, org, dossier); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -63,14 +63,14 @@ func BenchmarkCapsules(b *testing.B) {
 	b.ReportAllocs()
 	b.Run("capsule", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := e.Capsules(ctx, org, dossier); err != nil {
+			if _, err := e.Evidence.Capsules(ctx, org, dossier); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("envelope", func(b *testing.B) {
 		for b.Loop() {
-			if _, _, err := e.ProducerEnvelopes(ctx, org, dossier); err != nil {
+			if _, _, err := e.Evidence.ProducerEnvelopes(ctx, org, dossier); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -95,11 +95,11 @@ func TestEmbeddedCallerCapsule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := e.Capsules(context.Background(), o.Org.ID, d.DossierID)
+	c, err := e.Evidence.Capsules(context.Background(), o.Org.ID, d.DossierID)
 	if err != nil || !c.LatestVerified() || c.Latest().Capsule.Developer != o.Org.ID {
 		t.Fatalf("capsule of an embedded decision: %v, %+v", err, c.Class1)
 	}
-	if _, _, err := e.ProducerEnvelopes(context.Background(), o.Org.ID, d.DossierID); err == nil {
+	if _, _, err := e.Evidence.ProducerEnvelopes(context.Background(), o.Org.ID, d.DossierID); err == nil {
 		t.Fatal("an engine without keys signed a producer envelope")
 	}
 }

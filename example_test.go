@@ -41,7 +41,7 @@ func ExampleEngine_EnforceAndBind() {
 	engine, err := clearance.Open(backend, clearance.Options{Now: now, GrantKeys: grant.NewKeyRing(signing)})
 	check(err)
 
-	org, err := engine.CreateOrg(ctx, "Acme")
+	org, err := engine.Admin.CreateOrg(ctx, "Acme")
 	check(err)
 	orgID := org.Org.ID
 	// Only intents signed by a registered agent key of the org are heard.
@@ -49,10 +49,10 @@ func ExampleEngine_EnforceAndBind() {
 	check(err)
 	jwk, err := json.Marshal(agent.PublicJWK())
 	check(err)
-	_, _, err = engine.RegisterKey(ctx, orgID, registry.KindAgent, registry.Registration{KID: agent.KID(), PublicJWK: jwk})
+	_, _, err = engine.Admin.RegisterKey(ctx, orgID, registry.KindAgent, registry.Registration{KID: agent.KID(), PublicJWK: jwk})
 	check(err)
 	// Only an ALLOW in ENFORCEMENT mode binds a grant.
-	_, err = engine.PublishBundle(ctx, orgID, []byte(`{"bundle_id":"refunds","version":"v1","mode":"ENFORCEMENT",
+	_, err = engine.Policies.PublishBundle(ctx, orgID, []byte(`{"bundle_id":"refunds","version":"v1","mode":"ENFORCEMENT",
 	 "rules":[{"id":"large","match":[{"field":"amount","op":"ge","value":1000}],"outcome":"BLOCK","reason_codes":["TOO_LARGE"]}],
 	 "default":{"outcome":"ALLOW","reason_codes":["WITHIN_LIMIT"]}}`))
 	check(err)
@@ -86,7 +86,7 @@ func ExampleEngine_EnforceAndBind() {
 	fmt.Println("should execute:", c.ShouldExecute)
 
 	// The downstream system needs no Clearance code to trust the claim.
-	jwks, ok := engine.JWKS()
+	jwks, ok := engine.Admin.JWKS()
 	if !ok {
 		panic("grant signing is not configured")
 	}
@@ -101,7 +101,7 @@ func ExampleEngine_EnforceAndBind() {
 	check(err)
 	fmt.Println("finalized:", f.Outcome, "effect confirmed:", f.EffectConfirmed)
 
-	report, err := engine.VerifyLedger(ctx, orgID)
+	report, err := engine.Audit.VerifyLedger(ctx, orgID)
 	check(err)
 	fmt.Println("ledger valid:", report.Valid)
 	// Output:

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/clearancehq/clearance/claim"
 	"github.com/clearancehq/clearance/decide"
 	"github.com/clearancehq/clearance/execution"
 	"github.com/clearancehq/clearance/internal/core"
@@ -96,24 +95,4 @@ func (e *Engine) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, erro
 // Finalize forwards to Execution.Finalize (the hot path).
 func (e *Engine) Finalize(ctx context.Context, req FinalizeRequest) (FinalizeResult, error) {
 	return e.Execution.Finalize(ctx, req)
-}
-
-// Reconcile forwards to Execution.Reconcile.
-func (e *Engine) Reconcile(ctx context.Context, req ReconcileRequest) (claim.Grant, error) {
-	return e.Execution.Reconcile(ctx, req)
-}
-
-// Indeterminate forwards to Execution.Indeterminate.
-func (e *Engine) Indeterminate(ctx context.Context, orgID string, limit int) ([]claim.Grant, error) {
-	return e.Execution.Indeterminate(ctx, orgID, limit)
-}
-
-// RecordDispatch forwards to Execution.RecordDispatch.
-func (e *Engine) RecordDispatch(ctx context.Context, req DispatchRequest) (Dispatch, error) {
-	return e.Execution.RecordDispatch(ctx, req)
-}
-
-// Dispatches forwards to Execution.Dispatches.
-func (e *Engine) Dispatches(ctx context.Context, orgID, dossierID string) (DispatchList, error) {
-	return e.Execution.Dispatches(ctx, orgID, dossierID)
 }

@@ -239,7 +239,7 @@ func TestReceiptIssuerIsTheRegisteredOne(t *testing.T) {
 	// A provider key registered without iss verifies nothing.
 	noIss, _ := grant.KeyFromSeed(seed(4))
 	jwk, _ := json.Marshal(noIss.PublicJWK())
-	if _, _, err := x.e.RegisterKey(ctx, x.org.Org.ID, registry.KindProvider, registry.Registration{KID: noIss.KID(), PublicJWK: jwk}); err != nil {
+	if _, _, err := x.e.Admin.RegisterKey(ctx, x.org.Org.ID, registry.KindProvider, registry.Registration{KID: noIss.KID(), PublicJWK: jwk}); err != nil {
 		t.Fatal(err)
 	}
 	d, c = x.claimedWithEffect(t, effect)
@@ -296,7 +296,7 @@ func TestReceiptsNeverRefuseFinalization(t *testing.T) {
 		ClaimToken: c.ClaimToken, Outcome: claim.OutcomeIndeterminate}); err != nil {
 		t.Fatal(err)
 	}
-	g, err := x.e.Reconcile(ctx, clearance.ReconcileRequest{OrgID: x.org.Org.ID, GrantID: d.GrantID, Resolution: claim.OutcomeCommitted,
+	g, err := x.e.Execution.Reconcile(ctx, clearance.ReconcileRequest{OrgID: x.org.Org.ID, GrantID: d.GrantID, Resolution: claim.OutcomeCommitted,
 		Receipt: &clearance.EffectReceipt{Profile: "VP-2", Receipt: good(d.GrantID, effect)}})
 	if err != nil || g.Reconciliation == nil || g.Reconciliation.Receipt == nil || g.Reconciliation.Receipt.Verified ||
 		g.Reconciliation.Receipt.Reason == "" || g.Reconciliation.EffectConfirmed {

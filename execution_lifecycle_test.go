@@ -44,7 +44,7 @@ func TestUnknownOutcomeHoldsTheScope(t *testing.T) {
 	x.advance(time.Minute) // the lease of a is long gone: still held
 	_, err = x.claimOf(t, b)
 	wantCode(t, "claim after a's lease", err, clearance.ErrConflict, claim.CodeScopeUnreconciled)
-	if _, err := x.e.Reconcile(ctx, clearance.ReconcileRequest{OrgID: org, GrantID: a.GrantID, Resolution: claim.OutcomeFailed}); err != nil {
+	if _, err := x.e.Execution.Reconcile(ctx, clearance.ReconcileRequest{OrgID: org, GrantID: a.GrantID, Resolution: claim.OutcomeFailed}); err != nil {
 		t.Fatalf("reconcile a: %v", err)
 	}
 	cb, err := x.claimOf(t, b)
@@ -67,14 +67,14 @@ func TestUnknownOutcomeHoldsTheScope(t *testing.T) {
 	d := bind()
 	_, err = x.claimOf(t, d)
 	wantCode(t, "claim after a lapsed lease", err, clearance.ErrConflict, claim.CodeScopeUnreconciled)
-	g, err := x.e.Reconcile(ctx, clearance.ReconcileRequest{OrgID: org, GrantID: c.GrantID, Resolution: claim.OutcomeCommitted})
+	g, err := x.e.Execution.Reconcile(ctx, clearance.ReconcileRequest{OrgID: org, GrantID: c.GrantID, Resolution: claim.OutcomeCommitted})
 	if err != nil || g.State != claim.StateCommitted || g.FinalCode != claim.CodeLeaseExpired || g.Reconciliation == nil {
 		t.Fatalf("reconcile a lapsed claim: %+v %v", g, err)
 	}
 	if cd, err := x.claimOf(t, d); err != nil || !cd.ShouldExecute {
 		t.Fatalf("claim after reconciling the lapsed claim: %+v %v", cd, err)
 	}
-	if rep, err := x.e.VerifyLedger(ctx, org); err != nil || !rep.Valid {
+	if rep, err := x.e.Audit.VerifyLedger(ctx, org); err != nil || !rep.Valid {
 		t.Fatalf("ledger %+v %v", rep, err)
 	}
 }

@@ -77,12 +77,12 @@ func newExecEnvOver(t testing.TB, bundle string, opts clearance.Options, wrap fu
 		if kind == registry.KindProvider {
 			r.Issuer = "psp" // the iss its receipts must name
 		}
-		if _, _, err := x.e.RegisterKey(ctx, x.org.Org.ID, kind, r); err != nil {
+		if _, _, err := x.e.Admin.RegisterKey(ctx, x.org.Org.ID, kind, r); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if bundle != "" {
-		if _, err := x.e.PublishBundle(ctx, x.org.Org.ID, []byte(bundle)); err != nil {
+		if _, err := x.e.Policies.PublishBundle(ctx, x.org.Org.ID, []byte(bundle)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -196,7 +196,7 @@ func TestFullCycleWithReceipt(t *testing.T) {
 		Outcome: claim.OutcomeCommitted}); !errors.Is(err, clearance.ErrConflict) {
 		t.Fatalf("replayed finalize: %v", err)
 	}
-	rep, err := x.e.VerifyLedger(ctx, x.org.Org.ID)
+	rep, err := x.e.Audit.VerifyLedger(ctx, x.org.Org.ID)
 	if err != nil || !rep.Valid {
 		t.Fatalf("ledger %+v %v", rep, err)
 	}
@@ -255,7 +255,7 @@ func TestIntentSignatureAndCanonicalForm(t *testing.T) {
 		t.Fatalf("garbage: %v", err)
 	}
 	jws, _ := x.intent(t, 10, "s", "")
-	if _, err := x.e.RevokeKey(ctx, x.org.Org.ID, registry.KindAgent, x.agent.KID()); err != nil {
+	if _, err := x.e.Admin.RevokeKey(ctx, x.org.Org.ID, registry.KindAgent, x.agent.KID()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := x.e.EnforceAndBind(ctx, clearance.AuthorityRequest{OrgID: x.org.Org.ID, SignedIntent: jws}); !errors.Is(err, clearance.ErrForbidden) {
@@ -270,7 +270,7 @@ func TestStaleAuthorizationAndLease(t *testing.T) {
 	d := x.bind(t, jws)
 	// A stricter bundle makes the bound intent stale.
 	strict := `{"bundle_id":"pay","version":"v2","mode":"ENFORCEMENT","rules":[],"default":{"outcome":"ESCALATE","reason_codes":["HOLD"]}}`
-	if _, err := x.e.PublishBundle(ctx, x.org.Org.ID, []byte(strict)); err != nil {
+	if _, err := x.e.Policies.PublishBundle(ctx, x.org.Org.ID, []byte(strict)); err != nil {
 		t.Fatal(err)
 	}
 	_, err := x.e.Claim(ctx, clearance.ClaimRequest{OrgID: x.org.Org.ID, ExecutionToken: d.ExecutionToken, IntentHash: d.IntentHash})
@@ -293,11 +293,11 @@ func TestStaleAuthorizationAndLease(t *testing.T) {
 	if !errors.As(err, &refused) || refused.Result.Outcome != claim.StateIndeterminate || refused.Result.Code != "CLAIM_LEASE_EXPIRED" {
 		t.Fatalf("finalize at the lease boundary: %v", err)
 	}
-	list, err := y.e.Indeterminate(ctx, y.org.Org.ID, 0)
+	list, err := y.e.Execution.Indeterminate(ctx, y.org.Org.ID, 0)
 	if err != nil || len(list) != 1 {
 		t.Fatalf("indeterminate list %v %v", list, err)
 	}
-	g, err := y.e.Reconcile(ctx, clearance.ReconcileRequest{OrgID: y.org.Org.ID, GrantID: d.GrantID, Resolution: claim.OutcomeFailed, Note: "provider says no"})
+	g, err := y.e.Execution.Reconcile(ctx, clearance.ReconcileRequest{OrgID: y.org.Org.ID, GrantID: d.GrantID, Resolution: claim.OutcomeFailed, Note: "provider says no"})
 	if err != nil || g.Reconciliation == nil || g.Reconciliation.Resolution != claim.OutcomeFailed {
 		t.Fatalf("reconcile %+v %v", g, err)
 	}
@@ -421,11 +421,11 @@ func TestLapsedClaimBecomesReconcilable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if list, _ := x.e.Indeterminate(ctx, x.org.Org.ID, 0); len(list) != 0 {
+	if list, _ := x.e.Execution.Indeterminate(ctx, x.org.Org.ID, 0); len(list) != 0 {
 		t.Fatalf("a live claim listed as indeterminate: %+v", list)
 	}
 	x.advance(31 * time.Second) // the executor never finalizes
-	list, err := x.e.Indeterminate(ctx, x.org.Org.ID, 0)
+	list, err := x.e.Execution.Indeterminate(ctx, x.org.Org.ID, 0)
 	if err != nil || len(list) != 1 || list[0].GrantID != d.GrantID || list[0].FinalCode != "CLAIM_LEASE_EXPIRED" {
 		t.Fatalf("lapsed claim not listed: %+v %v", list, err)
 	}
@@ -434,7 +434,7 @@ func TestLapsedClaimBecomesReconcilable(t *testing.T) {
 	if !errors.As(err, &refused) || refused.Result.Code != "CLAIM_LEASE_EXPIRED" {
 		t.Fatalf("late finalize after the sweep: %v", err)
 	}
-	if rep, err := x.e.VerifyLedger(ctx, x.org.Org.ID); err != nil || !rep.Valid {
+	if rep, err := x.e.Audit.VerifyLedger(ctx, x.org.Org.ID); err != nil || !rep.Valid {
 		t.Fatalf("ledger %+v %v", rep, err)
 	}
 }

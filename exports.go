@@ -878,7 +878,7 @@ func (e *Engine) buildExport(ctx context.Context, job exportJob, held jobs.Job, 
 // durable head, unsigned.
 func (e *Engine) exportAnchor(ctx context.Context, org string) (export.Ledger, error) {
 	if e.opts.LedgerKey != nil {
-		cp, err := e.LedgerCheckpoint(ctx, org)
+		cp, err := e.Audit.LedgerCheckpoint(ctx, org)
 		if err != nil {
 			var ee *Error
 			if errors.As(err, &ee) && ee.Code == CodeLedgerBroken {
@@ -887,7 +887,7 @@ func (e *Engine) exportAnchor(ctx context.Context, org string) (export.Ledger, e
 			return export.Ledger{}, causeOr(ctx, err)
 		}
 		return export.Ledger{Origin: cp.Origin, Size: cp.Size, RootHash: base64.StdEncoding.EncodeToString(cp.Root[:]),
-			Signed: true, Checkpoint: string(cp.Note), VerifierKey: e.LedgerVerifierKey()}, nil
+			Signed: true, Checkpoint: string(cp.Note), VerifierKey: e.Audit.LedgerVerifierKey()}, nil
 	}
 	if err := e.store.Sync(ctx); err != nil {
 		return export.Ledger{}, causeOr(ctx, unavailable("sync ledger", err))
@@ -896,7 +896,7 @@ func (e *Engine) exportAnchor(ctx context.Context, org string) (export.Ledger, e
 	if err != nil {
 		return export.Ledger{}, causeOr(ctx, unavailable("read ledger", err))
 	}
-	return export.Ledger{Origin: e.LedgerOrigin(org), Size: head.Seq, UnsignedReason: CodeLedgerKeyNotConfigured}, nil
+	return export.Ledger{Origin: e.Audit.LedgerOrigin(org), Size: head.Seq, UnsignedReason: CodeLedgerKeyNotConfigured}, nil
 }
 
 // packGrants returns the grants issued by the pack's decisions, oldest first.

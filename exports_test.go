@@ -171,7 +171,7 @@ func TestExportOfSeededDecisions(t *testing.T) {
 	}
 	key := e.ExportKey(o.Org.ID)
 	rep, err := export.Verify(pack.Bytes(), export.VerifyOptions{ManifestSHA256: x.ManifestSHA256, BundleSHA256: x.BundleSHA256,
-		Key: key, Signature: x.BundleSignature, LedgerVerifierKey: e.LedgerVerifierKey()})
+		Key: key, Signature: x.BundleSignature, LedgerVerifierKey: e.Audit.LedgerVerifierKey()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func BenchmarkExport100k(b *testing.B) {
 	o := newOrg(b, e)
 	seedDecisions(b, st, o.Org.ID, n)
 	now.Store(exportT0.Add(24 * time.Hour).UnixNano())
-	if _, err := e.LedgerCheckpoint(ctx, o.Org.ID); err != nil {
+	if _, err := e.Audit.LedgerCheckpoint(ctx, o.Org.ID); err != nil {
 		b.Fatal(err)
 	}
 	for _, c := range []struct {

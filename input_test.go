@@ -27,7 +27,7 @@ func wantErrorCode(t *testing.T, what string, err, kind error, code, field strin
 
 func headSeq(t *testing.T, e *clearance.Engine, org string) uint64 {
 	t.Helper()
-	page, err := e.Ledger(context.Background(), org, 0, 0)
+	page, err := e.Audit.Ledger(context.Background(), org, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestEvaluateRefusesLookAlikeWorkflowKey(t *testing.T) {
 	ctx := context.Background()
 	e := newEngine(t)
 	o := newOrg(t, e)
-	if _, err := e.PublishBundle(ctx, o.Org.ID, []byte(blockBundle)); err != nil {
+	if _, err := e.Policies.PublishBundle(ctx, o.Org.ID, []byte(blockBundle)); err != nil {
 		t.Fatal(err)
 	}
 	d, err := e.Evaluate(ctx, request(t, o, `{"workflow_key":"blocked.wf","amount":5}`))

@@ -12,14 +12,14 @@ import (
 // Two decisions of one workflow run share a correlation id, so they join
 // one decision chain; a reviewer then records how the escalated one was
 // resolved. The override is evidence only: it issues nothing.
-func ExampleEngine_Chain() {
+func ExampleEngine_decisionChain() {
 	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "clearance-example-")
 	defer os.RemoveAll(dir)
 	backend, _ := pebblestore.Open(dir, pebblestore.Options{})
 	defer backend.Close()
 	engine, _ := clearance.Open(backend, clearance.Options{})
-	org, _ := engine.CreateOrg(ctx, "Acme")
+	org, _ := engine.Admin.CreateOrg(ctx, "Acme")
 
 	decide := func(body string) clearance.Decision {
 		d, err := engine.Evaluate(ctx, clearance.EvaluateRequest{OrgID: org.Org.ID, Route: clearance.RouteEvaluateDecision,
@@ -32,7 +32,7 @@ func ExampleEngine_Chain() {
 	decide(`{"decision_type":"PAYMENT","workflow_key":"ap.invoice","amount":500}`)
 	escalated := decide(`{"decision_type":"PAYMENT","workflow_key":"ap.invoice","amount":2500}`)
 
-	chain, err := engine.ChainByEvaluation(ctx, org.Org.ID, escalated.EvaluationID)
+	chain, err := engine.Evidence.ChainByEvaluation(ctx, org.Org.ID, escalated.EvaluationID)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -43,7 +43,7 @@ func ExampleEngine_Chain() {
 	}
 	fmt.Println("head is the escalation:", chain.Head.DecisionID == escalated.DecisionID, "count:", chain.Count)
 
-	o, err := engine.RecordOverride(ctx, clearance.OverrideRequest{OrgID: org.Org.ID, DossierID: escalated.DossierID,
+	o, err := engine.Evidence.RecordOverride(ctx, clearance.OverrideRequest{OrgID: org.Org.ID, DossierID: escalated.DossierID,
 		Resolution: clearance.OverrideApproved, Actor: clearance.OverrideActor{ID: "alice", Type: "human"}})
 	if err != nil {
 		fmt.Println(err)

@@ -64,7 +64,7 @@ func decideRequest(t *testing.T, org, body, corr, parent string) clearance.Evalu
 // storedDossier decodes the org's dossier.
 func (x *execEnv) storedDossier(t *testing.T, id string) (clearance.Dossier, string) {
 	t.Helper()
-	r, err := x.e.Dossier(context.Background(), x.org.Org.ID, id)
+	r, err := x.e.Evidence.Dossier(context.Background(), x.org.Org.ID, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestChainJoinRule(t *testing.T) {
 		t.Fatalf("another workflow is another chain: %s", otherWF.ChainID)
 	}
 
-	ch, err := x.e.Chain(ctx, org, root.ChainID)
+	ch, err := x.e.Evidence.Chain(ctx, org, root.ChainID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,11 +144,11 @@ func TestChainJoinRule(t *testing.T) {
 		m.ParentDecisionID != root.DecisionID || m.WorkflowKey != "other" || m.CreatedAt != child.CreatedAt {
 		t.Fatalf("member %+v of %+v", m, child)
 	}
-	byEval, err := x.e.ChainByEvaluation(ctx, org, child.EvaluationID)
+	byEval, err := x.e.Evidence.ChainByEvaluation(ctx, org, child.EvaluationID)
 	if err != nil || byEval.ChainID != root.ChainID || byEval.Count != 3 {
 		t.Fatalf("by evaluation: %+v %v", byEval, err)
 	}
-	corr, err := x.e.ChainByEvaluation(ctx, org, c2.EvaluationID)
+	corr, err := x.e.Evidence.ChainByEvaluation(ctx, org, c2.EvaluationID)
 	if err != nil || fmt.Sprint(memberIDs(corr)) != fmt.Sprint([]string{c1.DecisionID, c2.DecisionID}) || corr.Members[1].CorrelationID != "order-1" {
 		t.Fatalf("correlation chain: %+v %v", corr, err)
 	}
@@ -185,18 +185,18 @@ func TestChainJoinRule(t *testing.T) {
 		{"unknown chain", org, "01900000-0000-7000-8000-000000000000"},
 		{"not a UUID", org, "chain-1"},
 	} {
-		_, err := x.e.Chain(ctx, c.org, c.id)
+		_, err := x.e.Evidence.Chain(ctx, c.org, c.id)
 		wantCode(t, c.name, err, clearance.ErrNotFound, clearance.CodeChainNotFound)
 	}
-	_, err = x.e.ChainByEvaluation(ctx, other.Org.ID, child.EvaluationID)
+	_, err = x.e.Evidence.ChainByEvaluation(ctx, other.Org.ID, child.EvaluationID)
 	wantCode(t, "another org's evaluation", err, clearance.ErrNotFound, clearance.CodeChainNotFound)
-	_, err = x.e.ChainByEvaluation(ctx, org, child.DecisionID)
+	_, err = x.e.Evidence.ChainByEvaluation(ctx, org, child.DecisionID)
 	wantCode(t, "a decision id is not an evaluation id", err, clearance.ErrNotFound, clearance.CodeChainNotFound)
 }
 
 func ledgerHead(t *testing.T, x *execEnv) uint64 {
 	t.Helper()
-	p, err := x.e.Ledger(context.Background(), x.org.Org.ID, 0, 1)
+	p, err := x.e.Audit.Ledger(context.Background(), x.org.Org.ID, 0, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +216,7 @@ func TestChainReplayAddsNoMember(t *testing.T) {
 	if err != nil || !again.Replayed || again.ChainID != first.ChainID || again.DecisionID != first.DecisionID {
 		t.Fatalf("replay %+v %v", again, err)
 	}
-	ch, err := x.e.Chain(ctx, x.org.Org.ID, first.ChainID)
+	ch, err := x.e.Evidence.Chain(ctx, x.org.Org.ID, first.ChainID)
 	if err != nil || ch.Count != 1 {
 		t.Fatalf("a replay is not a new member: %+v %v", ch, err)
 	}
@@ -235,7 +235,7 @@ func TestEnforceAndBindJoinsChains(t *testing.T) {
 	if dos.ChainID != parent.ChainID || dos.ParentDecisionID != parent.DecisionID || dos.GrantID != d.GrantID {
 		t.Fatalf("dossier %+v", dos)
 	}
-	ch, err := x.e.Chain(ctx, org, parent.ChainID)
+	ch, err := x.e.Evidence.Chain(ctx, org, parent.ChainID)
 	if err != nil || ch.Count != 2 || ch.Head.GrantID != d.GrantID || ch.Head.Route != string(clearance.RouteEnforceAndBind) {
 		t.Fatalf("chain %+v %v", ch, err)
 	}
@@ -272,7 +272,7 @@ func TestOverrides(t *testing.T) {
 		Actor: clearance.OverrideActor{ID: "alice@example.com", Type: "human"}, Note: "called the customer\nok", ReasonCode: "CUSTOMER_VERIFIED",
 		IdempotencyKey: "ov-1", Principal: clearance.Principal{KeyID: "key-1"}}
 	head := ledgerHead(t, x)
-	o, err := x.e.RecordOverride(ctx, req)
+	o, err := x.e.Evidence.RecordOverride(ctx, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +281,7 @@ func TestOverrides(t *testing.T) {
 		t.Fatalf("override %+v", o)
 	}
 	// Exactly one ledger entry, carrying the digest of the stored body.
-	p, err := x.e.Ledger(ctx, org, head, 10)
+	p, err := x.e.Audit.Ledger(ctx, org, head, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,21 +290,21 @@ func TestOverrides(t *testing.T) {
 		t.Fatalf("ledger after the override: %+v (want digest %s)", p.Entries, want)
 	}
 	// Replay, and the same key with another body.
-	again, err := x.e.RecordOverride(ctx, req)
+	again, err := x.e.Evidence.RecordOverride(ctx, req)
 	if err != nil || !again.Replayed || again.OverrideID != o.OverrideID {
 		t.Fatalf("replay %+v %v", again, err)
 	}
 	reuse := req
 	reuse.Resolution = clearance.OverrideRejected
-	_, err = x.e.RecordOverride(ctx, reuse)
+	_, err = x.e.Evidence.RecordOverride(ctx, reuse)
 	wantCode(t, "key reused", err, clearance.ErrConflict, clearance.CodeIdempotencyKeyReused)
 	// A second resolution joins the trail.
 	reuse.IdempotencyKey = ""
-	second, err := x.e.RecordOverride(ctx, reuse)
+	second, err := x.e.Evidence.RecordOverride(ctx, reuse)
 	if err != nil {
 		t.Fatal(err)
 	}
-	trail, err := x.e.Overrides(ctx, org, esc.DossierID)
+	trail, err := x.e.Evidence.Overrides(ctx, org, esc.DossierID)
 	if err != nil || len(trail.Overrides) != 2 || trail.Overrides[0].OverrideID != o.OverrideID || trail.Overrides[1].OverrideID != second.OverrideID ||
 		trail.Outcome != policy.OutcomeEscalate || trail.DecisionID != esc.DecisionID {
 		t.Fatalf("trail %+v %v", trail, err)
@@ -322,7 +322,7 @@ func TestOverrides(t *testing.T) {
 	if _, d := x.storedDossier(t, esc.DossierID); d != dossierDigest {
 		t.Fatal("the override changed the dossier")
 	}
-	ch, err := x.e.Chain(ctx, org, esc.ChainID)
+	ch, err := x.e.Evidence.Chain(ctx, org, esc.ChainID)
 	if err != nil || ch.Count != 2 {
 		t.Fatalf("overrides are not chain members: %+v %v", ch, err)
 	}
@@ -331,7 +331,7 @@ func TestOverrides(t *testing.T) {
 	if err != nil || !c.ShouldExecute {
 		t.Fatalf("claim after an override elsewhere: %+v %v", c, err)
 	}
-	rep, err := x.e.VerifyLedger(ctx, org)
+	rep, err := x.e.Audit.VerifyLedger(ctx, org)
 	if err != nil || !rep.Valid {
 		t.Fatalf("ledger %+v %v", rep, err)
 	}
@@ -364,15 +364,15 @@ func TestOverrides(t *testing.T) {
 		{"reason code", bad(func(r *clearance.OverrideRequest) { r.ReasonCode = "not snake" }), clearance.ErrInvalidRequest, clearance.CodeInvalidOverride},
 		{"key", bad(func(r *clearance.OverrideRequest) { r.IdempotencyKey = "a b" }), clearance.ErrInvalidRequest, clearance.CodeInvalidIdempotencyKey},
 	} {
-		_, err := x.e.RecordOverride(ctx, c.req)
+		_, err := x.e.Evidence.RecordOverride(ctx, c.req)
 		wantCode(t, c.name, err, c.kind, c.code)
 	}
 	if got := ledgerHead(t, x); got != head {
 		t.Fatalf("refused overrides moved the ledger %d -> %d", head, got)
 	}
-	_, err = x.e.Overrides(ctx, other.Org.ID, esc.DossierID)
+	_, err = x.e.Evidence.Overrides(ctx, other.Org.ID, esc.DossierID)
 	wantCode(t, "another org's trail", err, clearance.ErrNotFound, clearance.CodeDossierNotFound)
-	if empty, err := x.e.Overrides(ctx, org, allow.DossierID); err != nil || len(empty.Overrides) != 0 || empty.Overrides == nil {
+	if empty, err := x.e.Evidence.Overrides(ctx, org, allow.DossierID); err != nil || len(empty.Overrides) != 0 || empty.Overrides == nil {
 		t.Fatalf("an ALLOW dossier has an empty trail: %+v %v", empty, err)
 	}
 }
@@ -387,7 +387,7 @@ func TestDispatches(t *testing.T) {
 		r := clearance.DispatchRequest{OrgID: org, ExecutionToken: d.ExecutionToken, RequestDigest: effectDigest("POST /refunds"),
 			Target: "https://psp.example/refunds", DispatchedAt: "2026-11-01T13:00:00+01:00"}
 		mut(&r)
-		return x.e.RecordDispatch(ctx, r)
+		return x.e.Execution.RecordDispatch(ctx, r)
 	}
 	_, err := dispatch(func(r *clearance.DispatchRequest) { r.ClaimToken = "clr_claim_x" })
 	wantCode(t, "before the claim", err, clearance.ErrConflict, "GRANT_NOT_CLAIMED")
@@ -405,7 +405,7 @@ func TestDispatches(t *testing.T) {
 		first.DispatchedAt != "2026-11-01T12:00:00Z" || first.LedgerSeq != head+1 || first.ClaimTokenDigest != effectDigest(c.ClaimToken) {
 		t.Fatalf("dispatch %+v", first)
 	}
-	p, err := x.e.Ledger(ctx, org, head, 10)
+	p, err := x.e.Audit.Ledger(ctx, org, head, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -424,7 +424,7 @@ func TestDispatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	list, err := x.e.Dispatches(ctx, org, d.DossierID)
+	list, err := x.e.Execution.Dispatches(ctx, org, d.DossierID)
 	if err != nil || len(list.Dispatches) != 2 || list.Dispatches[0].DispatchID != first.DispatchID ||
 		list.Dispatches[1].DispatchID != second.DispatchID || list.GrantID != d.GrantID || list.GrantState != "CLAIMED" {
 		t.Fatalf("dispatches %+v %v", list, err)
@@ -489,12 +489,12 @@ func TestDispatches(t *testing.T) {
 
 	// A decision without a grant lists none; another org sees nothing.
 	esc := x.bind(t, x.signed(t, 1500, nil))
-	if l, err := x.e.Dispatches(ctx, org, esc.DossierID); err != nil || l.GrantID != "" || l.Dispatches == nil || len(l.Dispatches) != 0 {
+	if l, err := x.e.Execution.Dispatches(ctx, org, esc.DossierID); err != nil || l.GrantID != "" || l.Dispatches == nil || len(l.Dispatches) != 0 {
 		t.Fatalf("no grant, no dispatches: %+v %v", l, err)
 	}
-	_, err = x.e.Dispatches(ctx, other.Org.ID, d.DossierID)
+	_, err = x.e.Execution.Dispatches(ctx, other.Org.ID, d.DossierID)
 	wantCode(t, "another org's dossier", err, clearance.ErrNotFound, clearance.CodeDossierNotFound)
-	rep, err := x.e.VerifyLedger(ctx, org)
+	rep, err := x.e.Audit.VerifyLedger(ctx, org)
 	if err != nil || !rep.Valid {
 		t.Fatalf("ledger %+v %v", rep, err)
 	}
@@ -607,10 +607,10 @@ func execEnvOver(t *testing.T, b store.Backend, now *atomic.Int64) *execEnv {
 	x.org = newOrg(t, x.e)
 	x.agent, _ = grant.KeyFromSeed(seed(2))
 	jwk, _ := json.Marshal(x.agent.PublicJWK())
-	if _, _, err := x.e.RegisterKey(ctx, x.org.Org.ID, registry.KindAgent, registry.Registration{KID: x.agent.KID(), PublicJWK: jwk}); err != nil {
+	if _, _, err := x.e.Admin.RegisterKey(ctx, x.org.Org.ID, registry.KindAgent, registry.Registration{KID: x.agent.KID(), PublicJWK: jwk}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := x.e.PublishBundle(ctx, x.org.Org.ID, []byte(escalateBand)); err != nil {
+	if _, err := x.e.Policies.PublishBundle(ctx, x.org.Org.ID, []byte(escalateBand)); err != nil {
 		t.Fatal(err)
 	}
 	return x
@@ -630,7 +630,7 @@ func TestVerifyLedgerChecksOverridesAndDispatches(t *testing.T) {
 			var seq uint64
 			if kind == clearance.KindOverride {
 				esc := x.bind(t, x.signed(t, 1500, nil))
-				o, err := x.e.RecordOverride(ctx, clearance.OverrideRequest{OrgID: org, DossierID: esc.DossierID,
+				o, err := x.e.Evidence.RecordOverride(ctx, clearance.OverrideRequest{OrgID: org, DossierID: esc.DossierID,
 					Resolution: clearance.OverrideRejected, Actor: clearance.OverrideActor{ID: "alice", Type: "human"}})
 				if err != nil {
 					t.Fatal(err)
@@ -642,7 +642,7 @@ func TestVerifyLedgerChecksOverridesAndDispatches(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				dp, err := x.e.RecordDispatch(ctx, clearance.DispatchRequest{OrgID: org, GrantID: d.GrantID, ClaimToken: c.ClaimToken,
+				dp, err := x.e.Execution.RecordDispatch(ctx, clearance.DispatchRequest{OrgID: org, GrantID: d.GrantID, ClaimToken: c.ClaimToken,
 					RequestDigest: effectDigest("req"), Target: "alice", DispatchedAt: "2026-11-01T12:00:00Z"})
 				if err != nil {
 					t.Fatal(err)
@@ -651,7 +651,7 @@ func TestVerifyLedgerChecksOverridesAndDispatches(t *testing.T) {
 			}
 			x.advance(time.Second)
 			x.decide(t, `{"amount":5}`, "", "") // a later entry
-			if rep, err := x.e.VerifyLedger(ctx, org); err != nil || !rep.Valid {
+			if rep, err := x.e.Audit.VerifyLedger(ctx, org); err != nil || !rep.Valid {
 				t.Fatalf("before: %+v %v", rep, err)
 			}
 			rec, err := b.Artifact(ctx, org, kind, id)
@@ -662,7 +662,7 @@ func TestVerifyLedgerChecksOverridesAndDispatches(t *testing.T) {
 			if err := b.Update(ctx, org, func(tx store.Tx) error { return tx.PutArtifact(ctx, rec) }); err != nil {
 				t.Fatal(err)
 			}
-			rep, err := x.e.VerifyLedger(ctx, org)
+			rep, err := x.e.Audit.VerifyLedger(ctx, org)
 			if err != nil || rep.Valid || rep.FirstBrokenSeq != seq || rep.Reason != clearance.ReasonRecordDigestMismatch ||
 				!strings.HasPrefix(rep.Detail, kind+" "+id) {
 				t.Fatalf("after rewriting the %s at seq %d: %+v %v", kind, seq, rep, err)

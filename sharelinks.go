@@ -2,9 +2,7 @@ package clearance
 
 import (
 	"bytes"
-	"context"
 	"fmt"
-	"time"
 
 	"github.com/clearancehq/clearance/sharelink"
 )
@@ -47,24 +45,4 @@ func (o *Options) checkShareSecret() error {
 	}
 	o.ShareSecret = bytes.Clone(o.ShareSecret)
 	return nil
-}
-
-// CreateShareLink forwards to ShareLinks.CreateShareLink.
-func (e *Engine) CreateShareLink(ctx context.Context, orgID, dossierID string, ttl time.Duration) (ShareLink, error) {
-	return e.ShareLinks.CreateShareLink(ctx, orgID, dossierID, ttl)
-}
-
-// OpenShareLink forwards to ShareLinks.OpenShareLink.
-func (e *Engine) OpenShareLink(ctx context.Context, dossierID, sig string) (ShareLink, error) {
-	return e.ShareLinks.OpenShareLink(ctx, dossierID, sig)
-}
-
-// VerifySharedDossier forwards to ShareLinks.VerifySharedDossier.
-func (e *Engine) VerifySharedDossier(ctx context.Context, l ShareLink) (SharedVerification, error) {
-	return e.ShareLinks.VerifySharedDossier(ctx, l)
-}
-
-// RevokeShareLinks forwards to ShareLinks.RevokeShareLinks.
-func (e *Engine) RevokeShareLinks(ctx context.Context, orgID string) (ShareLinkRevocation, error) {
-	return e.ShareLinks.RevokeShareLinks(ctx, orgID)
 }

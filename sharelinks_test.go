@@ -74,7 +74,7 @@ func TestShareLinkVerifies(t *testing.T) {
 	o := newOrg(t, e.Engine)
 	d := decide(t, e.Engine, o)
 
-	l, err := e.CreateShareLink(ctx, o.Org.ID, d.DossierID, 0)
+	l, err := e.ShareLinks.CreateShareLink(ctx, o.Org.ID, d.DossierID, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,11 +84,11 @@ func TestShareLinkVerifies(t *testing.T) {
 	if l.URL != "/v1/public/decision-dossiers/"+d.DossierID+"/verify?sig="+l.Sig {
 		t.Fatalf("url %s", l.URL)
 	}
-	opened, err := e.OpenShareLink(ctx, d.DossierID, l.Sig)
+	opened, err := e.ShareLinks.OpenShareLink(ctx, d.DossierID, l.Sig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := e.VerifySharedDossier(ctx, opened)
+	v, err := e.ShareLinks.VerifySharedDossier(ctx, opened)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,10 +99,10 @@ func TestShareLinkVerifies(t *testing.T) {
 	}
 
 	// Once a signed checkpoint covers the entry, its anchor is checked too.
-	if _, err := e.SealLedger(ctx, o.Org.ID); err != nil {
+	if _, err := e.Audit.SealLedger(ctx, o.Org.ID); err != nil {
 		t.Fatal(err)
 	}
-	if v, err = e.VerifySharedDossier(ctx, opened); err != nil {
+	if v, err = e.ShareLinks.VerifySharedDossier(ctx, opened); err != nil {
 		t.Fatal(err)
 	}
 	if v.Ledger.AnchoredCheckpointValid == nil || !*v.Ledger.AnchoredCheckpointValid || !v.Verified {
@@ -126,11 +126,11 @@ func TestShareLinkRefusals(t *testing.T) {
 	d2 := decide(t, e.Engine, o)
 	other := newOrg(t, e.Engine)
 	od := decide(t, e.Engine, other)
-	l, err := e.CreateShareLink(ctx, o.Org.ID, d.DossierID, time.Hour)
+	l, err := e.ShareLinks.CreateShareLink(ctx, o.Org.ID, d.DossierID, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ol, err := e.CreateShareLink(ctx, other.Org.ID, od.DossierID, time.Hour)
+	ol, err := e.ShareLinks.CreateShareLink(ctx, other.Org.ID, od.DossierID, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,21 +163,21 @@ func TestShareLinkRefusals(t *testing.T) {
 		{"overlong", d.DossierID, l.Sig + strings.Repeat("A", clearance.MaxShareTokenLen)},
 		{"three parts", d.DossierID, l.Sig + ".x"},
 	} {
-		_, err := e.OpenShareLink(ctx, c.dossier, c.sig)
+		_, err := e.ShareLinks.OpenShareLink(ctx, c.dossier, c.sig)
 		wantInvalid(t, c.name, err)
 	}
 
 	// A link made up by the caller, not opened, is refused too.
-	_, err = e.VerifySharedDossier(ctx, clearance.ShareLink{DossierID: d.DossierID, OrgID: o.Org.ID})
+	_, err = e.ShareLinks.VerifySharedDossier(ctx, clearance.ShareLink{DossierID: d.DossierID, OrgID: o.Org.ID})
 	wantInvalid(t, "unopened link", err)
 
 	// Expiry: valid until the second it names.
 	e.advance(time.Hour - time.Second)
-	if _, err := e.OpenShareLink(ctx, d.DossierID, l.Sig); err != nil {
+	if _, err := e.ShareLinks.OpenShareLink(ctx, d.DossierID, l.Sig); err != nil {
 		t.Fatalf("a second before expiry: %v", err)
 	}
 	e.advance(time.Second)
-	_, err = e.OpenShareLink(ctx, d.DossierID, l.Sig)
+	_, err = e.ShareLinks.OpenShareLink(ctx, d.DossierID, l.Sig)
 	wantInvalid(t, "expired", err)
 }
 
@@ -188,10 +188,10 @@ func TestShareLinkRevocation(t *testing.T) {
 	other := newOrg(t, e.Engine)
 	d := decide(t, e.Engine, o)
 	od := decide(t, e.Engine, other)
-	old, _ := e.CreateShareLink(ctx, o.Org.ID, d.DossierID, 0)
-	otherLink, _ := e.CreateShareLink(ctx, other.Org.ID, od.DossierID, 0)
+	old, _ := e.ShareLinks.CreateShareLink(ctx, o.Org.ID, d.DossierID, 0)
+	otherLink, _ := e.ShareLinks.CreateShareLink(ctx, other.Org.ID, od.DossierID, 0)
 	head := func(org string) ledger.Head {
-		p, err := e.Ledger(ctx, org, 0, 1)
+		p, err := e.Audit.Ledger(ctx, org, 0, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -200,7 +200,7 @@ func TestShareLinkRevocation(t *testing.T) {
 	before := head(o.Org.ID)
 
 	for want := uint64(1); want <= 2; want++ {
-		rev, err := e.RevokeShareLinks(ctx, o.Org.ID)
+		rev, err := e.ShareLinks.RevokeShareLinks(ctx, o.Org.ID)
 		if err != nil || rev.Epoch != want || rev.RevokedAt == "" {
 			t.Fatalf("revocation %d: %+v %v", want, rev, err)
 		}
@@ -208,25 +208,25 @@ func TestShareLinkRevocation(t *testing.T) {
 	if h := head(o.Org.ID); h.Seq != before.Seq+2 {
 		t.Fatalf("revocations are not ledgered: head %d, was %d", h.Seq, before.Seq)
 	}
-	p, _ := e.Ledger(ctx, o.Org.ID, before.Seq, 10)
+	p, _ := e.Audit.Ledger(ctx, o.Org.ID, before.Seq, 10)
 	if p.Entries[0].Kind != ledger.KindShareLinksRevoked {
 		t.Fatalf("entry %+v", p.Entries[0])
 	}
-	if rep, err := e.VerifyLedger(ctx, o.Org.ID); err != nil || !rep.Valid {
+	if rep, err := e.Audit.VerifyLedger(ctx, o.Org.ID); err != nil || !rep.Valid {
 		t.Fatalf("ledger after revocations: %+v %v", rep, err)
 	}
 
-	_, err := e.OpenShareLink(ctx, d.DossierID, old.Sig)
+	_, err := e.ShareLinks.OpenShareLink(ctx, d.DossierID, old.Sig)
 	wantInvalid(t, "revoked", err)
-	fresh, err := e.CreateShareLink(ctx, o.Org.ID, d.DossierID, 0)
+	fresh, err := e.ShareLinks.CreateShareLink(ctx, o.Org.ID, d.DossierID, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.OpenShareLink(ctx, d.DossierID, fresh.Sig); err != nil {
+	if _, err := e.ShareLinks.OpenShareLink(ctx, d.DossierID, fresh.Sig); err != nil {
 		t.Fatalf("a link made after the revocation: %v", err)
 	}
 	// Another org's links are untouched.
-	if _, err := e.OpenShareLink(ctx, od.DossierID, otherLink.Sig); err != nil {
+	if _, err := e.ShareLinks.OpenShareLink(ctx, od.DossierID, otherLink.Sig); err != nil {
 		t.Fatalf("the other org's link: %v", err)
 	}
 }
@@ -239,13 +239,13 @@ func TestShareLinkCreation(t *testing.T) {
 	d := decide(t, e.Engine, o)
 
 	for _, ttl := range []time.Duration{-time.Second, time.Millisecond, 1500 * time.Millisecond, clearance.MaxShareLinkTTL + time.Second} {
-		_, err := e.CreateShareLink(ctx, o.Org.ID, d.DossierID, ttl)
+		_, err := e.ShareLinks.CreateShareLink(ctx, o.Org.ID, d.DossierID, ttl)
 		var ce *clearance.Error
 		if !errors.As(err, &ce) || ce.Code != clearance.CodeShareLinkExpiry || !errors.Is(err, clearance.ErrInvalidRequest) {
 			t.Errorf("ttl %v: %v", ttl, err)
 		}
 	}
-	if l, err := e.CreateShareLink(ctx, o.Org.ID, d.DossierID, clearance.MaxShareLinkTTL); err != nil || l.ExpiresAt != "2026-12-01T12:00:00Z" {
+	if l, err := e.ShareLinks.CreateShareLink(ctx, o.Org.ID, d.DossierID, clearance.MaxShareLinkTTL); err != nil || l.ExpiresAt != "2026-12-01T12:00:00Z" {
 		t.Errorf("longest link: %+v %v", l, err)
 	}
 	for _, c := range []struct{ name, org, dossier string }{
@@ -253,7 +253,7 @@ func TestShareLinkCreation(t *testing.T) {
 		{"unknown dossier", o.Org.ID, "01900000-0000-7000-8000-000000000000"},
 		{"not an id", o.Org.ID, "x"},
 	} {
-		_, err := e.CreateShareLink(ctx, c.org, c.dossier, 0)
+		_, err := e.ShareLinks.CreateShareLink(ctx, c.org, c.dossier, 0)
 		var ce *clearance.Error
 		if !errors.As(err, &ce) || ce.Code != clearance.CodeDossierNotFound {
 			t.Errorf("%s: %v", c.name, err)
@@ -264,18 +264,18 @@ func TestShareLinkCreation(t *testing.T) {
 	plain := newShareEngine(t, nil)
 	po := newOrg(t, plain.Engine)
 	pd := decide(t, plain.Engine, po)
-	_, err := plain.CreateShareLink(ctx, po.Org.ID, pd.DossierID, 0)
+	_, err := plain.ShareLinks.CreateShareLink(ctx, po.Org.ID, pd.DossierID, 0)
 	var ce *clearance.Error
 	if !errors.As(err, &ce) || ce.Code != clearance.CodeShareLinksNotConfigured || !errors.Is(err, clearance.ErrUnavailable) {
 		t.Fatalf("without a secret: %v", err)
 	}
-	l, _ := e.CreateShareLink(ctx, o.Org.ID, d.DossierID, 0)
-	_, err = plain.OpenShareLink(ctx, d.DossierID, l.Sig)
+	l, _ := e.ShareLinks.CreateShareLink(ctx, o.Org.ID, d.DossierID, 0)
+	_, err = plain.ShareLinks.OpenShareLink(ctx, d.DossierID, l.Sig)
 	wantInvalid(t, "no secret", err)
 
 	// Another secret does not accept the link.
 	otherSecret := newShareEngine(t, bytes.Repeat([]byte("t"), clearance.MinShareSecretLen))
-	_, err = otherSecret.OpenShareLink(ctx, d.DossierID, l.Sig)
+	_, err = otherSecret.ShareLinks.OpenShareLink(ctx, d.DossierID, l.Sig)
 	wantInvalid(t, "another secret", err)
 }
 
@@ -295,8 +295,8 @@ func TestSharedVerificationIgnoresLaterEntries(t *testing.T) {
 	e := newShareEngine(t, shareSecret)
 	o := newOrg(t, e.Engine)
 	d := decide(t, e.Engine, o)
-	l, _ := e.CreateShareLink(ctx, o.Org.ID, d.DossierID, 0)
-	opened, err := e.OpenShareLink(ctx, d.DossierID, l.Sig)
+	l, _ := e.ShareLinks.CreateShareLink(ctx, o.Org.ID, d.DossierID, 0)
+	opened, err := e.ShareLinks.OpenShareLink(ctx, d.DossierID, l.Sig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +304,7 @@ func TestSharedVerificationIgnoresLaterEntries(t *testing.T) {
 	for range 3 {
 		decide(t, e.Engine, o)
 	}
-	v, err := e.VerifySharedDossier(ctx, opened)
+	v, err := e.ShareLinks.VerifySharedDossier(ctx, opened)
 	if err != nil || !v.Verified || !v.Ledger.ChainValid {
 		t.Fatalf("later entries change nothing: %+v %v", v, err)
 	}

@@ -84,17 +84,17 @@ func TestEffectEvidenceRefusesControlCharacters(t *testing.T) {
 		t.Fatal(err)
 	}
 	x.advance(31 * time.Second) // the lease lapses: INDETERMINATE
-	if list, err := x.e.Indeterminate(ctx, org, 0); err != nil || len(list) != 1 || list[0].GrantID != d.GrantID {
+	if list, err := x.e.Execution.Indeterminate(ctx, org, 0); err != nil || len(list) != 1 || list[0].GrantID != d.GrantID {
 		t.Fatalf("not indeterminate: %+v %v", list, err)
 	}
 	for _, ev := range bad {
-		_, err := x.e.Reconcile(ctx, clearance.ReconcileRequest{OrgID: org, GrantID: d.GrantID, Resolution: claim.OutcomeCommitted, Evidence: &ev})
+		_, err := x.e.Execution.Reconcile(ctx, clearance.ReconcileRequest{OrgID: org, GrantID: d.GrantID, Resolution: claim.OutcomeCommitted, Evidence: &ev})
 		wantInvalidEvidence(t, "Reconcile "+ev.Kind+" "+ev.Status, err)
 	}
-	if _, err := x.e.Reconcile(ctx, clearance.ReconcileRequest{OrgID: org, GrantID: d.GrantID, Resolution: claim.OutcomeCommitted, Evidence: &good}); err != nil {
+	if _, err := x.e.Execution.Reconcile(ctx, clearance.ReconcileRequest{OrgID: org, GrantID: d.GrantID, Resolution: claim.OutcomeCommitted, Evidence: &good}); err != nil {
 		t.Fatalf("Reconcile with printable evidence after the refusals: %v", err)
 	}
-	if rep, err := x.e.VerifyLedger(ctx, org); err != nil || !rep.Valid {
+	if rep, err := x.e.Audit.VerifyLedger(ctx, org); err != nil || !rep.Valid {
 		t.Fatalf("ledger %+v %v", rep, err)
 	}
 }

@@ -18,7 +18,7 @@ func ExampleService_Evaluate() {
 	backend, _ := pebblestore.Open("", pebblestore.Options{FS: vfs.NewMem()})
 	defer backend.Close()
 	engine, _ := clearance.Open(backend, clearance.Options{})
-	org, _ := engine.CreateOrg(ctx, "Acme")
+	org, _ := engine.Admin.CreateOrg(ctx, "Acme")
 
 	d, err := engine.Decide.Evaluate(ctx, decide.EvaluateRequest{
 		OrgID: org.Org.ID, Route: decide.RouteActionGate,

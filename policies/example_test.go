@@ -25,7 +25,7 @@ func ExampleService_ActivateBundle() {
 	backend, _ := pebblestore.Open("", pebblestore.Options{FS: vfs.NewMem()})
 	defer backend.Close()
 	engine, _ := clearance.Open(backend, clearance.Options{})
-	org, _ := engine.CreateOrg(ctx, "Acme")
+	org, _ := engine.Admin.CreateOrg(ctx, "Acme")
 	p := engine.Policies
 
 	if _, err := p.PublishBundle(ctx, org.Org.ID, bundle("v1", "10000")); err != nil {

@@ -52,11 +52,11 @@ func newEnv(t testing.TB, opts server.Options) *env {
 	t.Helper()
 	e := &env{t: t, dbDir: filepath.Join(t.TempDir(), "db"), opts: opts}
 	e.start()
-	secret, err := e.engine.NewPlatformSecret()
+	secret, err := e.engine.Admin.NewPlatformSecret()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.engine.EnsurePlatformKey(context.Background(), secret); err != nil {
+	if err := e.engine.Admin.EnsurePlatformKey(context.Background(), secret); err != nil {
 		t.Fatal(err)
 	}
 	e.platform = secret

@@ -567,7 +567,7 @@ func TestPlatformKeyDecisionForUnknownOrgIsNotFound(t *testing.T) {
 	e := newEnv(t, server.Options{})
 	const ghost = "01900000-0000-7000-8000-00000000beef"
 	r := e.do("POST", pathEvaluate, e.platform, `{"org_id":"`+ghost+`","amount":5}`, nil)
-	page, err := e.engine.Ledger(context.Background(), ghost, 0, 10)
+	page, err := e.engine.Audit.Ledger(context.Background(), ghost, 0, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1676,11 +1676,11 @@ func TestRateLimitPerCredential(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, server.Options{RateLimit: 1, RateBurst: 2})
 	ctx := context.Background()
-	a, err := e.engine.CreateOrg(ctx, "A")
+	a, err := e.engine.Admin.CreateOrg(ctx, "A")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := e.engine.CreateOrg(ctx, "B")
+	b, err := e.engine.Admin.CreateOrg(ctx, "B")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1692,7 +1692,7 @@ func TestRateLimitPerCredential(t *testing.T) {
 	if s, err := strconv.Atoi(r.Header.Get("Retry-After")); err != nil || s < 1 {
 		t.Fatalf("Retry-After %q", r.Header.Get("Retry-After"))
 	}
-	page, err := e.engine.Ledger(ctx, a.Org.ID, 0, 10)
+	page, err := e.engine.Audit.Ledger(ctx, a.Org.ID, 0, 10)
 	if err != nil {
 		t.Fatal(err)
 	}

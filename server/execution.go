@@ -169,7 +169,7 @@ func (s *Server) finalizeToken(c *call) error {
 }
 
 func (s *Server) jwks(c *call) error {
-	set, ok := s.engine.JWKS()
+	set, ok := s.engine.Admin.JWKS()
 	if !ok {
 		return &clearance.Error{Kind: clearance.ErrNotFound, Code: clearance.CodeSigningNotConfigured, Detail: "grant signing is not configured"}
 	}
@@ -197,7 +197,7 @@ func (k keyRoutes) register(s *Server, c *call) error {
 	if err != nil {
 		return err
 	}
-	key, created, err := s.engine.RegisterKey(c.r.Context(), org, k.kind, req)
+	key, created, err := s.engine.Admin.RegisterKey(c.r.Context(), org, k.kind, req)
 	if err != nil {
 		return err
 	}
@@ -213,7 +213,7 @@ func (k keyRoutes) list(s *Server, c *call) error {
 	if err != nil {
 		return err
 	}
-	keys, err := s.engine.Keys(c.r.Context(), org, k.kind)
+	keys, err := s.engine.Admin.Keys(c.r.Context(), org, k.kind)
 	if err != nil {
 		return err
 	}
@@ -225,7 +225,7 @@ func (k keyRoutes) revoke(s *Server, c *call) error {
 	if err != nil {
 		return err
 	}
-	key, err := s.engine.RevokeKey(c.r.Context(), org, k.kind, c.r.PathValue("kid"))
+	key, err := s.engine.Admin.RevokeKey(c.r.Context(), org, k.kind, c.r.PathValue("kid"))
 	if err != nil {
 		return err
 	}
@@ -242,7 +242,7 @@ func (s *Server) listIndeterminate(c *call) error {
 	if err != nil {
 		return err
 	}
-	gs, err := s.engine.Indeterminate(c.r.Context(), org, 0)
+	gs, err := s.engine.Execution.Indeterminate(c.r.Context(), org, 0)
 	if err != nil {
 		return err
 	}
@@ -269,7 +269,7 @@ func (s *Server) reconcile(c *call) error {
 	if !clearance.ValidID(grantID) { // grant ids are UUIDs
 		return &clearance.Error{Kind: clearance.ErrNotFound, Code: claim.CodeGrantNotFound, Detail: "grant not found"}
 	}
-	g, err := s.engine.Reconcile(c.r.Context(), clearance.ReconcileRequest{OrgID: org, GrantID: grantID,
+	g, err := s.engine.Execution.Reconcile(c.r.Context(), clearance.ReconcileRequest{OrgID: org, GrantID: grantID,
 		Resolution: req.Resolution, Evidence: req.EffectEvidence, Receipt: req.EffectReceipt, Note: req.Note})
 	if err != nil {
 		return err

@@ -873,10 +873,10 @@ func TestExecStoreRevocationReachesEveryServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := peer.RevokeGrantKey(t.Context(), keyA.KID()); err != nil {
+	if err := peer.Admin.RevokeGrantKey(t.Context(), keyA.KID()); err != nil {
 		t.Fatal(err)
 	}
-	if err := x.engine.RefreshKeyRevocations(t.Context()); err != nil {
+	if err := x.engine.Admin.RefreshKeyRevocations(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	verify(byA).wantProblem(t, http.StatusConflict, "GRANT_INVALID")
@@ -889,10 +889,10 @@ func TestExecStoreRevocationReachesEveryServer(t *testing.T) {
 
 	// The active key B leaks: revoked in the store while this server's
 	// file still names it active.
-	if err := peer.RevokeGrantKey(t.Context(), keyB.KID()); err != nil {
+	if err := peer.Admin.RevokeGrantKey(t.Context(), keyB.KID()); err != nil {
 		t.Fatal(err)
 	}
-	if err := x.engine.RefreshKeyRevocations(t.Context()); err != nil {
+	if err := x.engine.Admin.RefreshKeyRevocations(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	head := x.head(x.o.Key)

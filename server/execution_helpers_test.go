@@ -99,11 +99,11 @@ func newExecEnv(t testing.TB, bundle string) *execEnv {
 		opts: server.Options{RateLimit: -1}}
 	x.ring = grant.NewKeyRing(mustKey(t, 1))
 	x.open(x.ring)
-	secret, err := x.engine.NewPlatformSecret()
+	secret, err := x.engine.Admin.NewPlatformSecret()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := x.engine.EnsurePlatformKey(context.Background(), secret); err != nil {
+	if err := x.engine.Admin.EnsurePlatformKey(context.Background(), secret); err != nil {
 		t.Fatal(err)
 	}
 	x.platform = secret

@@ -44,11 +44,11 @@ func newExportEnv(t *testing.T, unsigned bool) *exportEnv {
 	x.now.Store(execStart.UnixNano())
 	x.env = &env{t: t, dbDir: filepath.Join(t.TempDir(), "db"), opts: server.Options{RateLimit: -1}}
 	x.open()
-	secret, err := x.engine.NewPlatformSecret()
+	secret, err := x.engine.Admin.NewPlatformSecret()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := x.engine.EnsurePlatformKey(context.Background(), secret); err != nil {
+	if err := x.engine.Admin.EnsurePlatformKey(context.Background(), secret); err != nil {
 		t.Fatal(err)
 	}
 	x.platform = secret
@@ -109,7 +109,7 @@ func (x *exportEnv) process(built int, opts clearance.ExportWorkerOptions) {
 func (x *exportEnv) verifyOptions(rec *result, orgID string) export.VerifyOptions {
 	return export.VerifyOptions{ManifestSHA256: rec.str("manifest_sha256"), BundleSHA256: rec.str("bundle_sha256"),
 		Key: export.OrgKey(exportSecret, orgID), Signature: rec.str("bundle_signature_hmac_sha256"),
-		LedgerVerifierKey: x.engine.LedgerVerifierKey()}
+		LedgerVerifierKey: x.engine.Audit.LedgerVerifierKey()}
 }
 
 // download fetches a pack and checks its headers against its record.
@@ -489,7 +489,7 @@ func TestExportCarriesGrantLifecycles(t *testing.T) {
 	rec := x.req(t, "GET", exportsPath(x.o.ID)+"/"+id, x.o.Key, nil, nil).want(t, http.StatusOK)
 	pack := x.req(t, "GET", rec.str("download_url"), x.o.Key, nil, nil).want(t, http.StatusOK).Raw
 	rep, err := export.Verify(pack, export.VerifyOptions{ManifestSHA256: rec.str("manifest_sha256"), BundleSHA256: rec.str("bundle_sha256"),
-		LedgerVerifierKey: x.engine.LedgerVerifierKey()})
+		LedgerVerifierKey: x.engine.Audit.LedgerVerifierKey()})
 	if err != nil || rep.Manifest.Counts.Decisions != 3 || rep.Manifest.Counts.Grants != 2 {
 		t.Fatalf("pack: %v %+v", err, rep.Manifest.Counts)
 	}

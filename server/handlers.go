@@ -111,7 +111,7 @@ func (c *call) orgFor(explicit string) (string, error) {
 	if err != nil || !c.principal.IsPlatform() {
 		return org, err
 	}
-	if _, err := c.engine.Org(c.r.Context(), org); err != nil {
+	if _, err := c.engine.Admin.Org(c.r.Context(), org); err != nil {
 		return "", err
 	}
 	return org, nil
@@ -189,7 +189,7 @@ func (s *Server) createOrg(c *call) error {
 	if err := c.decode(&req); err != nil {
 		return err
 	}
-	res, err := s.engine.CreateOrg(c.r.Context(), req.Name)
+	res, err := s.engine.Admin.CreateOrg(c.r.Context(), req.Name)
 	if err != nil {
 		return err
 	}
@@ -210,7 +210,7 @@ func (s *Server) createAPIKey(c *call) error {
 	if err := c.decode(&req); err != nil {
 		return err
 	}
-	k, err := s.engine.CreateAPIKey(c.r.Context(), c.r.PathValue("orgId"), req.Scopes)
+	k, err := s.engine.Admin.CreateAPIKey(c.r.Context(), c.r.PathValue("orgId"), req.Scopes)
 	if err != nil {
 		return err
 	}
@@ -226,9 +226,9 @@ func (s *Server) publishBundle(c *call) error {
 	if err != nil {
 		return err
 	}
-	publish := s.engine.PublishBundle
+	publish := s.engine.Policies.PublishBundle
 	if !activate {
-		publish = s.engine.StageBundle
+		publish = s.engine.Policies.StageBundle
 	}
 	p, err := publish(c.r.Context(), org, c.body)
 	if err != nil {
@@ -252,7 +252,7 @@ func (s *Server) listBundles(c *call) error {
 	if err != nil {
 		return err
 	}
-	list, err := s.engine.Bundles(c.r.Context(), org)
+	list, err := s.engine.Policies.Bundles(c.r.Context(), org)
 	if err != nil {
 		return err
 	}
@@ -274,7 +274,7 @@ func (s *Server) getBundle(c *call) error {
 	if !ok {
 		return &clearance.Error{Kind: clearance.ErrNotFound, Code: clearance.CodePolicyNotFound, Detail: "policy version not found"}
 	}
-	b, err := s.engine.Bundle(c.r.Context(), org, version)
+	b, err := s.engine.Policies.Bundle(c.r.Context(), org, version)
 	if err != nil {
 		return err
 	}
@@ -328,7 +328,7 @@ func (s *Server) activateBundle(c *call) error {
 	if !ok {
 		return &clearance.Error{Kind: clearance.ErrNotFound, Code: clearance.CodePolicyNotFound, Detail: "policy version not found"}
 	}
-	a, err := s.engine.ActivateBundle(c.r.Context(), clearance.ActivateRequest{OrgID: org, Version: version,
+	a, err := s.engine.Policies.ActivateBundle(c.r.Context(), clearance.ActivateRequest{OrgID: org, Version: version,
 		ExpectedActiveVersion: req.ExpectedActiveVersion.v})
 	if err != nil {
 		return err
@@ -368,7 +368,7 @@ func (s *Server) shadowReport(c *call) error {
 		}
 		w.From = &from
 	}
-	rep, err := s.engine.ShadowReport(c.r.Context(), org, w)
+	rep, err := s.engine.Evidence.ShadowReport(c.r.Context(), org, w)
 	if err != nil {
 		return err
 	}
@@ -385,7 +385,7 @@ func (s *Server) dossier(c *call) error {
 	if err != nil {
 		return err
 	}
-	d, err := s.engine.Dossier(c.r.Context(), org, c.r.PathValue("dossierId"))
+	d, err := s.engine.Evidence.Dossier(c.r.Context(), org, c.r.PathValue("dossierId"))
 	if err != nil {
 		return err
 	}
@@ -397,7 +397,7 @@ func (s *Server) dossierByDecision(c *call) error {
 	if err != nil {
 		return err
 	}
-	d, err := s.engine.DossierByDecision(c.r.Context(), org, c.r.PathValue("decisionId"))
+	d, err := s.engine.Evidence.DossierByDecision(c.r.Context(), org, c.r.PathValue("decisionId"))
 	if err != nil {
 		return err
 	}
@@ -438,7 +438,7 @@ func (s *Server) ledger(c *call) error {
 			return badQuery("limit", "limit must be a positive integer")
 		}
 	}
-	p, err := s.engine.Ledger(c.r.Context(), org, after, limit)
+	p, err := s.engine.Audit.Ledger(c.r.Context(), org, after, limit)
 	if err != nil {
 		return err
 	}
@@ -454,7 +454,7 @@ func (s *Server) verifyLedger(c *call) error {
 	if err != nil {
 		return err
 	}
-	rep, err := s.engine.VerifyLedgerAgainst(c.r.Context(), org, cp)
+	rep, err := s.engine.Audit.VerifyLedgerAgainst(c.r.Context(), org, cp)
 	if err != nil {
 		return err
 	}

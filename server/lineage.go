@@ -14,7 +14,7 @@ func (s *Server) decisionChain(c *call) error {
 	if err != nil {
 		return err
 	}
-	ch, err := s.engine.Chain(c.r.Context(), org, c.r.PathValue("chainId"))
+	ch, err := s.engine.Evidence.Chain(c.r.Context(), org, c.r.PathValue("chainId"))
 	if err != nil {
 		return err
 	}
@@ -26,7 +26,7 @@ func (s *Server) decisionChainByEvaluation(c *call) error {
 	if err != nil {
 		return err
 	}
-	ch, err := s.engine.ChainByEvaluation(c.r.Context(), org, c.r.PathValue("evaluationId"))
+	ch, err := s.engine.Evidence.ChainByEvaluation(c.r.Context(), org, c.r.PathValue("evaluationId"))
 	if err != nil {
 		return err
 	}
@@ -54,7 +54,7 @@ func (s *Server) recordOverride(c *call) error {
 	if err != nil {
 		return err
 	}
-	o, err := s.engine.RecordOverride(c.r.Context(), clearance.OverrideRequest{OrgID: org, DossierID: c.r.PathValue("dossierId"),
+	o, err := s.engine.Evidence.RecordOverride(c.r.Context(), clearance.OverrideRequest{OrgID: org, DossierID: c.r.PathValue("dossierId"),
 		Resolution: req.Resolution, Actor: req.Actor, Note: req.Note, ReasonCode: req.ReasonCode,
 		IdempotencyKey: key, Principal: c.principal, RequestID: c.requestID})
 	if err != nil {
@@ -71,7 +71,7 @@ func (s *Server) overrides(c *call) error {
 	if err != nil {
 		return err
 	}
-	trail, err := s.engine.Overrides(c.r.Context(), org, c.r.PathValue("dossierId"))
+	trail, err := s.engine.Evidence.Overrides(c.r.Context(), org, c.r.PathValue("dossierId"))
 	if err != nil {
 		return err
 	}
@@ -101,7 +101,7 @@ func (s *Server) recordDispatch(c *call) error {
 	if err != nil {
 		return err
 	}
-	d, err := s.engine.RecordDispatch(c.r.Context(), clearance.DispatchRequest{OrgID: org, ExecutionToken: req.ExecutionToken,
+	d, err := s.engine.Execution.RecordDispatch(c.r.Context(), clearance.DispatchRequest{OrgID: org, ExecutionToken: req.ExecutionToken,
 		GrantID: req.GrantID, ClaimToken: req.ClaimToken, RequestDigest: req.RequestDigest, Target: req.Target,
 		DispatchedAt: req.DispatchedAt, IdempotencyKey: key, Principal: c.principal,
 		RequestID: c.requestID})
@@ -119,7 +119,7 @@ func (s *Server) dispatches(c *call) error {
 	if err != nil {
 		return err
 	}
-	list, err := s.engine.Dispatches(c.r.Context(), org, c.r.PathValue("dossierId"))
+	list, err := s.engine.Execution.Dispatches(c.r.Context(), org, c.r.PathValue("dossierId"))
 	if err != nil {
 		return err
 	}

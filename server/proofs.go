@@ -55,7 +55,7 @@ type checkpointView struct {
 
 func (s *Server) checkpointView(org string, cp ledger.Checkpoint) checkpointView {
 	return checkpointView{OrgID: org, Origin: cp.Origin, TreeSize: cp.Size, RootHash: cp.Root.String(),
-		Checkpoint: string(cp.Note), VerifierKey: s.engine.LedgerVerifierKey()}
+		Checkpoint: string(cp.Note), VerifierKey: s.engine.Audit.LedgerVerifierKey()}
 }
 
 func (s *Server) ledgerCheckpoint(c *call) error {
@@ -63,7 +63,7 @@ func (s *Server) ledgerCheckpoint(c *call) error {
 	if err != nil {
 		return err
 	}
-	cp, err := s.engine.LedgerCheckpoint(c.r.Context(), org)
+	cp, err := s.engine.Audit.LedgerCheckpoint(c.r.Context(), org)
 	if err != nil {
 		return err
 	}
@@ -79,7 +79,7 @@ func (s *Server) ledgerCheckpointAt(c *call) error {
 	if err != nil || size == 0 {
 		return &clearance.Error{Kind: clearance.ErrNotFound, Code: clearance.CodeCheckpointNotFound, Detail: "no such checkpoint"}
 	}
-	cp, err := s.engine.LedgerCheckpointAt(c.r.Context(), org, size)
+	cp, err := s.engine.Audit.LedgerCheckpointAt(c.r.Context(), org, size)
 	if err != nil {
 		return err
 	}
@@ -102,7 +102,7 @@ func (s *Server) inclusionProof(c *call) error {
 	if err != nil {
 		return err
 	}
-	p, err := s.engine.LedgerInclusionProof(c.r.Context(), org, seq, size)
+	p, err := s.engine.Audit.LedgerInclusionProof(c.r.Context(), org, seq, size)
 	if err != nil {
 		return err
 	}
@@ -125,7 +125,7 @@ func (s *Server) consistencyProof(c *call) error {
 	if err != nil {
 		return err
 	}
-	p, err := s.engine.LedgerConsistencyProof(c.r.Context(), org, oldSize, newSize)
+	p, err := s.engine.Audit.LedgerConsistencyProof(c.r.Context(), org, oldSize, newSize)
 	if err != nil {
 		return err
 	}
@@ -134,7 +134,7 @@ func (s *Server) consistencyProof(c *call) error {
 
 // ledgerKey publishes the ledger verifier key as text, for auditors.
 func (s *Server) ledgerKey(c *call) error {
-	k := s.engine.LedgerVerifierKey()
+	k := s.engine.Audit.LedgerVerifierKey()
 	if k == "" {
 		return &clearance.Error{Kind: clearance.ErrNotFound, Code: clearance.CodeLedgerKeyNotConfigured, Detail: "no ledger key is configured"}
 	}
@@ -165,7 +165,7 @@ func (s *Server) proofPacket(c *call) error {
 	if err != nil {
 		return err
 	}
-	p, err := s.engine.ProofPacket(c.r.Context(), org, c.r.PathValue("dossierId"))
+	p, err := s.engine.Evidence.ProofPacket(c.r.Context(), org, c.r.PathValue("dossierId"))
 	if err != nil {
 		return err
 	}
@@ -177,7 +177,7 @@ func (s *Server) agentActionCapsule(c *call) error {
 	if err != nil {
 		return err
 	}
-	caps, err := s.engine.Capsules(c.r.Context(), org, c.r.PathValue("dossierId"))
+	caps, err := s.engine.Evidence.Capsules(c.r.Context(), org, c.r.PathValue("dossierId"))
 	if err != nil {
 		return err
 	}
@@ -209,7 +209,7 @@ func (s *Server) producerEnvelopes(c *call) error {
 	if err != nil {
 		return err
 	}
-	id, envs, err := s.engine.ProducerEnvelopes(c.r.Context(), org, c.r.PathValue("dossierId"))
+	id, envs, err := s.engine.Evidence.ProducerEnvelopes(c.r.Context(), org, c.r.PathValue("dossierId"))
 	if err != nil {
 		return err
 	}

@@ -80,7 +80,7 @@ func (s *Server) createShareLink(c *call) error {
 	if req.ExpiresInSeconds.set {
 		ttl = time.Duration(req.ExpiresInSeconds.n) * time.Second
 	}
-	l, err := s.engine.CreateShareLink(c.r.Context(), org, c.r.PathValue("dossierId"), ttl)
+	l, err := s.engine.ShareLinks.CreateShareLink(c.r.Context(), org, c.r.PathValue("dossierId"), ttl)
 	if err != nil {
 		return err
 	}
@@ -92,7 +92,7 @@ func (s *Server) revokeShareLinks(c *call) error {
 	if err != nil {
 		return err
 	}
-	rev, err := s.engine.RevokeShareLinks(c.r.Context(), org)
+	rev, err := s.engine.ShareLinks.RevokeShareLinks(c.r.Context(), org)
 	if err != nil {
 		return err
 	}
@@ -128,14 +128,14 @@ func (s *Server) sharedVerification(c *call) (clearance.SharedVerification, erro
 		return clearance.SharedVerification{}, err
 	}
 	ctx := c.r.Context()
-	l, err := s.engine.OpenShareLink(ctx, c.r.PathValue("dossierId"), sig)
+	l, err := s.engine.ShareLinks.OpenShareLink(ctx, c.r.PathValue("dossierId"), sig)
 	if err != nil {
 		return clearance.SharedVerification{}, err
 	}
 	if err := s.allow(c.w, "share-link-org:"+l.OrgID); err != nil {
 		return clearance.SharedVerification{}, err
 	}
-	return s.engine.VerifySharedDossier(ctx, l)
+	return s.engine.ShareLinks.VerifySharedDossier(ctx, l)
 }
 
 // prefersHTML reports whether an Accept header prefers text/html to

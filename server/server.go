@@ -204,7 +204,7 @@ func (s *Server) wrap(rt route) http.Handler {
 
 func (s *Server) serve(rt route, c *call) error {
 	if rt.auth != authPublic {
-		p, err := s.engine.Authenticate(c.r.Context(), bearer(c.r))
+		p, err := s.engine.Admin.Authenticate(c.r.Context(), bearer(c.r))
 		if err != nil {
 			return err
 		}

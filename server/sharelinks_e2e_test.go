@@ -111,7 +111,7 @@ func TestShareLinkVerifyJSONAndHTML(t *testing.T) {
 	wantNoLeak(t, v.Raw, x.o, dec)
 
 	// Once the ledger is sealed, the signed checkpoint anchors the entry.
-	if _, err := x.engine.SealLedger(context.Background(), x.o.ID); err != nil {
+	if _, err := x.engine.Audit.SealLedger(context.Background(), x.o.ID); err != nil {
 		t.Fatal(err)
 	}
 	v = x.public(t, l.str("url"), nil).want(t, http.StatusOK)

@@ -167,7 +167,7 @@ func runServer(ctx context.Context, log *slog.Logger, cfg serveConfig) error {
 	// The sealer stops before the store closes (defers run last in, first out).
 	sealCtx, stopSealer := context.WithCancel(ctx)
 	sealerDone := make(chan struct{})
-	go func() { defer close(sealerDone); engine.RunSealer(sealCtx, clearance.DefaultSealInterval) }()
+	go func() { defer close(sealerDone); engine.Audit.RunSealer(sealCtx, clearance.DefaultSealInterval) }()
 	defer func() { stopSealer(); <-sealerDone }()
 	// The export worker resumes queued and interrupted validation packs and
 	// hands a build in progress back on shutdown, before the store closes.
@@ -177,14 +177,14 @@ func runServer(ctx context.Context, log *slog.Logger, cfg serveConfig) error {
 	}
 	// Grant keys revoked in the database apply before the first request,
 	// then within a second of being revoked anywhere.
-	if err := engine.RefreshKeyRevocations(ctx); err != nil {
+	if err := engine.Admin.RefreshKeyRevocations(ctx); err != nil {
 		return err
 	}
 	revCtx, stopRevocations := context.WithCancel(ctx)
 	revDone := make(chan struct{})
 	go func() {
 		defer close(revDone)
-		engine.RunKeyRevocations(revCtx, clearance.DefaultKeyRevocationInterval)
+		engine.Admin.RunKeyRevocations(revCtx, clearance.DefaultKeyRevocationInterval)
 	}()
 	defer func() { stopRevocations(); <-revDone }()
 	grantKeys.engine = engine
@@ -293,7 +293,7 @@ func ensurePlatformKey(ctx context.Context, log *slog.Logger, engine *clearance.
 	secret, err := keyfile.ReadSecret(path)
 	created := false
 	if errors.Is(err, os.ErrNotExist) {
-		if secret, err = engine.NewPlatformSecret(); err != nil {
+		if secret, err = engine.Admin.NewPlatformSecret(); err != nil {
 			return err
 		}
 		if err := keyfile.WriteSecret(path, secret); err != nil {
@@ -303,7 +303,7 @@ func ensurePlatformKey(ctx context.Context, log *slog.Logger, engine *clearance.
 	} else if err != nil {
 		return fmt.Errorf("read platform key: %w", err)
 	}
-	if err := engine.EnsurePlatformKey(ctx, secret); err != nil {
+	if err := engine.Admin.EnsurePlatformKey(ctx, secret); err != nil {
 		return err
 	}
 	if created {

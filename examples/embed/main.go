@@ -35,7 +35,7 @@ func run(ctx context.Context, dir string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	org, err := engine.CreateOrg(ctx, "Acme")
+	org, err := engine.Admin.CreateOrg(ctx, "Acme")
 	if err != nil {
 		return err
 	}
@@ -52,13 +52,13 @@ func run(ctx context.Context, dir string, out io.Writer) error {
 	}
 	fmt.Fprintln(out, d.Outcome, d.Mode, d.ReasonCodes)
 
-	dossier, err := engine.Dossier(ctx, org.Org.ID, d.DossierID)
+	dossier, err := engine.Evidence.Dossier(ctx, org.Org.ID, d.DossierID)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintln(out, "dossier digest matches the ledger:", dossier.Digest == d.DossierDigest)
 
-	report, err := engine.VerifyLedger(ctx, org.Org.ID)
+	report, err := engine.Audit.VerifyLedger(ctx, org.Org.ID)
 	if err != nil {
 		return err
 	}

@@ -67,17 +67,17 @@ func newEngineSys(t testing.TB, st store.Backend) *engineSys {
 		t.Fatal(err)
 	}
 	x := &engineSys{e: e, agent: keyOf(t, 2)}
-	if x.org, err = e.CreateOrg(ctx, "Lin"); err != nil {
+	if x.org, err = e.Admin.CreateOrg(ctx, "Lin"); err != nil {
 		t.Fatal(err)
 	}
 	jwk, err := json.Marshal(x.agent.PublicJWK())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := e.RegisterKey(ctx, x.org.Org.ID, registry.KindAgent, registry.Registration{KID: x.agent.KID(), PublicJWK: jwk}); err != nil {
+	if _, _, err := e.Admin.RegisterKey(ctx, x.org.Org.ID, registry.KindAgent, registry.Registration{KID: x.agent.KID(), PublicJWK: jwk}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.PublishBundle(ctx, x.org.Org.ID, []byte(allowAll)); err != nil {
+	if _, err := e.Policies.PublishBundle(ctx, x.org.Org.ID, []byte(allowAll)); err != nil {
 		t.Fatal(err)
 	}
 	return x

@@ -195,7 +195,7 @@ func plSetup(t *testing.T, s *Store, e *clearance.Engine) []plOrg {
 	ctx := context.Background()
 	var orgs []plOrg
 	for i := range plOrgs {
-		o, err := e.CreateOrg(ctx, fmt.Sprintf("Power %d", i))
+		o, err := e.Admin.CreateOrg(ctx, fmt.Sprintf("Power %d", i))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -207,10 +207,10 @@ func plSetup(t *testing.T, s *Store, e *clearance.Engine) []plOrg {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := e.RegisterKey(ctx, o.Org.ID, registry.KindAgent, registry.Registration{KID: agent.KID(), PublicJWK: jwk}); err != nil {
+		if _, _, err := e.Admin.RegisterKey(ctx, o.Org.ID, registry.KindAgent, registry.Registration{KID: agent.KID(), PublicJWK: jwk}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.PublishBundle(ctx, o.Org.ID, []byte(plBundle)); err != nil {
+		if _, err := e.Policies.PublishBundle(ctx, o.Org.ID, []byte(plBundle)); err != nil {
 			t.Fatal(err)
 		}
 		head, err := s.LedgerHeadOf(ctx, o.Org.ID)
@@ -425,7 +425,7 @@ func plSettle(t *testing.T, ctx context.Context, s *Store, e *clearance.Engine, 
 			continue
 		}
 		st.after++
-		if _, err := e.Dossier(ctx, orgs[d.org].id, d.dossier); err != nil {
+		if _, err := e.Evidence.Dossier(ctx, orgs[d.org].id, d.dossier); err != nil {
 			st.afterLost++
 		}
 	}
@@ -437,7 +437,7 @@ func plSettle(t *testing.T, ctx context.Context, s *Store, e *clearance.Engine, 
 	}
 
 	for _, d := range snap.decisions {
-		r, err := e.Dossier(ctx, orgs[d.org].id, d.dossier)
+		r, err := e.Evidence.Dossier(ctx, orgs[d.org].id, d.dossier)
 		if err != nil {
 			add("dossier %s (seq %d) lost: %v", d.dossier, d.seq, err)
 			continue
@@ -536,7 +536,7 @@ func plSettle(t *testing.T, ctx context.Context, s *Store, e *clearance.Engine, 
 // state (one transaction writes both), never twice.
 func plCheckLedger(ctx context.Context, s *Store, e *clearance.Engine, orgs []plOrg, o int, snap *plBook, states []claim.State, add func(string, ...any)) {
 	org := orgs[o].id
-	rep, err := e.VerifyLedger(ctx, org)
+	rep, err := e.Audit.VerifyLedger(ctx, org)
 	if err != nil || !rep.Valid {
 		add("org %d: ledger does not verify after the cut: %+v %v", o, rep, err)
 		return

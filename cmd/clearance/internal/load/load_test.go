@@ -57,11 +57,11 @@ func newLimitedServer(t *testing.T, signing bool, sopts server.Options) testServ
 	if err != nil {
 		t.Fatal(err)
 	}
-	secret, err := eng.NewPlatformSecret()
+	secret, err := eng.Admin.NewPlatformSecret()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := eng.EnsurePlatformKey(context.Background(), secret); err != nil {
+	if err := eng.Admin.EnsurePlatformKey(context.Background(), secret); err != nil {
 		t.Fatal(err)
 	}
 	hs := httptest.NewServer(server.New(eng, sopts))
@@ -184,7 +184,7 @@ func checkJSON(t *testing.T, res *load.Result, count int64, steps []string) {
 // warmup measures only after it, and prints progress.
 func TestAPIKeyAndDuration(t *testing.T) {
 	srv := newServer(t, true)
-	org, err := srv.engine.CreateOrg(context.Background(), "Existing")
+	org, err := srv.engine.Admin.CreateOrg(context.Background(), "Existing")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +221,7 @@ func TestRefusedRequestsFailTheRun(t *testing.T) {
 	if !res.Pass || res.Succeeded != 200 || res.Errors.Total != 0 {
 		t.Fatalf("eight clients with their own keys: %+v", res)
 	}
-	org, err := srv.engine.CreateOrg(ctx, "one key")
+	org, err := srv.engine.Admin.CreateOrg(ctx, "one key")
 	if err != nil {
 		t.Fatal(err)
 	}
