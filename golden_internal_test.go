@@ -1,9 +1,7 @@
 package clearance
 
 import (
-	"bytes"
 	"encoding/json"
-	"flag"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -17,11 +15,10 @@ import (
 	"github.com/clearancehq/clearance/claim"
 	"github.com/clearancehq/clearance/export"
 	"github.com/clearancehq/clearance/internal/canon"
+	"github.com/clearancehq/clearance/internal/golden"
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/policy"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
 // The golden records: fixed ids, times and keys, every optional member set
 // (an omitted member would not be pinned).
@@ -152,29 +149,7 @@ var goldenElsewhere = []struct{ kind, pkg, name string }{
 // SHA-256 is the payload digest the ledger records.
 func TestGoldenLedgerPayloads(t *testing.T) {
 	for _, tc := range goldenRecords {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := canon.Marshal(tc.value(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			path := filepath.Join("testdata", "golden", tc.name+".json")
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test -run Golden -update to write it)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("canonical encoding changed; the ledger commits to these bytes:\n got %s\nwant %s", got, want)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { golden.Check(t, tc.name, tc.value(t)) })
 	}
 }
 

@@ -3,19 +3,14 @@ package admin
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/clearancehq/clearance/internal/canon"
 	"github.com/clearancehq/clearance/internal/core"
+	"github.com/clearancehq/clearance/internal/golden"
 	"github.com/clearancehq/clearance/registry"
 	"github.com/clearancehq/clearance/tenant"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
 var (
 	goldenAt  = time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC)
@@ -53,25 +48,6 @@ var goldenRecords = []struct {
 // (go test -run Golden -update). A file holds exactly the canonical bytes.
 func TestGoldenLedgerPayloads(t *testing.T) {
 	for _, tc := range goldenRecords {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := canon.Marshal(tc.value())
-			if err != nil {
-				t.Fatal(err)
-			}
-			path := filepath.Join("testdata", "golden", tc.name+".json")
-			if *update {
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test -run Golden -update to write it)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("canonical encoding changed; the ledger commits to these bytes:\n got %s\nwant %s", got, want)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { golden.Check(t, tc.name, tc.value()) })
 	}
 }

@@ -110,7 +110,8 @@ var packages = map[string]rule{
 	"internal/archtest":    {layer: suite},
 	"internal/apidoc":      {layer: suite},
 	"internal/lincheck":    {layer: suite},
-	"internal/gosource":    {layer: suite}, // lists a module's Go files for the guard tests
+	"internal/gosource":    {layer: suite},
+	"internal/golden":      {layer: suite}, // pins the bytes of ledgered records // lists a module's Go files for the guard tests
 }
 
 // forbiddenInPure are imports no pure package may have, each with the
