@@ -67,7 +67,7 @@ type Options struct {
 	// (503 SHARE_LINKS_NOT_CONFIGURED) and none verifies.
 	ShareSecret []byte
 	// ExportSecret keys the HMAC of validation packs: each org's packs are
-	// signed with export.OrgKey(ExportSecret, orgID); nil means packs are
+	// signed with pack.OrgKey(ExportSecret, orgID); nil means packs are
 	// built without bundle_signature_hmac_sha256.
 	ExportSecret []byte
 	// MaxClockSkew is how far ahead of the engine's clock a timestamp

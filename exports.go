@@ -19,7 +19,7 @@ import (
 	"github.com/clearancehq/clearance/artifact"
 	"github.com/clearancehq/clearance/claim"
 	"github.com/clearancehq/clearance/dossier"
-	"github.com/clearancehq/clearance/export"
+	"github.com/clearancehq/clearance/pack"
 	"github.com/clearancehq/clearance/internal/canon"
 	"github.com/clearancehq/clearance/jobs"
 	"github.com/clearancehq/clearance/ledger"
@@ -83,8 +83,8 @@ const (
 type Export struct {
 	ExportID      string        `json:"export_id"`
 	OrgID         string        `json:"org_id"`
-	Format        export.Format `json:"format"`
-	Window        export.Window `json:"window"`
+	Format        pack.Format `json:"format"`
+	Window        pack.Window `json:"window"`
 	IncludeEvents bool          `json:"include_events"`
 	Status        ExportStatus  `json:"status"`
 	// Attempts is how many builds started; LastError why the last one failed.
@@ -101,7 +101,7 @@ type Export struct {
 	BundleSignature string         `json:"bundle_signature_hmac_sha256,omitempty"`
 	SizeBytes       int64          `json:"size_bytes,omitempty"`
 	ContentType     string         `json:"content_type,omitempty"`
-	Counts          *export.Counts `json:"counts,omitempty"`
+	Counts          *pack.Counts `json:"counts,omitempty"`
 	// LedgerSize is the tree size of the checkpoint the pack is anchored in.
 	LedgerSize  uint64 `json:"ledger_size,omitempty"`
 	DownloadURL string `json:"download_url,omitempty"`
@@ -167,7 +167,7 @@ func (e *Engine) CreateExport(ctx context.Context, req ExportRequest) (Export, b
 	if req.IdempotencyKey != "" && !ValidToken(req.IdempotencyKey) {
 		return Export{}, false, invalid(CodeInvalidIdempotencyKey, "Idempotency-Key", "Idempotency-Key must be 1 to %d visible ASCII characters", MaxKeyLength)
 	}
-	format, err := export.ParseFormat(req.Format)
+	format, err := pack.ParseFormat(req.Format)
 	if err != nil {
 		return Export{}, false, invalid(CodeInvalidExportFormat, "format", "format must be json, csv or pdf")
 	}
@@ -237,7 +237,7 @@ func (e *Engine) CreateExport(ctx context.Context, req ExportRequest) (Export, b
 // exportWindow parses a request's window; bounds are kept to the
 // microsecond, the precision every backend stores decision times at, so
 // that the store's window and the ledger's times select the same decisions.
-func exportWindow(from, to string, now time.Time) (export.Window, error) {
+func exportWindow(from, to string, now time.Time) (pack.Window, error) {
 	parse := func(field, s string, def time.Time) (time.Time, error) {
 		if s == "" {
 			return def, nil
@@ -253,15 +253,15 @@ func exportWindow(from, to string, now time.Time) (export.Window, error) {
 	}
 	f, err := parse("from", from, exportEpoch)
 	if err != nil {
-		return export.Window{}, err
+		return pack.Window{}, err
 	}
 	t, err := parse("to", to, now)
 	if err != nil {
-		return export.Window{}, err
+		return pack.Window{}, err
 	}
-	w := export.Window{From: f.UTC().Truncate(time.Microsecond), To: t.UTC().Truncate(time.Microsecond)}
+	w := pack.Window{From: f.UTC().Truncate(time.Microsecond), To: t.UTC().Truncate(time.Microsecond)}
 	if !w.From.Before(w.To) {
-		return export.Window{}, invalid(CodeInvalidExportWindow, "from", "from must be before to")
+		return pack.Window{}, invalid(CodeInvalidExportWindow, "from", "from must be before to")
 	}
 	return w, nil
 }
@@ -336,14 +336,14 @@ func (e *Engine) Exports(ctx context.Context, orgID string, limit int) ([]Export
 	return out, nil
 }
 
-// ExportKey is the org's export key (export.OrgKey of the engine's
+// ExportKey is the org's export key (pack.OrgKey of the engine's
 // ExportSecret), with which an operator verifies bundle_signature_hmac_sha256;
 // nil when no export secret is configured.
 func (e *Engine) ExportKey(orgID string) []byte {
 	if len(e.opts.ExportSecret) == 0 {
 		return nil
 	}
-	return export.OrgKey(e.opts.ExportSecret, orgID)
+	return pack.OrgKey(e.opts.ExportSecret, orgID)
 }
 
 // OpenExport returns a SUCCEEDED pack's record and a reader of its bytes
@@ -762,7 +762,7 @@ type built struct {
 	manifestSHA, bundleSHA, signature string
 	size                              int64
 	chunks                            int
-	counts                            export.Counts
+	counts                            pack.Counts
 	ledgerSize                        uint64
 }
 
@@ -808,7 +808,7 @@ func (e *Engine) buildExport(ctx context.Context, job exportJob, held jobs.Job, 
 	if key := e.ExportKey(org); key != nil {
 		w.mac = hmac.New(sha256.New, key)
 	}
-	b, err := export.NewBuilder(w, export.Header{OrgID: org, ExportID: job.ExportID, Format: job.Format, Window: job.Window,
+	b, err := pack.NewBuilder(w, pack.Header{OrgID: org, ExportID: job.ExportID, Format: job.Format, Window: job.Window,
 		IncludeEvents: job.IncludeEvents, GeneratedAt: e.now(), Ledger: anchor})
 	if err != nil {
 		return built{}, &permanentError{"the pack cannot be built: " + err.Error()}
@@ -839,7 +839,7 @@ func (e *Engine) buildExport(ctx context.Context, job exportJob, held jobs.Job, 
 	byDossier := make(map[string]*packDecision, len(inPack))
 	for _, d := range inPack {
 		byDossier[d.s.DossierID] = d
-		if err := b.AddDecision(export.Decision{LedgerSeq: d.entry.Seq, CreatedAt: d.entry.RecordedAt, DossierID: d.s.DossierID,
+		if err := b.AddDecision(pack.Decision{LedgerSeq: d.entry.Seq, CreatedAt: d.entry.RecordedAt, DossierID: d.s.DossierID,
 			DecisionID: d.s.DecisionID, Outcome: d.s.Outcome, Mode: d.s.Mode, WorkflowKey: d.s.WorkflowKey,
 			DecisionType: d.s.DecisionType, DossierDigest: d.entry.PayloadDigest, EntryHash: d.entry.EntryHash}); err != nil {
 			return built{}, buildError(ctx, err)
@@ -876,37 +876,37 @@ func (e *Engine) buildExport(ctx context.Context, job exportJob, held jobs.Job, 
 // exportAnchor is the ledger anchor of a pack built now: a checkpoint
 // signed over every durable entry when a ledger key is configured, else the
 // durable head, unsigned.
-func (e *Engine) exportAnchor(ctx context.Context, org string) (export.Ledger, error) {
+func (e *Engine) exportAnchor(ctx context.Context, org string) (pack.Ledger, error) {
 	if e.opts.LedgerKey != nil {
 		cp, err := e.Audit.LedgerCheckpoint(ctx, org)
 		if err != nil {
 			var ee *Error
 			if errors.As(err, &ee) && ee.Code == CodeLedgerBroken {
-				return export.Ledger{}, &permanentError{ee.Code + ": " + ee.Detail}
+				return pack.Ledger{}, &permanentError{ee.Code + ": " + ee.Detail}
 			}
-			return export.Ledger{}, causeOr(ctx, err)
+			return pack.Ledger{}, causeOr(ctx, err)
 		}
-		return export.Ledger{Origin: cp.Origin, Size: cp.Size, RootHash: base64.StdEncoding.EncodeToString(cp.Root[:]),
+		return pack.Ledger{Origin: cp.Origin, Size: cp.Size, RootHash: base64.StdEncoding.EncodeToString(cp.Root[:]),
 			Signed: true, Checkpoint: string(cp.Note), VerifierKey: e.Audit.LedgerVerifierKey()}, nil
 	}
 	if err := e.store.Sync(ctx); err != nil {
-		return export.Ledger{}, causeOr(ctx, unavailable("sync ledger", err))
+		return pack.Ledger{}, causeOr(ctx, unavailable("sync ledger", err))
 	}
 	head, err := e.store.LedgerHeadOf(ctx, org)
 	if err != nil {
-		return export.Ledger{}, causeOr(ctx, unavailable("read ledger", err))
+		return pack.Ledger{}, causeOr(ctx, unavailable("read ledger", err))
 	}
-	return export.Ledger{Origin: e.Audit.LedgerOrigin(org), Size: head.Seq, UnsignedReason: CodeLedgerKeyNotConfigured}, nil
+	return pack.Ledger{Origin: e.Audit.LedgerOrigin(org), Size: head.Seq, UnsignedReason: CodeLedgerKeyNotConfigured}, nil
 }
 
 // packGrants returns the grants issued by the pack's decisions, oldest first.
-func (e *Engine) packGrants(ctx context.Context, org string, byDossier map[string]*packDecision) ([]export.Grant, error) {
-	var out []export.Grant
+func (e *Engine) packGrants(ctx context.Context, org string, byDossier map[string]*packDecision) ([]pack.Grant, error) {
+	var out []pack.Grant
 	ts := func(t time.Time) string {
 		if t.IsZero() {
 			return ""
 		}
-		return t.UTC().Format(export.TimeFormat)
+		return t.UTC().Format(pack.TimeFormat)
 	}
 	for _, st := range []claim.State{claim.StateIssued, claim.StateClaimed, claim.StateCommitted, claim.StateFailed, claim.StateIndeterminate} {
 		err := e.store.GrantsInState(ctx, org, st, func(g claim.Grant) bool {
@@ -914,7 +914,7 @@ func (e *Engine) packGrants(ctx context.Context, org string, byDossier map[strin
 			if d == nil {
 				return true
 			}
-			row := export.Grant{GrantID: g.GrantID, DecisionID: d.s.DecisionID, DossierID: g.DossierID, WorkflowKey: d.s.WorkflowKey,
+			row := pack.Grant{GrantID: g.GrantID, DecisionID: d.s.DecisionID, DossierID: g.DossierID, WorkflowKey: d.s.WorkflowKey,
 				State: string(g.State), IssuedAt: ts(g.IssuedAt), ExpiresAt: ts(g.ExpiresAt), ClaimedAt: ts(g.ClaimedAt),
 				FinalizedAt: ts(g.FinalizedAt), FinalCode: g.FinalCode, EffectConfirmed: g.EffectConfirmed}
 			if rc := g.Reconciliation; rc != nil {
@@ -928,7 +928,7 @@ func (e *Engine) packGrants(ctx context.Context, org string, byDossier map[strin
 			return nil, causeOr(ctx, unavailable("read grants", err))
 		}
 	}
-	slices.SortFunc(out, func(a, b export.Grant) int {
+	slices.SortFunc(out, func(a, b pack.Grant) int {
 		if c := strings.Compare(a.IssuedAt, b.IssuedAt); c != 0 {
 			return c
 		}
@@ -942,9 +942,9 @@ func (e *Engine) packGrants(ctx context.Context, org string, byDossier map[strin
 // writer's store errors) can.
 func buildError(ctx context.Context, err error) error {
 	switch {
-	case errors.Is(err, export.ErrLedger):
+	case errors.Is(err, pack.ErrLedger):
 		return &permanentError{CodeLedgerBroken + ": " + err.Error()}
-	case errors.Is(err, export.ErrInput) || errors.Is(err, export.ErrOrder):
+	case errors.Is(err, pack.ErrInput) || errors.Is(err, pack.ErrOrder):
 		return &permanentError{"EXPORT_INCONSISTENT: the store's decisions disagree with its ledger: " + err.Error()}
 	}
 	return causeOr(ctx, err)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/clearancehq/clearance"
 	"github.com/clearancehq/clearance/dossier"
-	"github.com/clearancehq/clearance/export"
+	"github.com/clearancehq/clearance/pack"
 	"github.com/clearancehq/clearance/internal/canon"
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/store"
@@ -165,12 +165,12 @@ func TestExportOfSeededDecisions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var pack bytes.Buffer
-	if _, err := pack.ReadFrom(rd); err != nil {
+	var packed bytes.Buffer
+	if _, err := packed.ReadFrom(rd); err != nil {
 		t.Fatal(err)
 	}
 	key := e.ExportKey(o.Org.ID)
-	rep, err := export.Verify(pack.Bytes(), export.VerifyOptions{ManifestSHA256: x.ManifestSHA256, BundleSHA256: x.BundleSHA256,
+	rep, err := pack.Verify(packed.Bytes(), pack.VerifyOptions{ManifestSHA256: x.ManifestSHA256, BundleSHA256: x.BundleSHA256,
 		Key: key, Signature: x.BundleSignature, LedgerVerifierKey: e.Audit.LedgerVerifierKey()})
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/clearancehq/clearance/claim"
-	"github.com/clearancehq/clearance/export"
+	"github.com/clearancehq/clearance/pack"
 	"github.com/clearancehq/clearance/internal/canon"
 	"github.com/clearancehq/clearance/internal/golden"
 	"github.com/clearancehq/clearance/ledger"
@@ -59,14 +59,14 @@ func goldenEvidence() (*claim.Evidence, *claim.Receipt) {
 }
 
 func goldenExport(status ExportStatus) exportJob {
-	j := exportJob{Export: Export{ExportID: "0190f4b2-0000-7000-8000-0000000000e1", OrgID: goldenOrg, Format: export.FormatCSV,
-		Window: export.Window{From: exportEpoch, To: goldenAt}, IncludeEvents: true, Status: status, Attempts: 1,
+	j := exportJob{Export: Export{ExportID: "0190f4b2-0000-7000-8000-0000000000e1", OrgID: goldenOrg, Format: pack.FormatCSV,
+		Window: pack.Window{From: exportEpoch, To: goldenAt}, IncludeEvents: true, Status: status, Attempts: 1,
 		CreatedAt: goldenAt}, Chunks: 2}
 	if status == ExportSucceeded {
 		j.StartedAt, j.CompletedAt = goldenAt.Add(time.Second), goldenAt.Add(2*time.Second)
 		j.ManifestSHA256, j.BundleSHA256, j.BundleSignature = goldenDigest('f'), goldenDigest('b'), strings.Repeat("5", 64)
 		j.SizeBytes, j.ContentType, j.LedgerSize = 4096, "application/zip", 42
-		j.Counts = &export.Counts{Decisions: 3, ByOutcome: map[string]int{"ALLOW": 2, "BLOCK": 1}, Events: 9, Grants: 2, Workflows: 1}
+		j.Counts = &pack.Counts{Decisions: 3, ByOutcome: map[string]int{"ALLOW": 2, "BLOCK": 1}, Events: 9, Grants: 2, Workflows: 1}
 	}
 	if status == ExportFailed {
 		j.Attempts, j.LastError = 3, "build failed"

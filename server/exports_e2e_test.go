@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/clearancehq/clearance"
-	"github.com/clearancehq/clearance/export"
+	"github.com/clearancehq/clearance/pack"
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/server"
 )
@@ -106,9 +106,9 @@ func (x *exportEnv) process(built int, opts clearance.ExportWorkerOptions) {
 }
 
 // verifyOptions are what the export's record and the service publish.
-func (x *exportEnv) verifyOptions(rec *result, orgID string) export.VerifyOptions {
-	return export.VerifyOptions{ManifestSHA256: rec.str("manifest_sha256"), BundleSHA256: rec.str("bundle_sha256"),
-		Key: export.OrgKey(exportSecret, orgID), Signature: rec.str("bundle_signature_hmac_sha256"),
+func (x *exportEnv) verifyOptions(rec *result, orgID string) pack.VerifyOptions {
+	return pack.VerifyOptions{ManifestSHA256: rec.str("manifest_sha256"), BundleSHA256: rec.str("bundle_sha256"),
+		Key: pack.OrgKey(exportSecret, orgID), Signature: rec.str("bundle_signature_hmac_sha256"),
 		LedgerVerifierKey: x.engine.Audit.LedgerVerifierKey()}
 }
 
@@ -121,7 +121,7 @@ func (x *exportEnv) download(t *testing.T, key string, rec *result) []byte {
 		!strings.Contains(r.Header.Get("Content-Disposition"), rec.str("export_id")) || int64(len(r.Raw)) != int64(rec.num("size_bytes")) {
 		t.Errorf("download headers %v do not match the record %s", r.Header, rec)
 	}
-	if export.Digest(r.Raw) != rec.str("bundle_sha256") {
+	if pack.Digest(r.Raw) != rec.str("bundle_sha256") {
 		t.Errorf("the download is not the recorded bundle_sha256")
 	}
 	return r.Raw
@@ -156,8 +156,8 @@ func TestExportLifecycleEveryFormat(t *testing.T) {
 	x.decisions(x.o.Key, 13)
 	path := exportsPath(x.o.ID)
 
-	ids := map[export.Format]string{}
-	for _, f := range []export.Format{export.FormatJSON, export.FormatCSV, export.FormatPDF} {
+	ids := map[pack.Format]string{}
+	for _, f := range []pack.Format{pack.FormatJSON, pack.FormatCSV, pack.FormatPDF} {
 		r := x.do("POST", path, writer, map[string]any{"format": f, "include_events": true}, nil).want(t, http.StatusAccepted)
 		if r.str("status") != "PENDING" || r.num("attempts") != 0 || r.str("manifest_sha256") != "" || r.str("completed_at") != "" ||
 			r.Header.Get("Location") != path+"/"+r.str("export_id") || r.JSON["include_events"] != true || r.str("format") != string(f) {
@@ -176,7 +176,7 @@ func TestExportLifecycleEveryFormat(t *testing.T) {
 			t.Fatalf("%s built: %s", f, rec)
 		}
 		bundle := x.download(t, reader, rec)
-		rep, err := export.Verify(bundle, x.verifyOptions(rec, x.o.ID))
+		rep, err := pack.Verify(bundle, x.verifyOptions(rec, x.o.ID))
 		if err != nil || len(rep.Skipped) != 0 {
 			t.Fatalf("%s: the downloaded pack does not verify: %v, skipped %v", f, err, rep.Skipped)
 		}
@@ -184,22 +184,22 @@ func TestExportLifecycleEveryFormat(t *testing.T) {
 			t.Errorf("%s manifest: %+v", f, rep.Manifest)
 		}
 		switch f {
-		case export.FormatJSON:
+		case pack.FormatJSON:
 			var doc map[string]json.RawMessage
 			if err := json.Unmarshal(bundle, &doc); err != nil || doc["manifest"] == nil {
 				t.Errorf("json pack: %v", err)
 			}
-			var rows []export.Decision
+			var rows []pack.Decision
 			if err := json.Unmarshal(doc["decisions"], &rows); err != nil || len(rows) != 13 {
 				t.Errorf("json decisions: %v, %d rows", err, len(rows))
 			}
-		case export.FormatCSV, export.FormatPDF:
+		case pack.FormatCSV, pack.FormatPDF:
 			recs, err := csv.NewReader(bytes.NewReader(zipFile(t, bundle, "decisions.csv"))).ReadAll()
 			if err != nil || len(recs) != 1+13 {
 				t.Errorf("decisions.csv: %v, %d records for 13 decisions", err, len(recs))
 			}
-			if f == export.FormatPDF {
-				if pages, err := export.CheckPDF(zipFile(t, bundle, "report.pdf")); err != nil || pages < 1 {
+			if f == pack.FormatPDF {
+				if pages, err := pack.CheckPDF(zipFile(t, bundle, "report.pdf")); err != nil || pages < 1 {
 					t.Errorf("report.pdf: %d pages, %v", pages, err)
 				}
 			}
@@ -208,7 +208,7 @@ func TestExportLifecycleEveryFormat(t *testing.T) {
 
 	list := x.do("GET", path+"?limit=2", reader, nil, nil).want(t, http.StatusOK)
 	got := []string{list.str("exports.0.export_id"), list.str("exports.1.export_id")}
-	if list.str("org_id") != x.o.ID || !slices.Equal(got, []string{ids[export.FormatPDF], ids[export.FormatCSV]}) || lookup(list.JSON, "exports.2") != nil {
+	if list.str("org_id") != x.o.ID || !slices.Equal(got, []string{ids[pack.FormatPDF], ids[pack.FormatCSV]}) || lookup(list.JSON, "exports.2") != nil {
 		t.Errorf("list, newest first: %s", list)
 	}
 	var requested, completed int
@@ -282,7 +282,7 @@ func TestExportScopingAndRequests(t *testing.T) {
 	// The windowed pack with events proves that exactly its 4 decisions
 	// were recorded in the window, out of a ledger that holds all 10.
 	bundle := x.download(t, x.o.Key, part)
-	rep, err := export.Verify(bundle, x.verifyOptions(part, x.o.ID))
+	rep, err := pack.Verify(bundle, x.verifyOptions(part, x.o.ID))
 	if err != nil || rep.Manifest.Counts.Events < 10 {
 		t.Fatalf("windowed pack: %v %+v", err, rep.Manifest)
 	}
@@ -303,16 +303,16 @@ func TestExportTamperedDownloadFails(t *testing.T) {
 		edit    func([]byte) []byte
 		reasons []string
 	}{
-		{"a flipped byte", func(b []byte) []byte { b[len(b)/3] ^= 0x20; return b }, []string{export.ReasonBundleHash, export.ReasonSignature}},
+		{"a flipped byte", func(b []byte) []byte { b[len(b)/3] ^= 0x20; return b }, []string{pack.ReasonBundleHash, pack.ReasonSignature}},
 		{"the manifest's window edited", func(b []byte) []byte {
 			return bytes.Replace(b, []byte(`"from": "1970-01-01T00:00:00Z"`), []byte(`"from": "1971-01-01T00:00:00Z"`), 1)
-		}, []string{export.ReasonBundleHash, export.ReasonSignature, export.ReasonManifestHash}},
+		}, []string{pack.ReasonBundleHash, pack.ReasonSignature, pack.ReasonManifestHash}},
 		{"a decision's outcome edited", func(b []byte) []byte {
 			return bytes.Replace(b, []byte(`"outcome":"BLOCK"`), []byte(`"outcome":"ALLOW"`), 1)
-		}, []string{export.ReasonBundleHash, export.ReasonFileHash, export.ReasonCount, export.ReasonWorkflows}},
+		}, []string{pack.ReasonBundleHash, pack.ReasonFileHash, pack.ReasonCount, pack.ReasonWorkflows}},
 	} {
-		_, err := export.Verify(c.edit(bytes.Clone(bundle)), opts)
-		ve, ok := err.(*export.VerifyError)
+		_, err := pack.Verify(c.edit(bytes.Clone(bundle)), opts)
+		ve, ok := err.(*pack.VerifyError)
 		if !ok {
 			t.Fatalf("%s: the tampered pack verifies: %v", c.name, err)
 		}
@@ -326,7 +326,7 @@ func TestExportTamperedDownloadFails(t *testing.T) {
 			}
 		}
 	}
-	if _, err := export.Verify(bundle, opts); err != nil {
+	if _, err := pack.Verify(bundle, opts); err != nil {
 		t.Fatalf("the untouched pack: %v", err)
 	}
 }
@@ -363,7 +363,7 @@ func TestExportResumesAfterRestart(t *testing.T) {
 	if rec.str("status") != "SUCCEEDED" || rec.num("attempts") != 2 || rec.str("last_error") != "" {
 		t.Fatalf("after the restart: %s", rec)
 	}
-	if _, err := export.Verify(x.download(t, x.o.Key, rec), x.verifyOptions(rec, x.o.ID)); err != nil {
+	if _, err := pack.Verify(x.download(t, x.o.Key, rec), x.verifyOptions(rec, x.o.ID)); err != nil {
 		t.Fatalf("the resumed pack: %v", err)
 	}
 }
@@ -400,7 +400,7 @@ func TestExportCrashedWorkerIsTakenOver(t *testing.T) {
 	if rec.str("status") != "SUCCEEDED" || rec.num("attempts") != 2 {
 		t.Fatalf("after the takeover: %s", rec)
 	}
-	if _, err := export.Verify(x.download(t, x.o.Key, rec), x.verifyOptions(rec, x.o.ID)); err != nil {
+	if _, err := pack.Verify(x.download(t, x.o.Key, rec), x.verifyOptions(rec, x.o.ID)); err != nil {
 		t.Fatalf("the rebuilt pack: %v", err)
 	}
 }
@@ -464,7 +464,7 @@ func TestExportWithoutLedgerKey(t *testing.T) {
 	id := x.do("POST", exportsPath(x.o.ID), x.o.Key, `{"format":"json","include_events":true}`, nil).want(t, http.StatusAccepted).str("export_id")
 	x.process(1, clearance.ExportWorkerOptions{})
 	rec := x.do("GET", exportsPath(x.o.ID)+"/"+id, x.o.Key, nil, nil).want(t, http.StatusOK)
-	rep, err := export.Verify(x.download(t, x.o.Key, rec), x.verifyOptions(rec, x.o.ID))
+	rep, err := pack.Verify(x.download(t, x.o.Key, rec), x.verifyOptions(rec, x.o.ID))
 	if err != nil || rep.Manifest.Ledger.Signed || rep.Manifest.Ledger.UnsignedReason != clearance.CodeLedgerKeyNotConfigured ||
 		rep.Manifest.Ledger.Size != x.head(x.o.Key)-1 {
 		t.Fatalf("unsigned pack: %v %+v", err, rep.Manifest.Ledger)
@@ -487,13 +487,13 @@ func TestExportCarriesGrantLifecycles(t *testing.T) {
 		t.Fatalf("ProcessExports: %d %v", n, err)
 	}
 	rec := x.req(t, "GET", exportsPath(x.o.ID)+"/"+id, x.o.Key, nil, nil).want(t, http.StatusOK)
-	pack := x.req(t, "GET", rec.str("download_url"), x.o.Key, nil, nil).want(t, http.StatusOK).Raw
-	rep, err := export.Verify(pack, export.VerifyOptions{ManifestSHA256: rec.str("manifest_sha256"), BundleSHA256: rec.str("bundle_sha256"),
+	packed := x.req(t, "GET", rec.str("download_url"), x.o.Key, nil, nil).want(t, http.StatusOK).Raw
+	rep, err := pack.Verify(packed, pack.VerifyOptions{ManifestSHA256: rec.str("manifest_sha256"), BundleSHA256: rec.str("bundle_sha256"),
 		LedgerVerifierKey: x.engine.Audit.LedgerVerifierKey()})
 	if err != nil || rep.Manifest.Counts.Decisions != 3 || rep.Manifest.Counts.Grants != 2 {
 		t.Fatalf("pack: %v %+v", err, rep.Manifest.Counts)
 	}
-	recs, err := csv.NewReader(bytes.NewReader(zipFile(t, pack, "grants.csv"))).ReadAll()
+	recs, err := csv.NewReader(bytes.NewReader(zipFile(t, packed, "grants.csv"))).ReadAll()
 	if err != nil || len(recs) != 3 {
 		t.Fatalf("grants.csv: %v %v", recs, err)
 	}

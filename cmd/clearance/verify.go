@@ -13,7 +13,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/clearancehq/clearance/capsule"
-	"github.com/clearancehq/clearance/export"
+	"github.com/clearancehq/clearance/pack"
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/proof"
 )
@@ -101,7 +101,7 @@ func verify(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprint(stderr, "clearance: verify: --record is not a finished audit-export record\n")
 			return 2
 		}
-		opts := export.VerifyOptions{ManifestSHA256: r.ManifestSHA256, BundleSHA256: r.BundleSHA256, LedgerVerifierKey: *ledgerKey}
+		opts := pack.VerifyOptions{ManifestSHA256: r.ManifestSHA256, BundleSHA256: r.BundleSHA256, LedgerVerifierKey: *ledgerKey}
 		if *exportKey != "" {
 			if opts.Key, err = hex.DecodeString(*exportKey); err != nil || len(opts.Key) == 0 {
 				fmt.Fprint(stderr, "clearance: verify: --export-key must be hex\n")
@@ -109,7 +109,7 @@ func verify(args []string, stdout, stderr io.Writer) int {
 			}
 			opts.Signature = r.Signature
 		}
-		rep, err := export.Verify(raw, opts)
+		rep, err := pack.Verify(raw, opts)
 		report, ok = rep, err == nil && rep.Valid
 	default:
 		fmt.Fprintf(stderr, "clearance: verify: unknown artifact %q\n%s", args[0], verifyUsage)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clearancehq/clearance/export"
+	"github.com/clearancehq/clearance/pack"
 	"github.com/clearancehq/clearance/internal/canon"
 	"github.com/clearancehq/clearance/ledger"
 )
@@ -38,10 +38,10 @@ func TestVerifyPack(t *testing.T) {
 		entries = append(entries, e)
 	}
 	var buf bytes.Buffer
-	b, err := export.NewBuilder(&buf, export.Header{
-		OrgID: org, ExportID: "export-1", Format: export.FormatCSV, IncludeEvents: true,
-		Window: export.Window{From: at, To: at.Add(time.Hour)}, GeneratedAt: at.Add(2 * time.Hour),
-		Ledger: export.Ledger{Origin: ledger.Origin("clearance", org), Size: 2, UnsignedReason: "LEDGER_KEY_NOT_CONFIGURED"},
+	b, err := pack.NewBuilder(&buf, pack.Header{
+		OrgID: org, ExportID: "export-1", Format: pack.FormatCSV, IncludeEvents: true,
+		Window: pack.Window{From: at, To: at.Add(time.Hour)}, GeneratedAt: at.Add(2 * time.Hour),
+		Ledger: pack.Ledger{Origin: ledger.Origin("clearance", org), Size: 2, UnsignedReason: "LEDGER_KEY_NOT_CONFIGURED"},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +52,7 @@ func TestVerifyPack(t *testing.T) {
 		}
 	}
 	d := entries[1]
-	if err := b.AddDecision(export.Decision{LedgerSeq: d.Seq, CreatedAt: d.RecordedAt, DossierID: d.SubjectID,
+	if err := b.AddDecision(pack.Decision{LedgerSeq: d.Seq, CreatedAt: d.RecordedAt, DossierID: d.SubjectID,
 		DecisionID: "decision-1", Outcome: "ALLOW", Mode: "SHADOW", WorkflowKey: "w", DecisionType: "T",
 		DossierDigest: d.PayloadDigest, EntryHash: d.EntryHash}); err != nil {
 		t.Fatal(err)
@@ -61,10 +61,10 @@ func TestVerifyPack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pack := buf.Bytes()
-	key := export.OrgKey([]byte("the service's export secret"), org)
-	record, _ := json.Marshal(map[string]string{"manifest_sha256": res.ManifestSHA256, "bundle_sha256": export.Digest(pack),
-		"bundle_signature_hmac_sha256": export.Sign(key, pack)})
+	packed := buf.Bytes()
+	key := pack.OrgKey([]byte("the service's export secret"), org)
+	record, _ := json.Marshal(map[string]string{"manifest_sha256": res.ManifestSHA256, "bundle_sha256": pack.Digest(packed),
+		"bundle_signature_hmac_sha256": pack.Sign(key, packed)})
 	dir := t.TempDir()
 	write := func(name string, b []byte) string {
 		p := filepath.Join(dir, name)
@@ -73,8 +73,8 @@ func TestVerifyPack(t *testing.T) {
 		}
 		return p
 	}
-	packPath, recPath := write("pack.zip", pack), write("record.json", record)
-	flipped := bytes.Clone(pack)
+	packPath, recPath := write("pack.zip", packed), write("record.json", record)
+	flipped := bytes.Clone(packed)
 	flipped[len(flipped)/2] ^= 1
 	tampered := write("tampered.zip", flipped)
 	for _, c := range []struct {

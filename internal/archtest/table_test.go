@@ -56,7 +56,7 @@ var packages = map[string]rule{
 	"ledger":  {layer: pure},
 	"capsule": {layer: pure, peers: []string{"grant"}},
 	"proof":   {layer: pure, peers: []string{"ledger"}},
-	"export":  {layer: pure, peers: []string{"ledger"}}, // the validation-pack format
+	"pack":    {layer: pure, peers: []string{"ledger"}}, // the validation-pack format
 
 	// Records keep the pure discipline; their state is the consumer's Tx.
 	"tenant": {layer: records, pure: true, deny: []string{"policy", "grant", "ledger"}},

@@ -1,4 +1,4 @@
-package export
+package pack
 
 import "golang.org/x/mod/sumdb/tlog"
 

@@ -1,4 +1,4 @@
-package export_test
+package pack_test
 
 import (
 	"archive/zip"
@@ -14,7 +14,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 
-	"github.com/clearancehq/clearance/export"
+	"github.com/clearancehq/clearance/pack"
 	"github.com/clearancehq/clearance/internal/canon"
 	"github.com/clearancehq/clearance/ledger"
 )
@@ -31,10 +31,10 @@ var t0 = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 type fixture struct {
 	key       *ledger.Key
 	entries   []ledger.Entry
-	decisions []export.Decision // the window's, in seq order
-	grants    []export.Grant
-	window    export.Window
-	anchor    export.Ledger
+	decisions []pack.Decision // the window's, in seq order
+	grants    []pack.Grant
+	window    pack.Window
+	anchor    pack.Ledger
 }
 
 func ledgerKey(t testing.TB, b byte) *ledger.Key {
@@ -49,7 +49,7 @@ func ledgerKey(t testing.TB, b byte) *ledger.Key {
 // newFixture records n decisions in the window (every third with a grant).
 func newFixture(t testing.TB, n int) *fixture {
 	t.Helper()
-	f := &fixture{key: ledgerKey(t, 7), window: export.Window{From: t0, To: t0.Add(time.Duration(n) * time.Minute)}}
+	f := &fixture{key: ledgerKey(t, 7), window: pack.Window{From: t0, To: t0.Add(time.Duration(n) * time.Minute)}}
 	var head ledger.Head
 	add := func(kind, subject string, at time.Time) ledger.Entry {
 		e, err := ledger.Next(head, orgID, ledger.Record{Kind: kind, SubjectID: subject, PayloadDigest: canon.Digest([]byte(subject))}, at)
@@ -67,13 +67,13 @@ func newFixture(t testing.TB, n int) *fixture {
 		at := t0.Add(time.Duration(i) * time.Minute)
 		dossier := fmt.Sprintf("dossier-%03d", i)
 		e := add(ledger.KindDecision, dossier, at)
-		d := export.Decision{LedgerSeq: e.Seq, CreatedAt: e.RecordedAt, DossierID: dossier, DecisionID: fmt.Sprintf("decision-%03d", i),
+		d := pack.Decision{LedgerSeq: e.Seq, CreatedAt: e.RecordedAt, DossierID: dossier, DecisionID: fmt.Sprintf("decision-%03d", i),
 			Outcome: outcomes[i%len(outcomes)], Mode: []string{"SHADOW", "ENFORCEMENT"}[i%2], WorkflowKey: []string{"refunds", "payouts"}[i%2],
 			DecisionType: "REFUND", DossierDigest: e.PayloadDigest, EntryHash: e.EntryHash}
 		f.decisions = append(f.decisions, d)
 		if i%3 == 0 {
 			g := add(ledger.KindGrantIssued, "grant-"+strconv.Itoa(i), at.Add(time.Second))
-			f.grants = append(f.grants, export.Grant{GrantID: g.SubjectID, DecisionID: d.DecisionID, DossierID: dossier,
+			f.grants = append(f.grants, pack.Grant{GrantID: g.SubjectID, DecisionID: d.DecisionID, DossierID: dossier,
 				WorkflowKey: d.WorkflowKey, State: []string{"ISSUED", "COMMITTED"}[i%2], IssuedAt: g.RecordedAt,
 				ExpiresAt: at.Add(2 * time.Minute).Format(time.RFC3339Nano), EffectConfirmed: i%2 == 1})
 		}
@@ -84,7 +84,7 @@ func newFixture(t testing.TB, n int) *fixture {
 }
 
 // sign returns the anchor of the whole fixture ledger, signed by k.
-func (f *fixture) sign(t testing.TB, k *ledger.Key, origin string) export.Ledger {
+func (f *fixture) sign(t testing.TB, k *ledger.Key, origin string) pack.Ledger {
 	t.Helper()
 	var stored []tlog.Hash
 	for i, e := range f.entries {
@@ -108,7 +108,7 @@ func (f *fixture) sign(t testing.TB, k *ledger.Key, origin string) export.Ledger
 	if err != nil {
 		t.Fatal(err)
 	}
-	return export.Ledger{Origin: origin, Size: uint64(size), RootHash: b64, Signed: true, Checkpoint: string(msg), VerifierKey: k.VerifierKey()}
+	return pack.Ledger{Origin: origin, Size: uint64(size), RootHash: b64, Signed: true, Checkpoint: string(msg), VerifierKey: k.VerifierKey()}
 }
 
 type tlogHashes []tlog.Hash
@@ -121,16 +121,16 @@ func (h tlogHashes) ReadHashes(idx []int64) ([]tlog.Hash, error) {
 	return out, nil
 }
 
-func (f *fixture) header(format export.Format, events bool) export.Header {
-	return export.Header{OrgID: orgID, ExportID: exportID, Format: format, Window: f.window, IncludeEvents: events,
+func (f *fixture) header(format pack.Format, events bool) pack.Header {
+	return pack.Header{OrgID: orgID, ExportID: exportID, Format: format, Window: f.window, IncludeEvents: events,
 		GeneratedAt: t0.Add(24 * time.Hour), Ledger: f.anchor}
 }
 
 // build writes the fixture's pack.
-func (f *fixture) build(t testing.TB, format export.Format, events bool) ([]byte, export.Result) {
+func (f *fixture) build(t testing.TB, format pack.Format, events bool) ([]byte, pack.Result) {
 	t.Helper()
 	var buf bytes.Buffer
-	b, err := export.NewBuilder(&buf, f.header(format, events))
+	b, err := pack.NewBuilder(&buf, f.header(format, events))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,10 +161,10 @@ func (f *fixture) build(t testing.TB, format export.Format, events bool) ([]byte
 var secret = []byte("test export secret")
 
 // opts are the verify options of everything the service recorded.
-func (f *fixture) opts(bundle []byte, res export.Result) export.VerifyOptions {
-	key := export.OrgKey(secret, orgID)
-	return export.VerifyOptions{ManifestSHA256: res.ManifestSHA256, BundleSHA256: export.Digest(bundle),
-		Key: key, Signature: export.Sign(key, bundle), LedgerVerifierKey: f.key.VerifierKey()}
+func (f *fixture) opts(bundle []byte, res pack.Result) pack.VerifyOptions {
+	key := pack.OrgKey(secret, orgID)
+	return pack.VerifyOptions{ManifestSHA256: res.ManifestSHA256, BundleSHA256: pack.Digest(bundle),
+		Key: key, Signature: pack.Sign(key, bundle), LedgerVerifierKey: f.key.VerifierKey()}
 }
 
 // files splits a pack into its manifest and files, in order.
@@ -220,12 +220,12 @@ func repack(t testing.TB, bundle []byte, names []string, data map[string][]byte,
 		manifestName = "manifest"
 	}
 	if rehash {
-		var m export.Manifest
+		var m pack.Manifest
 		if err := json.Unmarshal(data[manifestName], &m); err != nil {
 			t.Fatal(err)
 		}
 		for i, f := range m.Files {
-			m.Files[i].SHA256, m.Files[i].Bytes = export.Digest(data[f.Name]), int64(len(data[f.Name]))
+			m.Files[i].SHA256, m.Files[i].Bytes = pack.Digest(data[f.Name]), int64(len(data[f.Name]))
 		}
 		raw, err := json.MarshalIndent(m, "", "  ")
 		if err != nil {

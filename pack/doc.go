@@ -1,4 +1,4 @@
-// Package export builds and verifies validation packs: an org's audit export
+// Package pack builds and verifies validation packs: an org's audit export
 // of decisions in a time window, optionally with its whole event log (the
 // ledger), the lifecycle of the grants those decisions issued and the
 // coverage per workflow, anchored in a ledger checkpoint so that a pack
@@ -49,4 +49,4 @@
 //
 // The package is pure: the Builder writes to an io.Writer and never reads a
 // clock or a store; callers feed it in order and keep the bytes.
-package export
+package pack

@@ -1,4 +1,4 @@
-package export_test
+package pack_test
 
 import (
 	"bytes"
@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/clearancehq/clearance/export"
+	"github.com/clearancehq/clearance/pack"
 	"github.com/clearancehq/clearance/internal/canon"
 	"github.com/clearancehq/clearance/ledger"
 )
@@ -31,12 +31,12 @@ func Example() {
 	}
 
 	var buf bytes.Buffer
-	b, err := export.NewBuilder(&buf, export.Header{
-		OrgID: org, ExportID: "export-1", Format: export.FormatCSV, IncludeEvents: true,
-		Window:      export.Window{From: at, To: at.Add(time.Hour)},
+	b, err := pack.NewBuilder(&buf, pack.Header{
+		OrgID: org, ExportID: "export-1", Format: pack.FormatCSV, IncludeEvents: true,
+		Window:      pack.Window{From: at, To: at.Add(time.Hour)},
 		GeneratedAt: at.Add(2 * time.Hour),
 		// No ledger key here: the builder computes the root itself.
-		Ledger: export.Ledger{Origin: ledger.Origin("clearance", org), Size: 2, UnsignedReason: "LEDGER_KEY_NOT_CONFIGURED"},
+		Ledger: pack.Ledger{Origin: ledger.Origin("clearance", org), Size: 2, UnsignedReason: "LEDGER_KEY_NOT_CONFIGURED"},
 	})
 	if err != nil {
 		panic(err)
@@ -47,7 +47,7 @@ func Example() {
 		}
 	}
 	d := entries[1]
-	if err := b.AddDecision(export.Decision{LedgerSeq: d.Seq, CreatedAt: d.RecordedAt, DossierID: d.SubjectID,
+	if err := b.AddDecision(pack.Decision{LedgerSeq: d.Seq, CreatedAt: d.RecordedAt, DossierID: d.SubjectID,
 		DecisionID: "decision-1", Outcome: "ALLOW", Mode: "SHADOW", WorkflowKey: "refunds", DecisionType: "REFUND",
 		DossierDigest: d.PayloadDigest, EntryHash: d.EntryHash}); err != nil {
 		panic(err)
@@ -56,21 +56,21 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	pack := buf.Bytes()
+	packed := buf.Bytes()
 
 	// What the service records, and what an auditor checks the pack against.
-	key := export.OrgKey([]byte("the service's export secret"), org)
-	opts := export.VerifyOptions{ManifestSHA256: res.ManifestSHA256, BundleSHA256: export.Digest(pack),
-		Key: key, Signature: export.Sign(key, pack)}
-	rep, err := export.Verify(pack, opts)
+	key := pack.OrgKey([]byte("the service's export secret"), org)
+	opts := pack.VerifyOptions{ManifestSHA256: res.ManifestSHA256, BundleSHA256: pack.Digest(packed),
+		Key: key, Signature: pack.Sign(key, packed)}
+	rep, err := pack.Verify(packed, opts)
 	fmt.Println("valid:", rep.Valid, err)
 	for _, f := range rep.Manifest.Files {
 		fmt.Println(f.Name, f.Rows)
 	}
 
-	pack[len(pack)/2] ^= 1
-	_, err = export.Verify(pack, opts)
-	var ve *export.VerifyError
+	packed[len(packed)/2] ^= 1
+	_, err = pack.Verify(packed, opts)
+	var ve *pack.VerifyError
 	fmt.Println(errors.As(err, &ve), ve.Reason())
 	// Output:
 	// valid: true <nil>
