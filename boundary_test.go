@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/clearancehq/clearance"
+	"github.com/clearancehq/clearance/export"
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/registry"
 	"github.com/clearancehq/clearance/store"
@@ -68,8 +69,8 @@ func TestWritesRefuseUnknownOrg(t *testing.T) {
 			return err
 		},
 		"CreateAPIKey": func() error { _, err := x.e.Admin.CreateAPIKey(ctx, unknown, []string{"org:*"}); return err },
-		"CreateExport": func() error {
-			_, _, err := x.e.CreateExport(ctx, clearance.ExportRequest{OrgID: unknown, Format: "json"})
+		"Exports.Create": func() error {
+			_, _, err := x.e.Exports.Create(ctx, export.Request{OrgID: unknown, Format: "json"})
 			return err
 		},
 		"RevokeShareLinks": func() error { _, err := x.e.ShareLinks.RevokeShareLinks(ctx, unknown); return err },

@@ -14,6 +14,7 @@ import (
 	"github.com/clearancehq/clearance/decide"
 	"github.com/clearancehq/clearance/evidence"
 	"github.com/clearancehq/clearance/execution"
+	"github.com/clearancehq/clearance/export"
 	"github.com/clearancehq/clearance/grant"
 	"github.com/clearancehq/clearance/internal/canon"
 	"github.com/clearancehq/clearance/internal/core"
@@ -70,6 +71,9 @@ type Options struct {
 	// signed with pack.OrgKey(ExportSecret, orgID); nil means packs are
 	// built without bundle_signature_hmac_sha256.
 	ExportSecret []byte
+	// ExportWorker tunes the validation-pack worker that Run starts; the
+	// zero value is a good default.
+	ExportWorker export.WorkerOptions
 	// MaxClockSkew is how far ahead of the engine's clock a timestamp
 	// may be: a signed intent's issued_at (INTENT_NOT_YET_VALID) or a
 	// grant token's iat (GRANT_INVALID); 0 means DefaultMaxClockSkew.
@@ -151,8 +155,6 @@ type Engine struct {
 	opts  Options
 	keys  *core.Keys // grant key ring in use with the kids revoked in the store
 
-	exports exportSignal // wakes RunExports when a validation pack is queued
-
 	// Admin: orgs, API keys, registered keys and grant key revocations.
 	Admin *admin.Service
 	// Policies publishes, stages and activates bundles and resolves them.
@@ -165,6 +167,8 @@ type Engine struct {
 	ShareLinks *sharelink.Service
 	// Execution claims, finalizes and reconciles grants.
 	Execution *execution.Service
+	// Exports queues, builds and serves validation packs.
+	Exports *export.Service
 }
 
 // Open returns an Engine over backend. The Engine does not own the backend:
@@ -192,6 +196,7 @@ func Open(backend store.Backend, opts Options) (*Engine, error) {
 	e.ShareLinks = sharelink.New(deps, sharelink.Config{Secret: opts.ShareSecret})
 	e.Execution = execution.New(deps, execution.Config{Policies: e.Policies, StillActive: policies.StillActive,
 		ClaimLease: opts.ClaimLease})
+	e.Exports = export.New(deps, export.Config{Ledger: e.Audit, Secret: opts.ExportSecret})
 	return e, nil
 }
 

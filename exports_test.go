@@ -12,9 +12,10 @@ import (
 
 	"github.com/clearancehq/clearance"
 	"github.com/clearancehq/clearance/dossier"
-	"github.com/clearancehq/clearance/pack"
+	"github.com/clearancehq/clearance/export"
 	"github.com/clearancehq/clearance/internal/canon"
 	"github.com/clearancehq/clearance/ledger"
+	"github.com/clearancehq/clearance/pack"
 	"github.com/clearancehq/clearance/store"
 	"github.com/clearancehq/clearance/store/pebblestore"
 )
@@ -52,7 +53,7 @@ func TestExportWindow(t *testing.T) {
 	e, _, now := exportEngine(t)
 	o := newOrg(t, e)
 	now.Add(int64(1500 * time.Nanosecond)) // a clock off the microsecond
-	x, created, err := e.CreateExport(ctx, clearance.ExportRequest{OrgID: o.Org.ID, Format: "csv"})
+	x, created, err := e.Exports.Create(ctx, export.Request{OrgID: o.Org.ID, Format: "csv"})
 	if err != nil || !created {
 		t.Fatal(created, err)
 	}
@@ -61,12 +62,12 @@ func TestExportWindow(t *testing.T) {
 		t.Errorf("default window %v for a request at %v", x.Window, x.CreatedAt)
 	}
 	for _, c := range []struct{ from, to, code string }{
-		{"2026-11-01T00:00:00Z", "2026-11-01T00:00:00Z", clearance.CodeInvalidExportWindow},
-		{"2026-11-01T00:00:00.0000001Z", "2026-11-01T00:00:00.0000009Z", clearance.CodeInvalidExportWindow}, // empty at µs
-		{"10000-01-01T00:00:00Z", "", clearance.CodeInvalidExportWindow},
-		{"", "2026-11-01", clearance.CodeInvalidExportWindow},
+		{"2026-11-01T00:00:00Z", "2026-11-01T00:00:00Z", export.CodeInvalidWindow},
+		{"2026-11-01T00:00:00.0000001Z", "2026-11-01T00:00:00.0000009Z", export.CodeInvalidWindow}, // empty at µs
+		{"10000-01-01T00:00:00Z", "", export.CodeInvalidWindow},
+		{"", "2026-11-01", export.CodeInvalidWindow},
 	} {
-		_, _, err := e.CreateExport(ctx, clearance.ExportRequest{OrgID: o.Org.ID, Format: "json", From: c.from, To: c.to})
+		_, _, err := e.Exports.Create(ctx, export.Request{OrgID: o.Org.ID, Format: "json", From: c.from, To: c.to})
 		if ce, ok := err.(*clearance.Error); !ok || ce.Code != c.code {
 			t.Errorf("from %q to %q: %v, want %s", c.from, c.to, err, c.code)
 		}
@@ -79,33 +80,33 @@ func TestExportGivesUpAfterMaxAttempts(t *testing.T) {
 	ctx := context.Background()
 	e, _, now := exportEngine(t)
 	o := newOrg(t, e)
-	x, _, err := e.CreateExport(ctx, clearance.ExportRequest{OrgID: o.Org.ID, Format: "json"})
+	x, _, err := e.Exports.Create(ctx, export.Request{OrgID: o.Org.ID, Format: "json"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	die := clearance.ExportWorkerOptions{Hook: func(s clearance.ExportStage) {
+	die := export.WorkerOptions{Hook: func(s export.Stage) {
 		if s.Stage == "claimed" {
 			runtime.Goexit()
 		}
 	}}
-	for i := 1; i <= clearance.MaxExportAttempts; i++ {
+	for i := 1; i <= export.MaxAttempts; i++ {
 		done := make(chan struct{})
-		go func() { defer close(done); _, _ = e.ProcessExports(ctx, die) }()
+		go func() { defer close(done); _, _ = e.Exports.Process(ctx, die) }()
 		<-done
-		got, err := e.Export(ctx, o.Org.ID, x.ExportID)
-		if err != nil || got.Status != clearance.ExportRunning || got.Attempts != i {
+		got, err := e.Exports.Get(ctx, o.Org.ID, x.ExportID)
+		if err != nil || got.Status != export.Running || got.Attempts != i {
 			t.Fatalf("after death %d: %+v %v", i, got, err)
 		}
-		now.Add(int64(clearance.DefaultExportLease + time.Second))
+		now.Add(int64(export.DefaultLease + time.Second))
 	}
-	if n, err := e.ProcessExports(ctx, clearance.ExportWorkerOptions{}); n != 1 || err != nil {
+	if n, err := e.Exports.Process(ctx, export.WorkerOptions{}); n != 1 || err != nil {
 		t.Fatalf("ProcessExports: %d, %v", n, err)
 	}
-	got, _ := e.Export(ctx, o.Org.ID, x.ExportID)
-	if got.Status != clearance.ExportFailed || !strings.Contains(got.LastError, "gave up after 5 attempts") || got.CompletedAt.IsZero() {
+	got, _ := e.Exports.Get(ctx, o.Org.ID, x.ExportID)
+	if got.Status != export.Failed || !strings.Contains(got.LastError, "gave up after 5 attempts") || got.CompletedAt.IsZero() {
 		t.Fatalf("%+v", got)
 	}
-	if _, _, err := e.OpenExport(ctx, o.Org.ID, x.ExportID); err == nil || !strings.Contains(err.Error(), clearance.CodeExportFailed) {
+	if _, _, err := e.Exports.Open(ctx, o.Org.ID, x.ExportID); err == nil || !strings.Contains(err.Error(), export.CodeFailed) {
 		t.Fatalf("download of a FAILED pack: %v", err)
 	}
 }
@@ -154,14 +155,14 @@ func TestExportOfSeededDecisions(t *testing.T) {
 	o := newOrg(t, e)
 	seedDecisions(t, b, o.Org.ID, 2500)
 	now.Store(exportT0.Add(time.Hour).UnixNano())
-	x, _, err := e.CreateExport(ctx, clearance.ExportRequest{OrgID: o.Org.ID, Format: "pdf", IncludeEvents: true})
+	x, _, err := e.Exports.Create(ctx, export.Request{OrgID: o.Org.ID, Format: "pdf", IncludeEvents: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := e.ProcessExports(ctx, clearance.ExportWorkerOptions{ChunkBytes: 64 << 10}); n != 1 || err != nil {
+	if n, err := e.Exports.Process(ctx, export.WorkerOptions{ChunkBytes: 64 << 10}); n != 1 || err != nil {
 		t.Fatalf("ProcessExports: %d, %v", n, err)
 	}
-	x, rd, err := e.OpenExport(ctx, o.Org.ID, x.ExportID)
+	x, rd, err := e.Exports.Open(ctx, o.Org.ID, x.ExportID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +170,7 @@ func TestExportOfSeededDecisions(t *testing.T) {
 	if _, err := packed.ReadFrom(rd); err != nil {
 		t.Fatal(err)
 	}
-	key := e.ExportKey(o.Org.ID)
+	key := e.Exports.Key(o.Org.ID)
 	rep, err := pack.Verify(packed.Bytes(), pack.VerifyOptions{ManifestSHA256: x.ManifestSHA256, BundleSHA256: x.BundleSHA256,
 		Key: key, Signature: x.BundleSignature, LedgerVerifierKey: e.Audit.LedgerVerifierKey()})
 	if err != nil {
@@ -200,18 +201,18 @@ func BenchmarkExport100k(b *testing.B) {
 		events       bool
 	}{{"json+events", "json", true}, {"csv+events", "csv", true}, {"pdf+events", "pdf", true}, {"json", "json", false}, {"csv", "csv", false}} {
 		b.Run(c.name, func(b *testing.B) {
-			var x clearance.Export
+			var x export.Export
 			for b.Loop() {
 				var err error
-				if x, _, err = e.CreateExport(ctx, clearance.ExportRequest{OrgID: o.Org.ID, Format: c.format, IncludeEvents: c.events}); err != nil {
+				if x, _, err = e.Exports.Create(ctx, export.Request{OrgID: o.Org.ID, Format: c.format, IncludeEvents: c.events}); err != nil {
 					b.Fatal(err)
 				}
-				if k, err := e.ProcessExports(ctx, clearance.ExportWorkerOptions{}); k != 1 || err != nil {
+				if k, err := e.Exports.Process(ctx, export.WorkerOptions{}); k != 1 || err != nil {
 					b.Fatalf("ProcessExports: %d, %v", k, err)
 				}
 			}
-			x, err := e.Export(ctx, o.Org.ID, x.ExportID)
-			if err != nil || x.Status != clearance.ExportSucceeded || x.Counts.Decisions != n {
+			x, err := e.Exports.Get(ctx, o.Org.ID, x.ExportID)
+			if err != nil || x.Status != export.Succeeded || x.Counts.Decisions != n {
 				b.Fatalf("%+v %v", x, err)
 			}
 			b.ReportMetric(float64(x.SizeBytes)/1e6, "MB/pack")
@@ -228,11 +229,11 @@ func TestExportChangedChunkIsCutShort(t *testing.T) {
 	o := newOrg(t, e)
 	seedDecisions(t, b, o.Org.ID, 200)
 	now.Store(exportT0.Add(time.Hour).UnixNano())
-	x, _, err := e.CreateExport(ctx, clearance.ExportRequest{OrgID: o.Org.ID, Format: "json", IncludeEvents: true})
+	x, _, err := e.Exports.Create(ctx, export.Request{OrgID: o.Org.ID, Format: "json", IncludeEvents: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := e.ProcessExports(ctx, clearance.ExportWorkerOptions{ChunkBytes: 16 << 10}); n != 1 || err != nil {
+	if n, err := e.Exports.Process(ctx, export.WorkerOptions{ChunkBytes: 16 << 10}); n != 1 || err != nil {
 		t.Fatalf("ProcessExports: %d, %v", n, err)
 	}
 	chunk := x.ExportID + "/000001"
@@ -244,7 +245,7 @@ func TestExportChangedChunkIsCutShort(t *testing.T) {
 	if err := b.Update(ctx, o.Org.ID, func(tx store.Tx) error { return tx.PutArtifact(ctx, rec) }); err != nil {
 		t.Fatal(err)
 	}
-	x, rd, err := e.OpenExport(ctx, o.Org.ID, x.ExportID)
+	x, rd, err := e.Exports.Open(ctx, o.Org.ID, x.ExportID)
 	if err != nil {
 		t.Fatal(err)
 	}

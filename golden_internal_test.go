@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/clearancehq/clearance/claim"
-	"github.com/clearancehq/clearance/pack"
 	"github.com/clearancehq/clearance/internal/canon"
 	"github.com/clearancehq/clearance/internal/golden"
 	"github.com/clearancehq/clearance/ledger"
@@ -56,22 +55,6 @@ func goldenEvidence() (*claim.Evidence, *claim.Receipt) {
 	return &claim.Evidence{Kind: "payment", Status: "CONFIRMED", EffectDigest: goldenDigest('e'), Source: "effect_receipt"},
 		&claim.Receipt{Profile: "VP-3", Token: "eyJhbGciOiJFZERTQSJ9.e30.c2ln", KID: "psp-1", Issuer: "https://psp.example",
 			EffectDigest: goldenDigest('e'), Outcome: "COMMITTED", Verified: false, Reason: "unknown kid"}
-}
-
-func goldenExport(status ExportStatus) exportJob {
-	j := exportJob{Export: Export{ExportID: "0190f4b2-0000-7000-8000-0000000000e1", OrgID: goldenOrg, Format: pack.FormatCSV,
-		Window: pack.Window{From: exportEpoch, To: goldenAt}, IncludeEvents: true, Status: status, Attempts: 1,
-		CreatedAt: goldenAt}, Chunks: 2}
-	if status == ExportSucceeded {
-		j.StartedAt, j.CompletedAt = goldenAt.Add(time.Second), goldenAt.Add(2*time.Second)
-		j.ManifestSHA256, j.BundleSHA256, j.BundleSignature = goldenDigest('f'), goldenDigest('b'), strings.Repeat("5", 64)
-		j.SizeBytes, j.ContentType, j.LedgerSize = 4096, "application/zip", 42
-		j.Counts = &pack.Counts{Decisions: 3, ByOutcome: map[string]int{"ALLOW": 2, "BLOCK": 1}, Events: 9, Grants: 2, Workflows: 1}
-	}
-	if status == ExportFailed {
-		j.Attempts, j.LastError = 3, "build failed"
-	}
-	return j
 }
 
 // goldenRecords is every record whose canonical digest enters the ledger:
@@ -124,9 +107,6 @@ var goldenRecords = []struct {
 			RecordedAt: goldenAt.Add(time.Millisecond).Format(timeFormat), CredentialID: "key_1", RequestID: "req-3",
 			LedgerSeq: 44, Replayed: true}
 	}},
-	{"export_requested", []string{ledger.KindExportRequested}, func(*testing.T) any { return goldenExport(ExportPending).view() }},
-	{"export_succeeded", []string{ledger.KindExportCompleted}, func(*testing.T) any { return goldenExport(ExportSucceeded).view() }},
-	{"export_failed", []string{ledger.KindExportCompleted}, func(*testing.T) any { return goldenExport(ExportFailed).view() }},
 }
 
 // goldenElsewhere are the ledger kinds whose records a feature package
@@ -139,6 +119,8 @@ var goldenElsewhere = []struct{ kind, pkg, name string }{
 	{ledger.KindClaimed, "execution", "claimed"},
 	{ledger.KindFinalized, "execution", "finalized"},
 	{ledger.KindShareLinksRevoked, "sharelink", "share_links_revoked"},
+	{ledger.KindExportRequested, "export", "export_requested"},
+	{ledger.KindExportCompleted, "export", "export_succeeded"},
 }
 
 // TestGoldenLedgerPayloads pins the RFC 8785 bytes of every record whose

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/clearancehq/clearance"
+	"github.com/clearancehq/clearance/export"
 )
 
 // Headers of a validation pack download.
@@ -27,8 +28,8 @@ type exportRequest struct {
 
 // exportList is the body of GET /v1/orgs/{orgId}/audit-exports.
 type exportList struct {
-	OrgID   string             `json:"org_id"`
-	Exports []clearance.Export `json:"exports"`
+	OrgID   string          `json:"org_id"`
+	Exports []export.Export `json:"exports"`
 }
 
 func (s *Server) createExport(c *call) error {
@@ -44,7 +45,7 @@ func (s *Server) createExport(c *call) error {
 	if err != nil {
 		return err
 	}
-	x, created, err := s.engine.CreateExport(c.r.Context(), clearance.ExportRequest{OrgID: org, Format: req.Format,
+	x, created, err := s.engine.Exports.Create(c.r.Context(), export.Request{OrgID: org, Format: req.Format,
 		From: req.From, To: req.To, IncludeEvents: req.IncludeEvents, IdempotencyKey: key})
 	if err != nil {
 		return err
@@ -73,7 +74,7 @@ func (s *Server) listExports(c *call) error {
 			return badQuery("limit", "limit must be a positive integer")
 		}
 	}
-	list, err := s.engine.Exports(c.r.Context(), org, limit)
+	list, err := s.engine.Exports.List(c.r.Context(), org, limit)
 	if err != nil {
 		return err
 	}
@@ -98,7 +99,7 @@ func (s *Server) getExport(c *call) error {
 	if err != nil {
 		return err
 	}
-	x, err := s.engine.Export(c.r.Context(), org, id)
+	x, err := s.engine.Exports.Get(c.r.Context(), org, id)
 	if err != nil {
 		return err
 	}
@@ -112,7 +113,7 @@ func (s *Server) downloadExport(c *call) error {
 	if err != nil {
 		return err
 	}
-	x, body, err := s.engine.OpenExport(c.r.Context(), org, id)
+	x, body, err := s.engine.Exports.Open(c.r.Context(), org, id)
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/clearancehq/clearance"
+	"github.com/clearancehq/clearance/export"
 )
 
 // exportArgs are the validation packs the bad requests aim at.
@@ -25,7 +25,7 @@ func (s *badSuite) exportTargets() exportArgs {
 			want(t, http.StatusAccepted).str("export_id")
 	}
 	a := exportArgs{built: queue(s.a), foreign: queue(s.b)}
-	if n, err := x.engine.ProcessExports(context.Background(), clearance.ExportWorkerOptions{}); n != 2 || err != nil {
+	if n, err := x.engine.Exports.Process(context.Background(), export.WorkerOptions{}); n != 2 || err != nil {
 		t.Fatalf("build the target packs: %d built, %v", n, err)
 	}
 	a.pending = queue(s.a)

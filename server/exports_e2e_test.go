@@ -19,16 +19,17 @@ import (
 	"time"
 
 	"github.com/clearancehq/clearance"
-	"github.com/clearancehq/clearance/pack"
+	"github.com/clearancehq/clearance/export"
 	"github.com/clearancehq/clearance/ledger"
+	"github.com/clearancehq/clearance/pack"
 	"github.com/clearancehq/clearance/server"
 )
 
 // exportEnv is a server whose engine builds validation packs: a ledger key
 // (unless unsigned), an export secret and a clock that moves 1 ms per
 // reading (and that the test moves further), over a real store (Pebble or
-// PostgreSQL). The test runs the worker itself (ProcessExports) or starts
-// RunExports.
+// PostgreSQL). The test runs the worker itself (Exports.Process) or starts
+// Exports.Run.
 type exportEnv struct {
 	*env
 	now      *atomic.Int64
@@ -97,9 +98,9 @@ func (x *exportEnv) decisions(key string, n int) {
 }
 
 // process runs the worker once and wants built packs finished.
-func (x *exportEnv) process(built int, opts clearance.ExportWorkerOptions) {
+func (x *exportEnv) process(built int, opts export.WorkerOptions) {
 	x.t.Helper()
-	n, err := x.engine.ProcessExports(context.Background(), opts)
+	n, err := x.engine.Exports.Process(context.Background(), opts)
 	if err != nil || n != built {
 		x.t.Fatalf("ProcessExports: %d finished, %v; want %d", n, err, built)
 	}
@@ -168,7 +169,7 @@ func TestExportLifecycleEveryFormat(t *testing.T) {
 	}
 	x.do("POST", path, reader, `{"format":"json"}`, nil).wantProblem(t, http.StatusForbidden, "INSUFFICIENT_SCOPE")
 
-	x.process(3, clearance.ExportWorkerOptions{})
+	x.process(3, export.WorkerOptions{})
 	for f, id := range ids {
 		rec := x.do("GET", path+"/"+id, reader, nil, nil).want(t, http.StatusOK)
 		if rec.str("status") != "SUCCEEDED" || rec.num("attempts") != 1 || rec.str("completed_at") == "" || rec.str("last_error") != "" ||
@@ -273,7 +274,7 @@ func TestExportScopingAndRequests(t *testing.T) {
 	x.do("GET", path+"?limit=0", x.o.Key, nil, nil).wantProblem(t, http.StatusBadRequest, "INVALID_QUERY")
 	x.do("GET", path+"/not-an-id", x.o.Key, nil, nil).wantProblem(t, http.StatusNotFound, "EXPORT_NOT_FOUND")
 
-	x.process(2, clearance.ExportWorkerOptions{})
+	x.process(2, export.WorkerOptions{})
 	full := x.do("GET", path+"/"+id, x.o.Key, nil, nil).want(t, http.StatusOK)
 	part := x.do("GET", path+"/"+a.str("export_id"), x.o.Key, nil, nil).want(t, http.StatusOK)
 	if full.num("counts.decisions") != 10 || part.num("counts.decisions") != 4 || full.num("counts.events") != 0 {
@@ -294,7 +295,7 @@ func TestExportTamperedDownloadFails(t *testing.T) {
 	x := newExportEnv(t, false)
 	x.decisions(x.o.Key, 5)
 	r := x.do("POST", exportsPath(x.o.ID), x.o.Key, `{"format":"json","include_events":true}`, nil).want(t, http.StatusAccepted)
-	x.process(1, clearance.ExportWorkerOptions{})
+	x.process(1, export.WorkerOptions{})
 	rec := x.do("GET", exportsPath(x.o.ID)+"/"+r.str("export_id"), x.o.Key, nil, nil).want(t, http.StatusOK)
 	bundle := x.download(t, x.o.Key, rec)
 	opts := x.verifyOptions(rec, x.o.ID)
@@ -341,14 +342,14 @@ func TestExportResumesAfterRestart(t *testing.T) {
 
 	ctx, stop := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
-	opts := clearance.ExportWorkerOptions{ChunkBytes: 1024, Hook: func(s clearance.ExportStage) {
+	opts := export.WorkerOptions{ChunkBytes: 1024, Hook: func(s export.Stage) {
 		if s.Stage == "chunk" && s.Chunk == 1 {
 			stop() // the server shuts down while chunk 2 is being written
 		}
 	}}
 	go func() {
 		defer close(stopped)
-		x.engine.RunExports(ctx, opts)
+		x.engine.Exports.Run(ctx, opts)
 	}()
 	<-stopped
 	rec := x.do("GET", exportsPath(x.o.ID)+"/"+id, x.o.Key, nil, nil).want(t, http.StatusOK)
@@ -358,7 +359,7 @@ func TestExportResumesAfterRestart(t *testing.T) {
 	x.do("GET", exportsPath(x.o.ID)+"/"+id+"/download", x.o.Key, nil, nil).wantProblem(t, http.StatusConflict, "EXPORT_NOT_READY")
 
 	x.restart()
-	x.process(1, clearance.ExportWorkerOptions{ChunkBytes: 1024})
+	x.process(1, export.WorkerOptions{ChunkBytes: 1024})
 	rec = x.do("GET", exportsPath(x.o.ID)+"/"+id, x.o.Key, nil, nil).want(t, http.StatusOK)
 	if rec.str("status") != "SUCCEEDED" || rec.num("attempts") != 2 || rec.str("last_error") != "" {
 		t.Fatalf("after the restart: %s", rec)
@@ -380,7 +381,7 @@ func TestExportCrashedWorkerIsTakenOver(t *testing.T) {
 	died := make(chan struct{})
 	go func() {
 		defer close(died)
-		_, _ = x.engine.ProcessExports(context.Background(), clearance.ExportWorkerOptions{ChunkBytes: 2048, Hook: func(s clearance.ExportStage) {
+		_, _ = x.engine.Exports.Process(context.Background(), export.WorkerOptions{ChunkBytes: 2048, Hook: func(s export.Stage) {
 			if s.Stage == "chunk" && s.Chunk == 2 {
 				runtime.Goexit() // the worker dies between two chunks
 			}
@@ -391,11 +392,11 @@ func TestExportCrashedWorkerIsTakenOver(t *testing.T) {
 	if rec.str("status") != "RUNNING" || rec.num("attempts") != 1 {
 		t.Fatalf("after the crash: %s", rec)
 	}
-	x.process(0, clearance.ExportWorkerOptions{}) // its lease is live
+	x.process(0, export.WorkerOptions{}) // its lease is live
 
-	x.now.Add(int64(clearance.DefaultExportLease + time.Second))
+	x.now.Add(int64(export.DefaultLease + time.Second))
 	x.restart()
-	x.process(1, clearance.ExportWorkerOptions{})
+	x.process(1, export.WorkerOptions{})
 	rec = x.do("GET", exportsPath(x.o.ID)+"/"+id, x.o.Key, nil, nil).want(t, http.StatusOK)
 	if rec.str("status") != "SUCCEEDED" || rec.num("attempts") != 2 {
 		t.Fatalf("after the takeover: %s", rec)
@@ -405,7 +406,7 @@ func TestExportCrashedWorkerIsTakenOver(t *testing.T) {
 	}
 }
 
-// RunExports builds a pack queued over HTTP without being asked.
+// Exports.Run builds a pack queued over HTTP without being asked.
 func TestExportWorkerPicksUpQueuedPacks(t *testing.T) {
 	t.Parallel()
 	x := newExportEnv(t, false)
@@ -415,7 +416,7 @@ func TestExportWorkerPicksUpQueuedPacks(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		x.engine.RunExports(ctx, clearance.ExportWorkerOptions{Poll: time.Hour, Hook: func(s clearance.ExportStage) {
+		x.engine.Exports.Run(ctx, export.WorkerOptions{Poll: time.Hour, Hook: func(s export.Stage) {
 			if s.Stage == "built" {
 				built <- s.ExportID
 			}
@@ -447,7 +448,7 @@ func TestExportOfBrokenLedgerFails(t *testing.T) {
 	})
 	x.open()
 	id := x.do("POST", exportsPath(x.o.ID), x.o.Key, `{"format":"csv","include_events":true}`, nil).want(t, http.StatusAccepted).str("export_id")
-	x.process(1, clearance.ExportWorkerOptions{})
+	x.process(1, export.WorkerOptions{})
 	rec := x.do("GET", exportsPath(x.o.ID)+"/"+id, x.o.Key, nil, nil).want(t, http.StatusOK)
 	if rec.str("status") != "FAILED" || !strings.Contains(rec.str("last_error"), "LEDGER_BROKEN") || rec.str("completed_at") == "" || rec.str("bundle_sha256") != "" {
 		t.Fatalf("%s", rec)
@@ -462,7 +463,7 @@ func TestExportWithoutLedgerKey(t *testing.T) {
 	x := newExportEnv(t, true)
 	x.decisions(x.o.Key, 4)
 	id := x.do("POST", exportsPath(x.o.ID), x.o.Key, `{"format":"json","include_events":true}`, nil).want(t, http.StatusAccepted).str("export_id")
-	x.process(1, clearance.ExportWorkerOptions{})
+	x.process(1, export.WorkerOptions{})
 	rec := x.do("GET", exportsPath(x.o.ID)+"/"+id, x.o.Key, nil, nil).want(t, http.StatusOK)
 	rep, err := pack.Verify(x.download(t, x.o.Key, rec), x.verifyOptions(rec, x.o.ID))
 	if err != nil || rep.Manifest.Ledger.Signed || rep.Manifest.Ledger.UnsignedReason != clearance.CodeLedgerKeyNotConfigured ||
@@ -483,7 +484,7 @@ func TestExportCarriesGrantLifecycles(t *testing.T) {
 	x.advance(time.Second)                                                              // the window ends at the request
 
 	id := x.req(t, "POST", exportsPath(x.o.ID), x.o.Key, `{"format":"csv","include_events":true}`, nil).want(t, http.StatusAccepted).str("export_id")
-	if n, err := x.engine.ProcessExports(context.Background(), clearance.ExportWorkerOptions{}); n != 1 || err != nil {
+	if n, err := x.engine.Exports.Process(context.Background(), export.WorkerOptions{}); n != 1 || err != nil {
 		t.Fatalf("ProcessExports: %d %v", n, err)
 	}
 	rec := x.req(t, "GET", exportsPath(x.o.ID)+"/"+id, x.o.Key, nil, nil).want(t, http.StatusOK)

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"context"
 	"log/slog"
-
-	"github.com/clearancehq/clearance"
 )
 
 // exportSecretFile is where serve keeps the validation-pack secret inside
@@ -21,14 +18,4 @@ func loadExportSecret(log *slog.Logger, dataDir, file string, shared bool) ([]by
 		log.Warn("several servers on one database must share the validation-pack secret: pass the same --export-secret-file to each, or packs built by one carry signatures the others' secret does not verify")
 	}
 	return loadOrCreateSecret(log, dataDir, exportSecretFile, file, "validation-pack secret")
-}
-
-// startExportWorker runs the engine's validation-pack worker until the
-// returned stop is called; stop hands a build in progress back (PENDING)
-// and returns once the worker has.
-func startExportWorker(ctx context.Context, engine *clearance.Engine) (stop func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); engine.RunExports(ctx, clearance.ExportWorkerOptions{}) }()
-	return func() { cancel(); <-done }
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
-	"github.com/clearancehq/clearance/store/pgstore/pgtest"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -13,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/clearancehq/clearance/store/pgstore/pgtest"
 
 	"github.com/clearancehq/clearance/cmd/clearance/internal/keyfile"
 	"github.com/clearancehq/clearance/grant"

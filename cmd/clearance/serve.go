@@ -164,14 +164,6 @@ func runServer(ctx context.Context, log *slog.Logger, cfg serveConfig) error {
 	if err != nil {
 		return err
 	}
-	// The sealer stops before the store closes (defers run last in, first out).
-	sealCtx, stopSealer := context.WithCancel(ctx)
-	sealerDone := make(chan struct{})
-	go func() { defer close(sealerDone); engine.Audit.RunSealer(sealCtx, clearance.DefaultSealInterval) }()
-	defer func() { stopSealer(); <-sealerDone }()
-	// The export worker resumes queued and interrupted validation packs and
-	// hands a build in progress back on shutdown, before the store closes.
-	defer startExportWorker(ctx, engine)()
 	if err := ensurePlatformKey(ctx, log, engine, dataDir); err != nil {
 		return err
 	}
@@ -180,13 +172,13 @@ func runServer(ctx context.Context, log *slog.Logger, cfg serveConfig) error {
 	if err := engine.Admin.RefreshKeyRevocations(ctx); err != nil {
 		return err
 	}
-	revCtx, stopRevocations := context.WithCancel(ctx)
-	revDone := make(chan struct{})
-	go func() {
-		defer close(revDone)
-		engine.Admin.RunKeyRevocations(revCtx, clearance.DefaultKeyRevocationInterval)
-	}()
-	defer func() { stopRevocations(); <-revDone }()
+	// The engine's workers (sealer, key revocations, validation packs) stop
+	// before the store closes (defers run last in, first out); a pack being
+	// built is handed back.
+	runCtx, stopWorkers := context.WithCancel(ctx)
+	workersDone := make(chan struct{})
+	go func() { defer close(workersDone); engine.Run(runCtx) }()
+	defer func() { stopWorkers(); <-workersDone }()
 	grantKeys.engine = engine
 	reloadCtx, stopReload := context.WithCancel(ctx)
 	reloadDone := make(chan struct{})

@@ -13,8 +13,8 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/clearancehq/clearance/capsule"
-	"github.com/clearancehq/clearance/pack"
 	"github.com/clearancehq/clearance/ledger"
+	"github.com/clearancehq/clearance/pack"
 	"github.com/clearancehq/clearance/proof"
 )
 

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clearancehq/clearance/pack"
 	"github.com/clearancehq/clearance/internal/canon"
 	"github.com/clearancehq/clearance/ledger"
+	"github.com/clearancehq/clearance/pack"
 )
 
 // TestVerifyPack checks a validation pack with `clearance verify pack`

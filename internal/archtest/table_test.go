@@ -84,6 +84,8 @@ var packages = map[string]rule{
 	// grant claims are decide's.
 	"execution": {layer: features, peers: []string{"decide"}},
 	"audit":     {layer: features},
+	// export anchors packs in checkpoints the audit feature signs.
+	"export": {layer: features, peers: []string{"audit"}},
 
 	// Still the feature monolith: the facade it is to become is its layer.
 	"": {layer: facade},
