@@ -3,6 +3,7 @@ package clearance_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
@@ -253,5 +254,52 @@ func TestExportChangedChunkIsCutShort(t *testing.T) {
 	_, err = got.ReadFrom(rd)
 	if err == nil || !strings.Contains(err.Error(), clearance.CodeStoreUnavailable) || int64(got.Len()) >= x.SizeBytes {
 		t.Fatalf("read %d of %d bytes, error %v", got.Len(), x.SizeBytes, err)
+	}
+}
+
+// An Idempotency-Key replays the pack it queued, including one recorded by
+// an earlier version (the bare export id, not its JSON string); reused for
+// another request it is refused and queues nothing.
+func TestExportIdempotency(t *testing.T) {
+	ctx := context.Background()
+	e, b, _ := exportEngine(t)
+	o := newOrg(t, e)
+	req := export.Request{OrgID: o.Org.ID, Format: "json", IdempotencyKey: "pack-1"}
+	first, created, err := e.Exports.Create(ctx, req)
+	if err != nil || !created {
+		t.Fatal(created, err)
+	}
+	again, created, err := e.Exports.Create(ctx, req)
+	if err != nil || created || again.ExportID != first.ExportID {
+		t.Fatalf("replay: %v %v %v", again.ExportID, created, err)
+	}
+	other := req
+	other.Format = "csv"
+	var ce *clearance.Error
+	if _, _, err := e.Exports.Create(ctx, other); !errors.As(err, &ce) || ce.Code != clearance.CodeIdempotencyKeyReused {
+		t.Fatalf("reused key: %v", err)
+	}
+
+	// The earlier encoding of the answer.
+	err = b.Update(ctx, o.Org.ID, func(tx store.Tx) error {
+		rec, err := tx.Idempotency(ctx, "audit-export", "pack-1")
+		if err != nil {
+			return err
+		}
+		rec.Key, rec.Response = "pack-legacy", []byte(first.ExportID)
+		return tx.PutIdempotency(ctx, rec)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	legacy := req
+	legacy.IdempotencyKey = "pack-legacy"
+	got, created, err := e.Exports.Create(ctx, legacy)
+	if err != nil || created || got.ExportID != first.ExportID {
+		t.Fatalf("legacy replay: %v %v %v", got.ExportID, created, err)
+	}
+	list, err := e.Exports.List(ctx, o.Org.ID, 0)
+	if err != nil || len(list) != 1 {
+		t.Fatalf("queued %d packs, want 1 (%v)", len(list), err)
 	}
 }
