@@ -8,8 +8,9 @@
 // package for what you do:
 //
 //	clearance        Open, Options, Engine; the hot path as methods
-//	                 (Evaluate, EnforceAndBind, VerifyGrant, Claim, Finalize)
-//	                 and the error Kinds (ErrInvalidRequest, …, *Error)
+//	                 (Evaluate, EnforceAndBind, VerifyGrant, Claim, Finalize),
+//	                 Run (every background worker) and the error Kinds
+//	                 (ErrInvalidRequest, …, *Error)
 //	decide           Engine.Decide: Evaluate (the request body as received,
 //	                 decoded by the engine) and EnforceAndBind, on ONE record
 //	                 path; verdicts of the gate routes (GateAnswerOf)
@@ -21,12 +22,14 @@
 //	audit            Engine.Audit: ledger pages, verification, checkpoints,
 //	                 proofs, the sealer
 //	sharelink        Engine.ShareLinks: public, expiring dossier checks
+//	export           Engine.Exports: validation packs, queued, built in the
+//	                 background, downloaded
 //	admin            Engine.Admin: orgs, API keys, agent and provider keys,
 //	                 grant key revocations
 //	store/pebblestore, store/pgstore
 //	                 the backends: embedded (one server) or PostgreSQL (many)
 //	server           the HTTP API over an Engine
-//	policy, grant, ledger, capsule, proof, export
+//	policy, grant, ledger, capsule, proof, pack
 //	                 pure formats an outside verifier uses on its own
 //
 // Below the features: records, rules over a transaction their consumer
