@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/clearancehq/clearance/pack"
 	"github.com/clearancehq/clearance/internal/canon"
 	"github.com/clearancehq/clearance/ledger"
+	"github.com/clearancehq/clearance/pack"
 )
 
 // Build a pack of an org whose ledger holds two entries (the org, one

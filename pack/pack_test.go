@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clearancehq/clearance/pack"
 	"github.com/clearancehq/clearance/ledger"
+	"github.com/clearancehq/clearance/pack"
 )
 
 // Every format, with and without events, builds a pack that verifies
