@@ -1243,6 +1243,10 @@ func TestExecReconciliationListingDoesNotWrite(t *testing.T) {
 	if st, err := x.store.GrantOf(t.Context(), x.o.ID, g.grantID); err != nil || st.State != "CLAIMED" {
 		t.Fatalf("the listing changed the grant: %s %v", st.State, err)
 	}
+	o2 := x.createOrg("Other")
+	if r := x.req(t, "GET", pathReconcile, o2.Key, nil, nil).want(t, http.StatusOK); len(lookup(r.JSON, "executions").([]any)) != 0 {
+		t.Fatalf("another org lists this org's lapsed claim: %s", r)
+	}
 
 	if n, err := x.engine.Execution.ExpireLapsed(t.Context(), x.o.ID); err != nil || n != 1 {
 		t.Fatalf("ExpireLapsed = %d, %v", n, err)
