@@ -429,6 +429,10 @@ func TestLapsedClaimBecomesReconcilable(t *testing.T) {
 	if err != nil || len(list) != 1 || list[0].GrantID != d.GrantID || list[0].FinalCode != "CLAIM_LEASE_EXPIRED" {
 		t.Fatalf("lapsed claim not listed: %+v %v", list, err)
 	}
+	// Listing records nothing; the sweep does.
+	if n, err := x.e.Execution.ExpireLapsed(ctx, x.org.Org.ID); err != nil || n != 1 {
+		t.Fatalf("ExpireLapsed = %d, %v; want the lapsed claim recorded by it, not by the listing", n, err)
+	}
 	_, err = x.e.Finalize(ctx, clearance.FinalizeRequest{OrgID: x.org.Org.ID, ExecutionToken: d.ExecutionToken, ClaimToken: c.ClaimToken, Outcome: claim.OutcomeCommitted})
 	var refused *clearance.FinalizeRefused
 	if !errors.As(err, &refused) || refused.Result.Code != "CLAIM_LEASE_EXPIRED" {

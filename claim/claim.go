@@ -23,6 +23,7 @@ package claim
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -159,7 +160,17 @@ type Tx interface {
 // Reader lists lifecycle records outside a transaction.
 type Reader interface {
 	GrantOf(ctx context.Context, orgID, grantID string) (Grant, error)
-	// GrantsInState calls fn for the org's grants in state, oldest first,
+	// GrantsInState calls fn for the org's grants in state in IssueOrder,
 	// until fn returns false.
 	GrantsInState(ctx context.Context, orgID string, state State, fn func(Grant) bool) error
+}
+
+// IssueOrder compares grants the way GrantsInState lists them: oldest
+// IssuedAt first, grants issued at the same instant by grant id, bytewise.
+// It lets a caller merge listings of two states into one.
+func IssueOrder(a, b Grant) int {
+	if c := a.IssuedAt.Compare(b.IssuedAt); c != 0 {
+		return c
+	}
+	return strings.Compare(a.GrantID, b.GrantID)
 }

@@ -2,6 +2,7 @@ package claim
 
 import (
 	"errors"
+
 	"github.com/clearancehq/clearance/internal/coded"
 )
 

@@ -300,21 +300,38 @@ func Finalize(ctx context.Context, tx Tx, r FinalizeRequest) (Finalization, erro
 	return Finalization{Grant: g, Refusal: refusal}, nil
 }
 
-// Expire records INDETERMINATE with CLAIM_LEASE_EXPIRED for a CLAIMED grant
-// whose lease has passed by the store's clock without a finalization, so
-// that it can be listed and reconciled. Its scope stays held until then
-// (a missing record is put back naming it, as in Finalize). Any other grant
-// is returned unchanged with changed false.
+// LeasePassed reports whether g is a claim whose lease passed at now
+// without a finalization: CLAIMED, and now at or after the lease end (the
+// boundary itself is expired, as in Finalize).
+func LeasePassed(g Grant, now time.Time) bool {
+	return g.State == StateClaimed && !now.Before(g.LeaseExpiresAt)
+}
+
+// Lapse returns g as it is recorded once its lease passed without a
+// finalization: INDETERMINATE with CLAIM_LEASE_EXPIRED, Lapsed, nothing
+// confirmed, and FinalizedAt the lease end rather than the time anyone
+// noticed, so that the record is the same whenever it is written (and a
+// listing that shows a lapsed claim before Expire shows what Expire
+// records). It changes nothing else; callers check LeasePassed first.
+func Lapse(g Grant) Grant {
+	g.State, g.FinalCode, g.Lapsed, g.EffectConfirmed = StateIndeterminate, CodeLeaseExpired, true, false
+	g.FinalizedAt = g.LeaseExpiresAt
+	return g
+}
+
+// Expire records Lapse(g) for a CLAIMED grant whose lease has passed by the
+// store's clock (LeasePassed), so that it can be reconciled. Its scope
+// stays held until then (a missing record is put back naming it, as in
+// Finalize). Any other grant is returned unchanged with changed false.
 func Expire(ctx context.Context, tx Tx, grantID string) (g Grant, changed bool, err error) {
 	g, err = readGrant(ctx, tx, grantID)
 	if err != nil {
 		return Grant{}, false, err
 	}
-	now := tx.Now()
-	if g.State != StateClaimed || now.Before(g.LeaseExpiresAt) {
+	if !LeasePassed(g, tx.Now()) {
 		return g, false, nil
 	}
-	g.State, g.FinalCode, g.FinalizedAt, g.Lapsed, g.EffectConfirmed = StateIndeterminate, CodeLeaseExpired, now, true, false
+	g = Lapse(g)
 	if err := tx.PutGrant(ctx, g); err != nil {
 		return Grant{}, false, err
 	}

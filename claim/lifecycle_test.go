@@ -3,6 +3,8 @@ package claim_test
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -343,10 +345,17 @@ func TestExpireRecordsLapsedClaims(t *testing.T) {
 	if _, changed, err := claim.Expire(ctx, tx, "g1"); err != nil || changed {
 		t.Fatalf("a live lease must not expire: %v %v", changed, err)
 	}
-	tx.now = tx.now.Add(time.Minute)
+	claimed := tx.grants["g1"]
+	tx.now = tx.now.Add(time.Minute + 7*time.Second) // the sweep runs late
 	got, changed, err := claim.Expire(ctx, tx, "g1")
 	if err != nil || !changed || got.State != claim.StateIndeterminate || got.FinalCode != claim.CodeLeaseExpired || !got.Lapsed {
 		t.Fatalf("expire: %+v %v %v", got, changed, err)
+	}
+	if !got.FinalizedAt.Equal(claimed.LeaseExpiresAt) {
+		t.Fatalf("finalized_at %s, want the lease end %s", got.FinalizedAt, claimed.LeaseExpiresAt)
+	}
+	if d := cmp.Diff(claim.Lapse(claimed), tx.grants["g1"]); d != "" {
+		t.Fatalf("recorded lapse differs from claim.Lapse (-want +got):\n%s", d)
 	}
 	if sc, ok := tx.scopes["s"]; !ok || sc.GrantID != "g1" {
 		t.Fatalf("scope record %+v (found %v): a lapsed claim holds its scope until reconciled", sc, ok)
@@ -358,5 +367,52 @@ func TestExpireRecordsLapsedClaims(t *testing.T) {
 	}
 	if _, err := claim.Finalize(ctx, tx, claim.FinalizeRequest{GrantID: "g1", ClaimTokenDigest: "d", Outcome: claim.OutcomeCommitted}); !errors.Is(err, claim.ErrAlreadyFinalized) {
 		t.Fatalf("second finalize: %v", err)
+	}
+}
+
+func TestLapseIsTheRecordAtTheLeaseEnd(t *testing.T) {
+	end := time.Date(2026, 11, 1, 0, 1, 0, 0, time.UTC)
+	g := claim.Grant{GrantID: "g1", State: claim.StateClaimed, ClaimedAt: end.Add(-time.Minute), LeaseExpiresAt: end,
+		ClaimTokenDigest: "d", Evidence: &claim.Evidence{Kind: "k"}}
+	for _, c := range []struct {
+		g    claim.Grant
+		now  time.Time
+		want bool
+	}{
+		{g, end.Add(-time.Nanosecond), false},
+		{g, end, true}, // the boundary itself has passed, as in Finalize
+		{g, end.Add(time.Hour), true},
+		{func() claim.Grant { h := g; h.State = claim.StateIssued; return h }(), end.Add(time.Hour), false},
+		{func() claim.Grant { h := g; h.State = claim.StateIndeterminate; return h }(), end.Add(time.Hour), false},
+	} {
+		if got := claim.LeasePassed(c.g, c.now); got != c.want {
+			t.Errorf("LeasePassed(%s, lease end %+v) = %v", c.g.State, c.now.Sub(end), got)
+		}
+	}
+	l := claim.Lapse(g)
+	if l.State != claim.StateIndeterminate || l.FinalCode != claim.CodeLeaseExpired || !l.Lapsed || l.EffectConfirmed ||
+		!l.FinalizedAt.Equal(end) || l.ClaimTokenDigest != "d" || l.Evidence != g.Evidence {
+		t.Fatalf("Lapse = %+v", l)
+	}
+	if g.State != claim.StateClaimed || !g.FinalizedAt.IsZero() {
+		t.Fatalf("Lapse changed its argument: %+v", g)
+	}
+}
+
+func TestIssueOrder(t *testing.T) {
+	at := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	gs := []claim.Grant{
+		{GrantID: "b", IssuedAt: at.Add(time.Second)},
+		{GrantID: "c", IssuedAt: at},
+		{GrantID: "a", IssuedAt: at.Add(time.Second)},
+		{GrantID: "B", IssuedAt: at.Add(time.Second)}, // bytewise: upper case first
+	}
+	slices.SortFunc(gs, claim.IssueOrder)
+	var ids []string
+	for _, g := range gs {
+		ids = append(ids, g.GrantID)
+	}
+	if got := strings.Join(ids, " "); got != "c B a b" {
+		t.Fatalf("IssueOrder sorts %q", got)
 	}
 }

@@ -92,6 +92,7 @@ func (s *Service) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, err
 	if err != nil {
 		return ClaimResult{}, lifecycleError("claim", err)
 	}
+	s.claimed.add(req.OrgID)
 	// Signed after the commit, outside the org's lock: the lease times come
 	// from the store's clock inside the transaction. Should signing fail, the
 	// claim stays recorded without a token, so nothing executes. Everything

@@ -7,7 +7,11 @@
 // attestation; Finalize records what happened (COMMITTED, FAILED or
 // INDETERMINATE) with digest-bound evidence or a provider's signed receipt;
 // Reconcile settles an INDETERMINATE execution; RecordDispatch records what
-// was sent downstream under a live claim. Every state change is ledgered in
-// the transaction that makes it. Nothing authorizes but a ClaimResult:
+// was sent downstream under a live claim. Indeterminate lists what awaits
+// reconciliation, claims whose lease passed included, and writes nothing;
+// ExpireLapsed and the RunExpiry worker record those claims INDETERMINATE.
+// The reconciliation answers are Execution, a wire type apart from the
+// stored claim.Grant. Every state change is ledgered in the transaction
+// that makes it. Nothing authorizes but a ClaimResult:
 // every failure is an error, and a storage failure is a 503.
 package execution

@@ -26,6 +26,8 @@ type Config struct {
 type Service struct {
 	d   core.Deps
 	cfg Config
+	// claimed: the orgs with claims RunExpiry may have to record.
+	claimed orgSet
 }
 
 // New returns the execution feature over the kernel d.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/clearancehq/clearance"
 	"github.com/clearancehq/clearance/claim"
+	"github.com/clearancehq/clearance/execution"
 	"github.com/clearancehq/clearance/policy"
 	"github.com/clearancehq/clearance/registry"
 )
@@ -233,8 +234,8 @@ func (k keyRoutes) revoke(s *Server, c *call) error {
 }
 
 type executionList struct {
-	OrgID      string        `json:"org_id"`
-	Executions []claim.Grant `json:"executions"`
+	OrgID      string                `json:"org_id"`
+	Executions []execution.Execution `json:"executions"`
 }
 
 func (s *Server) listIndeterminate(c *call) error {

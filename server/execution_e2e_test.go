@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -1211,6 +1212,60 @@ func TestExecReconciliation(t *testing.T) {
 	o2 := x.createOrg("Other")
 	if r := x.req(t, "GET", pathReconcile, o2.Key, nil, nil).want(t, http.StatusOK); len(lookup(r.JSON, "executions").([]any)) != 0 {
 		t.Fatalf("another org lists executions: %s", r)
+	}
+	x.ledgerOK(t)
+}
+
+// TestExecReconciliationListingDoesNotWrite: the GET lists a lapsed claim
+// as it will be recorded (finalized at its lease end) without recording
+// it; ExpireLapsed records it with one ledger entry and the listing stays
+// the same. Neither answer carries the stored token digest.
+func TestExecReconciliationListingDoesNotWrite(t *testing.T) {
+	t.Parallel()
+	x := newExecEnv(t, bandsBundle)
+	g := x.grantFor(t, intentSpec{})
+	leaseEnd, err := time.Parse(time.RFC3339Nano, x.claimed(t, g).str("claim_lease_expires_at"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x.advance(45 * time.Second) // the executor never finalizes
+	head := x.head(x.o.Key)
+	first := x.req(t, "GET", pathReconcile, x.o.Key, nil, nil).want(t, http.StatusOK)
+	at, _ := time.Parse(time.RFC3339Nano, first.str("executions.0.finalized_at"))
+	if first.str("executions.0.grant_id") != g.grantID || first.str("executions.0.state") != "INDETERMINATE" ||
+		first.str("executions.0.final_code") != "CLAIM_LEASE_EXPIRED" || lookup(first.JSON, "executions.0.lapsed") != true ||
+		!at.Equal(leaseEnd) {
+		t.Fatalf("lapsed claim listed as %s; want INDETERMINATE, finalized at the lease end %s", first, leaseEnd)
+	}
+	if h := x.head(x.o.Key); h != head {
+		t.Fatalf("the listing moved the ledger head %d -> %d", head, h)
+	}
+	if st, err := x.store.GrantOf(t.Context(), x.o.ID, g.grantID); err != nil || st.State != "CLAIMED" {
+		t.Fatalf("the listing changed the grant: %s %v", st.State, err)
+	}
+	o2 := x.createOrg("Other")
+	if r := x.req(t, "GET", pathReconcile, o2.Key, nil, nil).want(t, http.StatusOK); len(lookup(r.JSON, "executions").([]any)) != 0 {
+		t.Fatalf("another org lists this org's lapsed claim: %s", r)
+	}
+
+	if n, err := x.engine.Execution.ExpireLapsed(t.Context(), x.o.ID); err != nil || n != 1 {
+		t.Fatalf("ExpireLapsed = %d, %v", n, err)
+	}
+	if h := x.head(x.o.Key); h != head+1 {
+		t.Fatalf("ExpireLapsed moved the ledger head %d -> %d, want one entry", head, h)
+	}
+	if e := x.entries(x.o.Key); e[len(e)-1]["kind"] != "execution.finalized" || e[len(e)-1]["subject_id"] != g.grantID {
+		t.Fatalf("last entry %v, want the grant's finalization", e[len(e)-1])
+	}
+	second := x.req(t, "GET", pathReconcile, x.o.Key, nil, nil).want(t, http.StatusOK)
+	if !reflect.DeepEqual(first.JSON["executions"], second.JSON["executions"]) {
+		t.Fatalf("the listing changed once the lapse was recorded:\nbefore %s\nafter  %s", first, second)
+	}
+	rec := x.req(t, "POST", pathReconcile+"/"+g.grantID, x.o.Key, map[string]any{"resolution": "FAILED"}, nil).want(t, http.StatusOK)
+	for _, r := range []*result{first, rec} {
+		if strings.Contains(string(r.Raw), `"token_digest"`) {
+			t.Fatalf("a reconciliation answer carries the stored token digest: %s", r)
+		}
 	}
 	x.ledgerOK(t)
 }

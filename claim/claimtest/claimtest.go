@@ -638,8 +638,8 @@ func testScopeIndeterminate(t *testing.T, e *env) {
 	e.mustClaim(t, c) // b is settled: its lease no longer matters
 }
 
-// testScopeExpired: Expire records a lapsed claim INDETERMINATE and keeps
-// its scope held until reconciliation.
+// testScopeExpired: Expire records a lapsed claim INDETERMINATE, finalized
+// at its lease end, and keeps its scope held until reconciliation.
 func testScopeExpired(t *testing.T, e *env) {
 	gs := sameScope(orgA, "vendor:42", "a", "b")
 	a, b := gs[0], gs[1]
@@ -664,10 +664,17 @@ func testScopeExpired(t *testing.T, e *env) {
 	if _, changed := expire(); changed {
 		t.Fatal("Expire changed a live claim")
 	}
-	e.clk.Set(ca.LeaseExpiresAt)
+	e.clk.Set(ca.LeaseExpiresAt.Add(5 * time.Second)) // the sweep runs late
 	g, changed := expire()
 	if !changed || g.State != claim.StateIndeterminate || g.FinalCode != claim.CodeLeaseExpired || !g.Lapsed {
 		t.Fatalf("Expire = %+v, %v", g, changed)
+	}
+	// Recorded at the lease end, whenever the sweep ran: the record is the
+	// one a listing showed before it (claim.Lapse).
+	if st := e.stored(t, orgA, "a"); !st.FinalizedAt.Equal(ca.LeaseExpiresAt) || !g.FinalizedAt.Equal(ca.LeaseExpiresAt) ||
+		st.State != claim.StateIndeterminate || !st.Lapsed {
+		t.Fatalf("stored after Expire: finalized_at %s (returned %s), want the lease end %s; %+v",
+			st.FinalizedAt, g.FinalizedAt, ca.LeaseExpiresAt, st)
 	}
 	if sc, ok := e.scopeClaim(t, orgA, "vendor:42"); !ok || sc.GrantID != "a" {
 		t.Fatalf("scope record after Expire: %+v (found %v), want a's", sc, ok)
