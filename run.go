@@ -3,18 +3,24 @@ package clearance
 import (
 	"context"
 	"sync"
+
+	"github.com/clearancehq/clearance/execution"
 )
 
 // Run does the Engine's background work until ctx ends, and returns once
 // every worker has stopped: the sealer signs a checkpoint of every ledger
 // that grew (each DefaultSealInterval), the key-revocation watcher applies
 // grant keys revoked by other servers on the same store (each
-// DefaultKeyRevocationInterval), and the export worker builds queued
-// validation packs (handing a build in progress back when ctx ends).
+// DefaultKeyRevocationInterval), the export worker builds queued
+// validation packs (handing a build in progress back when ctx ends), and
+// the expiry worker records the claims of this Engine whose lease passed
+// without a finalization as INDETERMINATE (each
+// execution.DefaultExpiryInterval).
 //
 // A server runs it for as long as it serves; an embedder that does not run
 // it gets no checkpoints but the ones it seals (Audit.SealLedger) and no
-// packs but the ones it builds (Exports.Process). Run before closing the
+// packs but the ones it builds (Exports.Process); lapsed claims are listed
+// for reconciliation either way, and recorded by Execution.ExpireLapsed. Run before closing the
 // backend's last use: close the backend after Run has returned.
 func (e *Engine) Run(ctx context.Context) {
 	var wg sync.WaitGroup
@@ -22,6 +28,7 @@ func (e *Engine) Run(ctx context.Context) {
 		func(ctx context.Context) { e.Audit.RunSealer(ctx, DefaultSealInterval) },
 		func(ctx context.Context) { e.Admin.RunKeyRevocations(ctx, DefaultKeyRevocationInterval) },
 		func(ctx context.Context) { e.Exports.Run(ctx, e.opts.ExportWorker) },
+		func(ctx context.Context) { e.Execution.RunExpiry(ctx, execution.DefaultExpiryInterval) },
 	} {
 		wg.Go(func() { work(ctx) })
 	}
