@@ -878,7 +878,7 @@ func (e *Engine) buildExport(ctx context.Context, job exportJob, held jobs.Job, 
 // durable head, unsigned.
 func (e *Engine) exportAnchor(ctx context.Context, org string) (export.Ledger, error) {
 	if e.opts.LedgerKey != nil {
-		cp, err := e.Audit.LedgerCheckpoint(ctx, org)
+		cp, err := e.Audit.SealLedger(ctx, org)
 		if err != nil {
 			var ee *Error
 			if errors.As(err, &ee) && ee.Code == CodeLedgerBroken {
