@@ -8,6 +8,7 @@ import (
 const (
 	CodeLedgerKeyNotConfigured = audit.CodeLedgerKeyNotConfigured
 	CodeCheckpointNotFound     = audit.CodeCheckpointNotFound
+	CodeEntryNotYetSealed      = audit.CodeEntryNotYetSealed
 	CodeProofRange             = audit.CodeProofRange
 	CodeLedgerBroken           = audit.CodeLedgerBroken
 )

@@ -21,8 +21,10 @@ const DefaultSealInterval = time.Second
 const sealMaxEntries = 100_000
 
 // SealLedger extends the org's Merkle tree over every entry appended since
-// the last seal and signs a checkpoint of it. With nothing new it returns
-// the latest checkpoint unchanged.
+// the last seal and signs a checkpoint of it: the only call that writes a
+// checkpoint (RunSealer calls it). It first waits until every visible entry
+// is durable, so no checkpoint names an entry a power cut could still undo.
+// With nothing new it returns the latest checkpoint unchanged.
 func (s *Service) SealLedger(ctx context.Context, orgID string) (ledger.Checkpoint, error) {
 	k, err := s.LedgerKey()
 	if err != nil {
@@ -31,6 +33,9 @@ func (s *Service) SealLedger(ctx context.Context, orgID string) (ledger.Checkpoi
 	// A seal writes a checkpoint even over an empty ledger: only for an org.
 	if err := s.d.Store.RequireOrg(ctx, orgID); err != nil {
 		return ledger.Checkpoint{}, err
+	}
+	if err := s.d.Store.Sync(ctx); err != nil {
+		return ledger.Checkpoint{}, core.Unavailable("sync ledger", err)
 	}
 	origin := s.LedgerOrigin(orgID)
 	for {
@@ -77,13 +82,37 @@ func (s *Service) RunSealer(ctx context.Context, interval time.Duration) {
 	})
 }
 
-// LedgerCheckpoint returns the org's latest signed checkpoint, sealing first
-// so that it covers every durable entry.
+// LedgerCheckpoint returns the org's latest signed checkpoint as stored. It
+// is a read and never seals: RunSealer signs a checkpoint within a seal
+// interval of an append, SealLedger signs one now. Before the first seal it
+// answers CHECKPOINT_NOT_FOUND (404).
 func (s *Service) LedgerCheckpoint(ctx context.Context, orgID string) (ledger.Checkpoint, error) {
-	if err := s.d.Store.Sync(ctx); err != nil {
-		return ledger.Checkpoint{}, core.Unavailable("sync ledger", err)
+	c, err := s.latestCheckpoint(ctx, orgID)
+	if err != nil {
+		return ledger.Checkpoint{}, err
 	}
-	return s.SealLedger(ctx, orgID)
+	if c.IsZero() {
+		return ledger.Checkpoint{}, core.New(core.ErrNotFound, CodeCheckpointNotFound,
+			"no checkpoint of this ledger was signed yet: the sealer signs one within a second of an append, "+
+				"or seal now with POST /v1/protocol/audit/ledger/checkpoints")
+	}
+	return c, nil
+}
+
+// latestCheckpoint is the org's latest stored checkpoint: the zero
+// Checkpoint before its first seal.
+func (s *Service) latestCheckpoint(ctx context.Context, orgID string) (ledger.Checkpoint, error) {
+	if _, err := s.LedgerKey(); err != nil {
+		return ledger.Checkpoint{}, err
+	}
+	if err := s.d.Store.RequireOrg(ctx, orgID); err != nil {
+		return ledger.Checkpoint{}, err
+	}
+	c, err := s.d.Store.LatestCheckpoint(ctx, orgID)
+	if err != nil {
+		return ledger.Checkpoint{}, core.Unavailable("read checkpoint", err)
+	}
+	return c, nil
 }
 
 // LedgerCheckpointAt returns the org's signed checkpoint of tree size size.
@@ -114,7 +143,7 @@ type InclusionProof struct {
 }
 
 // LedgerInclusionProof proves entry seq in the checkpoint of treeSize (the
-// latest checkpoint when 0, sealed first).
+// latest stored checkpoint when 0).
 func (s *Service) LedgerInclusionProof(ctx context.Context, orgID string, seq, treeSize uint64) (InclusionProof, error) {
 	c, err := s.checkpointFor(ctx, orgID, treeSize)
 	if err != nil {
@@ -155,7 +184,7 @@ type ConsistencyProof struct {
 }
 
 // LedgerConsistencyProof proves that the checkpoint of newSize (the latest
-// when 0, sealed first) extends the checkpoint of oldSize.
+// stored when 0) extends the checkpoint of oldSize.
 func (s *Service) LedgerConsistencyProof(ctx context.Context, orgID string, oldSize, newSize uint64) (ConsistencyProof, error) {
 	newer, err := s.checkpointFor(ctx, orgID, newSize)
 	if err != nil {
@@ -179,7 +208,7 @@ func (s *Service) LedgerConsistencyProof(ctx context.Context, orgID string, oldS
 		OldCheckpoint: string(older.Note), NewCheckpoint: string(newer.Note)}, nil
 }
 
-// checkpointFor is the checkpoint of size, or the latest (sealed now) for 0.
+// checkpointFor is the checkpoint of size, or the latest stored for 0.
 func (s *Service) checkpointFor(ctx context.Context, orgID string, size uint64) (ledger.Checkpoint, error) {
 	if size == 0 {
 		return s.LedgerCheckpoint(ctx, orgID)
@@ -187,11 +216,17 @@ func (s *Service) checkpointFor(ctx context.Context, orgID string, size uint64) 
 	return s.LedgerCheckpointAt(ctx, orgID, size)
 }
 
-// LedgerAnchor places the org's entry seq in its latest signed checkpoint
-// (sealing first): a proof packet's ledger anchor.
+// LedgerAnchor places the org's entry seq in its latest stored checkpoint:
+// a proof packet's ledger anchor. It never seals: an entry the latest
+// checkpoint does not cover yet is ENTRY_NOT_YET_SEALED (409), which the
+// sealer resolves within a seal interval, or SealLedger at once.
 func (s *Service) LedgerAnchor(ctx context.Context, orgID string, seq uint64) (ledger.Anchor, error) {
-	if _, err := s.LedgerCheckpoint(ctx, orgID); err != nil {
+	c, err := s.latestCheckpoint(ctx, orgID)
+	if err != nil {
 		return ledger.Anchor{}, err
+	}
+	if seq > c.Size {
+		return ledger.Anchor{}, s.notYetSealed(ctx, orgID, seq, c.Size)
 	}
 	a, err := ledger.NewAnchor(ctx, s.d.Store, orgID, seq)
 	if outOfTree(err) {
@@ -201,6 +236,21 @@ func (s *Service) LedgerAnchor(ctx context.Context, orgID string, seq uint64) (l
 		return ledger.Anchor{}, core.Translate("ledger proof", err)
 	}
 	return a, nil
+}
+
+// notYetSealed answers an anchor of seq beyond the sealed size: the
+// caller's mistake when the ledger has no such entry, else a wait.
+func (s *Service) notYetSealed(ctx context.Context, orgID string, seq, sealed uint64) error {
+	head, err := s.d.Store.LedgerHeadOf(ctx, orgID)
+	if err != nil {
+		return core.Unavailable("read ledger head", err)
+	}
+	if seq > head.Seq {
+		return core.Invalid(CodeProofRange, "seq", "seq must be 1 to %d (the ledger size)", head.Seq)
+	}
+	return core.New(core.ErrConflict, CodeEntryNotYetSealed,
+		"ledger entry %d is not in a signed checkpoint yet (the latest covers %d entries): the sealer signs one "+
+			"within a second, or seal now with POST /v1/protocol/audit/ledger/checkpoints", seq, sealed)
 }
 
 // outOfTree reports whether a proof failed because the caller named a seq

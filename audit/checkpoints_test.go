@@ -2,12 +2,16 @@ package audit_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/clearancehq/clearance/audit"
 	"github.com/clearancehq/clearance/internal/core"
 	"github.com/clearancehq/clearance/ledger"
+	"github.com/clearancehq/clearance/store"
 )
 
 // TestNoLedgerKey: without a key nothing is signed and nothing is proved;
@@ -70,8 +74,15 @@ func TestSealCoversEveryEntry(t *testing.T) {
 		t.Fatalf("origin %q, want %q", first.Origin, f.s.LedgerOrigin(f.org))
 	}
 	f.decide(t, 2)
-	// Reading the latest checkpoint seals what was appended since.
+	// Reading the latest checkpoint does not seal what was appended since.
 	latest, err := f.s.LedgerCheckpoint(f.ctx, f.org)
+	if err != nil || string(latest.Note) != string(first.Note) {
+		t.Fatalf("latest before the next seal: size %d, %v", latest.Size, err)
+	}
+	if _, err := f.s.SealLedger(f.ctx, f.org); err != nil {
+		t.Fatal(err)
+	}
+	latest, err = f.s.LedgerCheckpoint(f.ctx, f.org)
 	if err != nil || latest.Size != 6 {
 		t.Fatalf("latest: size %d, %v", latest.Size, err)
 	}
@@ -118,6 +129,9 @@ func TestConsistencyProof(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.decide(t, 2)
+	if _, err := f.s.SealLedger(f.ctx, f.org); err != nil {
+		t.Fatal(err)
+	}
 	p, err := f.s.LedgerConsistencyProof(f.ctx, f.org, older.Size, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -144,11 +158,17 @@ func TestConsistencyProof(t *testing.T) {
 	wantCode(t, err, core.ErrNotFound, audit.CodeCheckpointNotFound)
 }
 
-// TestLedgerAnchor: an anchor verifies with the verifier key alone; a seq
-// outside the sealed tree is the caller's mistake.
+// TestLedgerAnchor: an anchor verifies with the verifier key alone; an
+// entry the latest checkpoint does not cover yet is a wait, not the
+// caller's mistake; a seq outside the ledger is.
 func TestLedgerAnchor(t *testing.T) {
 	f := newFixture(t, fixedKey())
 	f.decide(t, 2)
+	_, err := f.s.LedgerAnchor(f.ctx, f.org, 3)
+	wantCode(t, err, core.ErrConflict, audit.CodeEntryNotYetSealed)
+	if _, err := f.s.SealLedger(f.ctx, f.org); err != nil {
+		t.Fatal(err)
+	}
 	a, err := f.s.LedgerAnchor(f.ctx, f.org, 3)
 	if err != nil {
 		t.Fatal(err)
@@ -164,6 +184,78 @@ func TestLedgerAnchor(t *testing.T) {
 		_, err := f.s.LedgerAnchor(f.ctx, f.org, seq)
 		wantCode(t, err, core.ErrInvalidRequest, audit.CodeProofRange)
 	}
+	f.decide(t, 1)
+	_, err = f.s.LedgerAnchor(f.ctx, f.org, 4)
+	wantCode(t, err, core.ErrConflict, audit.CodeEntryNotYetSealed)
+}
+
+// TestNoCheckpointBeforeTheFirstSeal: the latest checkpoint of a ledger
+// never sealed is not found, and proofs against it are refused the same way.
+func TestNoCheckpointBeforeTheFirstSeal(t *testing.T) {
+	f := newFixture(t, fixedKey())
+	f.decide(t, 1)
+	_, err := f.s.LedgerCheckpoint(f.ctx, f.org)
+	wantCode(t, err, core.ErrNotFound, audit.CodeCheckpointNotFound)
+	_, err = f.s.LedgerInclusionProof(f.ctx, f.org, 1, 0)
+	wantCode(t, err, core.ErrNotFound, audit.CodeCheckpointNotFound)
+	_, err = f.s.LedgerConsistencyProof(f.ctx, f.org, 1, 0)
+	wantCode(t, err, core.ErrNotFound, audit.CodeCheckpointNotFound)
+	_, err = f.s.LedgerCheckpoint(f.ctx, "01941234-5678-7abc-8def-000000000bad")
+	wantCode(t, err, core.ErrNotFound, core.CodeOrgNotFound)
+}
+
+// TestReadsDoNotSeal: with entries appended since the last seal, reading
+// the latest checkpoint, proofs against it and anchors write nothing: no
+// transaction, the same latest checkpoint, no tree hash of the new leaves.
+func TestReadsDoNotSeal(t *testing.T) {
+	f := newFixture(t, fixedKey())
+	f.decide(t, 2)
+	sealed, err := f.s.SealLedger(f.ctx, f.org)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := f.decide(t, 2)
+	writes := &countingBackend{Backend: f.d.Store.Backend}
+	d := f.d
+	d.Store = core.NewStore(writes)
+	s := audit.New(d)
+
+	reads := map[string]func() error{
+		"LedgerCheckpoint":       func() error { _, err := s.LedgerCheckpoint(f.ctx, f.org); return err },
+		"LedgerInclusionProof":   func() error { _, err := s.LedgerInclusionProof(f.ctx, f.org, 1, 0); return err },
+		"LedgerConsistencyProof": func() error { _, err := s.LedgerConsistencyProof(f.ctx, f.org, sealed.Size, 0); return err },
+		"LedgerAnchor sealed":    func() error { _, err := s.LedgerAnchor(f.ctx, f.org, 1); return err },
+	}
+	for name, read := range reads {
+		if err := read(); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	_, err = s.LedgerAnchor(f.ctx, f.org, last)
+	wantCode(t, err, core.ErrConflict, audit.CodeEntryNotYetSealed)
+
+	if n := writes.updates.Load(); n != 0 {
+		t.Errorf("the reads ran %d transactions", n)
+	}
+	latest, err := f.d.Store.LatestCheckpoint(f.ctx, f.org)
+	if err != nil || string(latest.Note) != string(sealed.Note) {
+		t.Errorf("the latest checkpoint moved from size %d to %d (%v)", sealed.Size, latest.Size, err)
+	}
+	leaf := tlog.StoredHashIndex(0, int64(last-1))
+	if _, err := f.d.Store.LedgerHashes(f.ctx, f.org, []int64{leaf}); err == nil {
+		t.Error("the tree holds the hash of an entry appended after the seal")
+	}
+}
+
+// countingBackend counts the transactions run through it.
+type countingBackend struct {
+	store.Backend
+	updates atomic.Int64
+}
+
+func (b *countingBackend) Update(ctx context.Context, orgID string, fn func(tx store.Tx) error) error {
+	b.updates.Add(1)
+	return b.Backend.Update(ctx, orgID, fn)
 }
 
 // TestRunSealer: the sealer signs the ledgers that grew, without a read.

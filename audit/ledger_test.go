@@ -84,7 +84,7 @@ func TestVerifyLedgerChecksRecords(t *testing.T) {
 func TestVerifyLedgerAgainstAKeptCheckpoint(t *testing.T) {
 	f := newFixture(t, fixedKey())
 	f.decide(t, 2)
-	cp, err := f.s.LedgerCheckpoint(f.ctx, f.org)
+	cp, err := f.s.SealLedger(f.ctx, f.org)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestVerifyLedgerAgainstAKeptCheckpoint(t *testing.T) {
 	}
 
 	other := newFixture(t, otherKey(t))
-	forged, err := other.s.LedgerCheckpoint(context.Background(), other.org)
+	forged, err := other.s.SealLedger(context.Background(), other.org)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,6 @@
 // dossier and its grant with their COSE producer envelopes, and overrides:
 // a person's resolution of a decision that was not ALLOW, recorded and
 // ledgered beside the immutable dossier, never authority. Reads never
-// write, except that a proof packet anchors its entry in a checkpoint the
-// audit feature may seal first.
+// write: a proof packet anchors its entry in the latest checkpoint the
+// audit feature already signed.
 package evidence

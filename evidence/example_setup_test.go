@@ -59,5 +59,11 @@ func (x *decided) record(ctx context.Context, backend *pebblestore.Store) error 
 	x.orgID = org.Org.ID
 	x.decision, err = engine.Decide.Evaluate(ctx, decide.EvaluateRequest{OrgID: x.orgID, Route: decide.RouteActionGate,
 		Body: []byte(`{"decision_type":"PAYMENT","workflow_key":"ap.invoice","amount":12000}`)})
+	if err != nil {
+		return err
+	}
+	// A proof packet anchors the entry in a stored checkpoint: the sealer
+	// of Engine.Run signs one within a second; here it is signed at once.
+	_, err = engine.Audit.SealLedger(ctx, x.orgID)
 	return err
 }

@@ -12,8 +12,8 @@ import (
 )
 
 // ProofPacket builds the org's dossier proof packet: the dossier payload,
-// its policy snapshot, its ledger entry anchored in a freshly signed
-// checkpoint, an Ed25519 proof bundle by the ledger key, and the result of
+// its policy snapshot, its ledger entry anchored in the latest signed
+// checkpoint (ENTRY_NOT_YET_SEALED until the sealer covers it), an Ed25519 proof bundle by the ledger key, and the result of
 // verifying all of it with the engine's own ledger key (which a third party
 // repeats with the key it trusts: proof.Verify or `clearance verify packet`).
 func (s *Service) ProofPacket(ctx context.Context, orgID, dossierID string) (proof.Packet, error) {

@@ -144,10 +144,7 @@ func (s *Service) build(ctx context.Context, job stored, held jobs.Job, opts Wor
 // signed over every durable entry when a ledger key is configured (the
 // worker seals: it is not a read), else the durable head, unsigned.
 func (s *Service) anchorOf(ctx context.Context, org string) (pack.Ledger, error) {
-	if err := s.d.Store.Sync(ctx); err != nil {
-		return pack.Ledger{}, causeOr(ctx, core.Unavailable("sync ledger", err))
-	}
-	if s.d.LedgerKey != nil {
+	if s.d.LedgerKey != nil { // SealLedger waits until every visible entry is durable
 		cp, err := s.cfg.Ledger.SealLedger(ctx, org)
 		if err != nil {
 			var ee *core.Error
@@ -158,6 +155,9 @@ func (s *Service) anchorOf(ctx context.Context, org string) (pack.Ledger, error)
 		}
 		return pack.Ledger{Origin: cp.Origin, Size: cp.Size, RootHash: base64.StdEncoding.EncodeToString(cp.Root[:]),
 			Signed: true, Checkpoint: string(cp.Note), VerifierKey: s.cfg.Ledger.LedgerVerifierKey()}, nil
+	}
+	if err := s.d.Store.Sync(ctx); err != nil {
+		return pack.Ledger{}, causeOr(ctx, core.Unavailable("sync ledger", err))
 	}
 	head, err := s.d.Store.LedgerHeadOf(ctx, org)
 	if err != nil {

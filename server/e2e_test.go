@@ -38,6 +38,7 @@ const (
 	pathDossierDec  = "/v1/dossiers/"
 	pathLedger      = "/v1/protocol/audit/ledger"
 	pathCheckpoint  = "/v1/protocol/audit/ledger/checkpoint"
+	pathSeal        = "/v1/protocol/audit/ledger/checkpoints"
 	pathVerify      = "/v1/protocol/audit/ledger/verify"
 	pathReasons     = "/v1/protocol/reason-codes"
 	pathShadow      = "/v1/protocol/shadow-reports"
@@ -180,7 +181,7 @@ func TestPlatformAPIKeysAndScopes(t *testing.T) {
 			{"POST", pathEvaluate, `{"amount":1}`, ok}, {"POST", pathGate, `{"amount":1}`, ok},
 			{"GET", dossierPath, "", no}, {"GET", byDecision, "", no}, {"GET", pathLedger, "", no}, {"GET", pathVerify, "", no},
 			{"GET", pathBundles, "", no}, {"POST", pathBundles, fmt.Sprintf(bundle, "w"), no}, {"GET", pathShadow, "", no},
-			{"GET", pathReasons, "", ok},
+			{"GET", pathReasons, "", ok}, {"POST", pathSeal, `{}`, no},
 		}},
 		"policy:read": {policyRead, []check{
 			{"GET", pathBundles, "", ok}, {"GET", pathPolicies, "", ok},
@@ -195,6 +196,7 @@ func TestPlatformAPIKeysAndScopes(t *testing.T) {
 		"audit:read": {auditRead, []check{
 			{"GET", pathLedger, "", ok}, {"GET", pathVerify, "", ok}, {"GET", dossierPath, "", ok}, {"GET", byDecision, "", ok},
 			{"GET", pathShadow, "", ok}, {"POST", pathEvaluate, `{"amount":1}`, no}, {"GET", pathBundles, "", no},
+			{"POST", pathSeal, `{}`, no}, // reads never seal, and sealing is a write
 		}},
 		"decision:read": {decisionRead, []check{
 			{"GET", dossierPath, "", ok}, {"GET", byDecision, "", ok}, {"GET", pathShadow, "", ok},

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/clearancehq/clearance"
 	"github.com/clearancehq/clearance/internal/core"
@@ -155,8 +157,21 @@ func healthStatus(h clearance.Health) int {
 	return http.StatusOK
 }
 
+// retryAfter is the Retry-After of a refusal that resolves by itself ("" for
+// none): an entry not yet sealed is in a checkpoint within a seal interval.
+func retryAfter(err error) string {
+	var ce *clearance.Error
+	if errors.As(err, &ce) && ce.Code == clearance.CodeEntryNotYetSealed {
+		return strconv.Itoa(int(clearance.DefaultSealInterval / time.Second))
+	}
+	return ""
+}
+
 func writeProblem(w http.ResponseWriter, err error, requestID string) int {
 	p := problemOf(err, requestID)
+	if ra := retryAfter(err); ra != "" {
+		w.Header().Set("Retry-After", ra)
+	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(p.Status)

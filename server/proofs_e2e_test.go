@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/mod/sumdb/tlog"
 
+	"github.com/clearancehq/clearance"
 	"github.com/clearancehq/clearance/capsule"
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/proof"
@@ -31,15 +32,21 @@ func TestLedgerCheckpointsAndProofs(t *testing.T) {
 		t.Fatalf("published ledger key %q, want the server's", vkey)
 	}
 	origin := ledger.Origin("clearance", o.ID)
+	// checkpoint seals, then reads the latest checkpoint: the same answer.
 	checkpoint := func() (ledger.Checkpoint, string) {
 		t.Helper()
+		sealed := x.req(t, "POST", pathSeal, o.Key, `{}`, nil).want(t, http.StatusOK)
 		r := x.req(t, "GET", pathCheckpoint, o.Key, nil, nil).want(t, http.StatusOK)
+		if string(r.Raw) != string(sealed.Raw) {
+			t.Fatalf("the latest checkpoint %s is not the one just sealed %s", r, sealed)
+		}
 		c, err := ledger.VerifyCheckpoint(vkey, []byte(r.str("checkpoint")))
 		if err != nil || c.Origin != origin || r.str("verifier_key") != vkey || uint64(r.num("tree_size")) != c.Size {
 			t.Fatalf("checkpoint %s: %v", r, err)
 		}
 		return c, r.str("checkpoint")
 	}
+	x.req(t, "GET", pathCheckpoint, o.Key, nil, nil).wantProblem(t, http.StatusNotFound, clearance.CodeCheckpointNotFound)
 	for i := range 5 {
 		x.req(t, "POST", pathEvaluate, o.Key, `{"amount":`+strconv.Itoa(i+1)+`}`, nil).want(t, http.StatusOK)
 	}
@@ -126,6 +133,7 @@ func TestProofPacket(t *testing.T) {
 		x.req(t, "POST", pathEvaluate, o.Key, `{"amount":5}`, nil).want(t, http.StatusOK)
 	}
 	path := pathDossiers + d.str("dossier_id") + "/proof-packet"
+	x.req(t, "POST", pathSeal, o.Key, `{}`, nil).want(t, http.StatusOK)
 	r := x.req(t, "GET", path+"?org_id="+o.ID, o.Key, nil, nil).want(t, http.StatusOK)
 	if v, _ := r.JSON["verification"].(map[string]any); v["valid"] != true {
 		t.Fatalf("the server's own verification: %s", r)
@@ -185,7 +193,7 @@ func TestProofPacket(t *testing.T) {
 	// A checkpoint of a later tree, validly signed, does not hold the old anchor's proof.
 	later := x.req(t, "GET", pathCheckpoint, o.Key, nil, nil).want(t, http.StatusOK).str("checkpoint")
 	x.req(t, "POST", pathEvaluate, o.Key, `{"amount":5}`, nil).want(t, http.StatusOK)
-	newer := x.req(t, "GET", pathCheckpoint, o.Key, nil, nil).want(t, http.StatusOK).str("checkpoint")
+	newer := x.req(t, "POST", pathSeal, o.Key, `{}`, nil).want(t, http.StatusOK).str("checkpoint")
 	if later == newer {
 		t.Fatal("the checkpoint did not move")
 	}
@@ -201,6 +209,69 @@ func TestProofPacket(t *testing.T) {
 	x.req(t, "GET", path, o.Key, nil, nil).wantProblem(t, http.StatusBadRequest, "ORG_ID_REQUIRED")
 	x.req(t, "GET", path+"?org_id="+other.ID, o.Key, nil, nil).wantProblem(t, http.StatusForbidden, "ORG_MISMATCH")
 	x.req(t, "GET", path+"?org_id="+other.ID, other.Key, nil, nil).wantProblem(t, http.StatusNotFound, "DOSSIER_NOT_FOUND")
+}
+
+// TestLedgerReadsDoNotSeal: with a decision appended since the last seal,
+// reading the checkpoint, proofs and the decision's proof packet changes no
+// byte of the store; the packet waits (409 with Retry-After) until the seal
+// route covers its entry, and then verifies. Only a key that may write the
+// audit trail seals.
+func TestLedgerReadsDoNotSeal(t *testing.T) {
+	t.Parallel()
+	x := newExecEnv(t, bandsBundle)
+	o := x.o
+	other := x.createOrg("Other")
+	vkey := testLedgerKey(t).VerifierKey()
+	sealed := x.req(t, "POST", pathSeal, o.Key, `{}`, nil).want(t, http.StatusOK)
+	size := strconv.FormatUint(uint64(sealed.num("tree_size")), 10)
+	d := x.req(t, "POST", pathEvaluate, o.Key, `{"amount":5}`, nil).want(t, http.StatusOK)
+	packet := pathDossiers + d.str("dossier_id") + "/proof-packet?org_id=" + o.ID
+
+	before := x.fingerprint(t)
+	if r := x.req(t, "GET", pathCheckpoint, o.Key, nil, nil).want(t, http.StatusOK); string(r.Raw) != string(sealed.Raw) {
+		t.Fatalf("the latest checkpoint moved on a read: %s, sealed %s", r, sealed)
+	}
+	if r := x.req(t, "GET", pathLedger+"/proofs/inclusion?seq=1", o.Key, nil, nil).want(t, http.StatusOK); r.str("checkpoint") != sealed.str("checkpoint") {
+		t.Fatalf("an inclusion proof against a newer checkpoint than the sealed one: %s", r)
+	}
+	if r := x.req(t, "GET", pathLedger+"/proofs/consistency?old_size="+size, o.Key, nil, nil).want(t, http.StatusOK); r.str("new_checkpoint") != sealed.str("checkpoint") {
+		t.Fatalf("a consistency proof against a newer checkpoint than the sealed one: %s", r)
+	}
+	wait := x.req(t, "GET", packet, o.Key, nil, nil).wantProblem(t, http.StatusConflict, clearance.CodeEntryNotYetSealed)
+	if ra := wait.Header.Get("Retry-After"); ra != "1" {
+		t.Fatalf("Retry-After %q, want 1", ra)
+	}
+	if after := x.fingerprint(t); after != before {
+		t.Fatalf("ledger reads changed the store: %s -> %s", before, after)
+	}
+
+	// A read-only key, or another org's, does not seal this org's ledger.
+	readOnly := x.createKey(o, "audit:read")
+	x.req(t, "POST", pathSeal, readOnly, `{}`, nil).wantProblem(t, http.StatusForbidden, clearance.CodeInsufficientScope)
+	x.req(t, "POST", pathSeal+"?org_id="+o.ID, other.Key, `{}`, nil).wantProblem(t, http.StatusForbidden, clearance.CodeOrgMismatch)
+	x.req(t, "POST", pathSeal, other.Key, `{}`, nil).want(t, http.StatusOK)
+	x.req(t, "GET", packet, o.Key, nil, nil).wantProblem(t, http.StatusConflict, clearance.CodeEntryNotYetSealed)
+	if after := x.fingerprint(t); after == before {
+		t.Fatal("the other org's seal wrote nothing")
+	}
+
+	// The seal covers the entry; sealing again with nothing new answers
+	// the same checkpoint.
+	now := x.req(t, "POST", pathSeal, o.Key, `{}`, nil).want(t, http.StatusOK)
+	if uint64(now.num("tree_size")) != x.head(o.Key) || now.str("org_id") != o.ID {
+		t.Fatalf("seal covers %v entries of %d: %s", now.num("tree_size"), x.head(o.Key), now)
+	}
+	settled := x.fingerprint(t)
+	if again := x.req(t, "POST", pathSeal, o.Key, `{}`, nil).want(t, http.StatusOK); string(again.Raw) != string(now.Raw) {
+		t.Fatalf("a second seal with nothing new: %s, first %s", again, now)
+	}
+	if x.fingerprint(t) != settled {
+		t.Fatal("a seal with nothing new changed the store")
+	}
+	p := x.req(t, "GET", packet, o.Key, nil, nil).want(t, http.StatusOK)
+	if res := proof.Verify(p.Raw, vkey); !res.Valid {
+		t.Fatalf("the packet after the seal: %+v", res.Checks)
+	}
 }
 
 // TestAgentActionCapsules checks capsules of every kind of decision: each

@@ -11,6 +11,7 @@ var (
 	scopePolicyWrite   = []tenant.Scope{tenant.ScopePolicyWrite}
 	scopePolicyRead    = []tenant.Scope{tenant.ScopePolicyRead, tenant.ScopePolicyWrite}
 	scopeAuditRead     = []tenant.Scope{tenant.ScopeAuditRead}
+	scopeAuditWrite    = []tenant.Scope{tenant.ScopeAuditWrite} // sealing the ledger now
 	scopeExecRead      = []tenant.Scope{tenant.ScopeDecisionWrite, tenant.ScopeDecisionRead}
 	scopeReconcileRead = []tenant.Scope{tenant.ScopeAuditRead, tenant.ScopeDecisionRead}
 	scopeReconcile     = []tenant.Scope{tenant.ScopeAuditWrite, tenant.ScopeDecisionWrite}
@@ -83,6 +84,8 @@ func (s *Server) routes() []route {
 		{pattern: "GET /v1/protocol/audit/ledger", auth: authKey, scopes: scopeAuditRead, handle: (*Server).ledger},
 		{pattern: "GET /v1/protocol/audit/ledger/verify", auth: authKey, scopes: scopeAuditRead, handle: (*Server).verifyLedger},
 		{pattern: "GET /v1/protocol/audit/ledger/checkpoint", auth: authKey, scopes: scopeAuditRead, handle: (*Server).ledgerCheckpoint},
+		// Extension: seal now instead of waiting for the sealer (reads never seal).
+		{pattern: "POST /v1/protocol/audit/ledger/checkpoints", auth: authKey, scopes: scopeAuditWrite, handle: (*Server).sealLedger},
 		{pattern: "GET /v1/protocol/audit/ledger/checkpoints/{size}", auth: authKey, scopes: scopeAuditRead, handle: (*Server).ledgerCheckpointAt},
 		{pattern: "GET /v1/protocol/audit/ledger/proofs/inclusion", auth: authKey, scopes: scopeAuditRead, handle: (*Server).inclusionProof},
 		{pattern: "GET /v1/protocol/audit/ledger/proofs/consistency", auth: authKey, scopes: scopeAuditRead, handle: (*Server).consistencyProof},

@@ -22,8 +22,11 @@ func TestVerifyOffline(t *testing.T) {
 	key, orgID := str(org.json, "api_key"), str(org.json, "org_id")
 	d := mustCall(t, "POST", p.url+"/v1/protocol/evaluate-decision", key, `{"amount":7}`, http.StatusOK)
 	dossier := p.url + "/v1/protocol/dossiers/" + str(d.json, "dossier_id")
-	first := mustCall(t, "GET", p.url+"/v1/protocol/audit/ledger/checkpoint", key, "", http.StatusOK)
+	// Reads never seal: seal explicitly rather than wait for the sealer.
+	seal := p.url + "/v1/protocol/audit/ledger/checkpoints"
+	first := mustCall(t, "POST", seal, key, `{}`, http.StatusOK)
 	mustCall(t, "POST", p.url+"/v1/protocol/evaluate-decision", key, `{"amount":8}`, http.StatusOK)
+	mustCall(t, "POST", seal, key, `{}`, http.StatusOK)
 	ledgerKey := strings.TrimSpace(string(mustCall(t, "GET", p.url+"/.well-known/clearance-ledger-key", "", "", http.StatusOK).raw))
 
 	files := map[string][]byte{
