@@ -84,22 +84,41 @@ func ReadOrg(ctx context.Context, r store.Reader, orgID string) (tenant.Org, err
 	return o, nil
 }
 
-type orgSet struct{ m sync.Map }
+// orgSet is a set of org ids safe for concurrent use.
+type orgSet struct {
+	mu   sync.RWMutex
+	orgs map[string]struct{}
+}
 
-func (s *orgSet) add(org string) { s.m.Store(org, struct{}{}) }
+// add is on every write's path: an org already in the set costs a read
+// lock and no allocation.
+func (s *orgSet) add(org string) {
+	if s.has(org) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.orgs == nil {
+		s.orgs = map[string]struct{}{}
+	}
+	s.orgs[org] = struct{}{}
+}
 
 func (s *orgSet) has(org string) bool {
-	_, ok := s.m.Load(org)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	_, ok := s.orgs[org]
 	return ok
 }
 
 // take returns and forgets the orgs in the set.
 func (s *orgSet) take() []string {
-	var out []string
-	s.m.Range(func(k, _ any) bool {
-		s.m.Delete(k)
-		out = append(out, k.(string))
-		return true
-	})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.orgs))
+	for org := range s.orgs {
+		out = append(out, org)
+	}
+	clear(s.orgs)
 	return out
 }
