@@ -113,3 +113,4 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+

@@ -86,16 +86,32 @@ func (o Options) limits() (members, elements int) {
 // Decode validates raw and unmarshals it into v (a pointer). Every body
 // Clearance accepts is a JSON object: anything else (null included) is
 // refused rather than decoded into a zero value.
+//
+// An accepted body is parsed once: a byte scan (depth, limits, NUL; no
+// allocation) and the unmarshal, whose decoder refuses what Validate
+// refuses (bad syntax, duplicate names, invalid UTF-8, trailing data). Only
+// a body that is refused is validated again, so that its error is the one
+// validating first would report.
 func Decode(raw []byte, v any, opts Options) error {
-	if err := Validate(raw, opts); err != nil {
-		return err
+	if len(raw) == 0 {
+		return &Error{Code: CodeEmpty, Detail: "request body is empty"}
 	}
-	if first := bytes.TrimLeft(raw, " \t\r\n"); first[0] != '{' {
+	members, elements := opts.limits()
+	if tooDeep, limit := scan(raw, members, elements); tooDeep || limit != nil {
+		return Validate(raw, opts)
+	}
+	if first := bytes.TrimLeft(raw, " \t\r\n"); len(first) == 0 || first[0] != '{' {
+		if err := Validate(raw, opts); err != nil {
+			return err
+		}
 		return &Error{Code: CodeWrongType, Detail: "the body must be a JSON object"}
 	}
 	err := json.Unmarshal(raw, v, json.RejectUnknownMembers(opts.RejectUnknown))
 	if err == nil {
 		return nil
+	}
+	if verr := Validate(raw, opts); verr != nil {
+		return verr
 	}
 	return classify(err)
 }
