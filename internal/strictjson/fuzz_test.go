@@ -113,4 +113,3 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
-
