@@ -50,6 +50,10 @@ type Config struct {
 	// limit (then Duration must be set).
 	Count  int64
 	Warmup time.Duration
+	// Prefill records this many decisions (evaluate operations, not
+	// measured) in the run's org before the warmup, so that the run measures
+	// a store of that size; the fill's time is reported (Result.Prefill).
+	Prefill int64
 	// Timeout bounds each request; 0 means DefaultTimeout.
 	Timeout time.Duration
 	// Progress receives a line per second while the run measures; nil
@@ -94,8 +98,11 @@ func (c Config) Validate() error {
 	if c.Duration < 0 || c.Duration > MaxDuration || c.Warmup < 0 || c.Warmup > MaxDuration || c.Timeout < 0 {
 		return fmt.Errorf("duration and warmup must be 0 to %v, timeout not negative", MaxDuration)
 	}
-	if c.Count < 0 {
-		return errors.New("count must not be negative")
+	if c.Count < 0 || c.Prefill < 0 {
+		return errors.New("count and prefill must not be negative")
+	}
+	if c.Prefill > 0 && c.Peer != "" {
+		return errors.New("prefill fills Clearance's store: a peer keeps none")
 	}
 	if c.Duration == 0 && c.Count == 0 {
 		return errors.New("set a duration, a count or both")

@@ -59,6 +59,12 @@
 // context is cancelled (operations cut short by the cancellation are
 // discarded). Each request is bounded by Config.Timeout.
 //
+// Config.Prefill first records that many decisions in the run's org with
+// every worker, unmeasured, so that the run measures a store of that size
+// (compare a run with --prefill 1000000 against one on a fresh store: the
+// ratio is how throughput holds up as the store grows). A failed decision
+// stops the fill and the run.
+//
 // Latencies are of successful operations and successful requests only, in
 // an HDR histogram of 1 µs to 60 s with 3 significant digits (longer values
 // are recorded as 60 s). Errors are counted per failed request: any non-2xx
@@ -109,4 +115,6 @@
 //	pass                the verdict above; failures lists why not
 //	machine             {goos, goarch, cpus, gomaxprocs, go} of the tool
 //	started_at          RFC 3339 start of the run
+//	prefill             with Config.Prefill: {decisions, seconds, per_second}
+//	                    of the fill that ran before the warmup
 package load

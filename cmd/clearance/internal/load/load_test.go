@@ -329,3 +329,47 @@ func TestValidate(t *testing.T) {
 		}
 	}
 }
+
+// Prefill records its decisions before the measured ones, and reports them
+// apart: the server holds both.
+func TestPrefill(t *testing.T) {
+	srv := newServer(t, false)
+	ctx := context.Background()
+	org, err := srv.engine.Admin.CreateOrg(ctx, "Filled")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := load.Run(ctx, load.Config{Scenario: load.Evaluate, Target: srv.url, APIKey: org.Key.Secret,
+		Concurrency: 4, Count: 20, Prefill: 150})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Pass || res.Operations != 20 || res.Prefill == nil || res.Prefill.Decisions != 150 || res.Prefill.PerSecond <= 0 {
+		t.Fatalf("result %+v, prefill %+v", res, res.Prefill)
+	}
+	rep, err := srv.engine.Audit.VerifyLedger(ctx, org.Org.ID)
+	if err != nil || !rep.Valid {
+		t.Fatal(rep, err)
+	}
+	if rep.HeadSeq < 170 {
+		t.Fatalf("the ledger holds %d entries; want the 150 prefilled and 20 measured decisions", rep.HeadSeq)
+	}
+	var table bytes.Buffer
+	if err := res.WriteTable(&table); err != nil || !strings.Contains(table.String(), "prefill     150 decisions") {
+		t.Fatalf("table:\n%s", table.String())
+	}
+}
+
+// A fill that fails stops the run before it measures anything.
+func TestPrefillFailureStops(t *testing.T) {
+	srv := newLimitedServer(t, false, server.Options{RateLimit: 1, RateBurst: 5})
+	org, err := srv.engine.Admin.CreateOrg(context.Background(), "Limited")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = load.Run(context.Background(), load.Config{Scenario: load.Evaluate, Target: srv.url, APIKey: org.Key.Secret,
+		Concurrency: 2, Count: 5, Prefill: 100})
+	if err == nil || !strings.Contains(err.Error(), "prefill: a decision failed (status 429") {
+		t.Fatalf("err %v", err)
+	}
+}

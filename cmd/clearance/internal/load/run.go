@@ -97,6 +97,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := r.setup(ctx); err != nil {
 		return nil, err
 	}
+	var fill *Prefill
+	if cfg.Prefill > 0 {
+		f, err := r.prefill(ctx)
+		if err != nil {
+			return nil, err
+		}
+		fill = &f
+	}
 	start := time.Now()
 	r.measureStart = start.Add(cfg.Warmup)
 	if cfg.Duration > 0 {
@@ -117,7 +125,43 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	close(done)
 	progress.Wait()
 	m := Machine{GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, CPUs: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), Go: runtime.Version()}
-	return r.stats.result(cfg, start, r.measureStart, m), nil
+	res := r.stats.result(cfg, start, r.measureStart, m)
+	res.Prefill = fill
+	return res, nil
+}
+
+// prefill records cfg.Prefill decisions with every worker, unmeasured; a
+// decision that fails stops it, since the run would not measure the size
+// it names.
+func (r *runner) prefill(ctx context.Context) (Prefill, error) {
+	start := time.Now()
+	var next atomic.Int64
+	var failed atomic.Pointer[string]
+	var workers sync.WaitGroup
+	for id := range r.cfg.Concurrency {
+		workers.Go(func() {
+			rng := mrand.New(mrand.NewPCG(uint64(time.Now().UnixNano()), uint64(id)))
+			key := r.keyOf(id)
+			var buf []byte
+			for next.Add(1) <= r.cfg.Prefill && failed.Load() == nil && ctx.Err() == nil {
+				var op opResult
+				buf, op, _ = r.evaluate(ctx, key, rng, buf)
+				if !op.ok && ctx.Err() == nil {
+					why := fmt.Sprintf("prefill: a decision failed (status %d, %s)", op.steps[0].status, op.steps[0].code)
+					failed.CompareAndSwap(nil, &why)
+				}
+			}
+		})
+	}
+	workers.Wait()
+	if why := failed.Load(); why != nil {
+		return Prefill{}, errors.New(*why)
+	}
+	if err := ctx.Err(); err != nil {
+		return Prefill{}, err
+	}
+	secs := time.Since(start).Seconds()
+	return Prefill{Decisions: r.cfg.Prefill, Seconds: secs, PerSecond: float64(r.cfg.Prefill) / secs}, nil
 }
 
 // setup finds or creates the org and, for cycles, registers the agent key

@@ -121,6 +121,15 @@ type Result struct {
 	Failures          []string           `json:"failures"`
 	Machine           Machine            `json:"machine"`
 	StartedAt         string             `json:"started_at"`
+	// Prefill is the fill that ran before the warmup (Config.Prefill).
+	Prefill *Prefill `json:"prefill,omitempty"`
+}
+
+// Prefill is how the store was filled before a run.
+type Prefill struct {
+	Decisions int64   `json:"decisions"`
+	Seconds   float64 `json:"seconds"`
+	PerSecond float64 `json:"per_second"`
 }
 
 // stepResult is one request of an operation.
@@ -314,6 +323,9 @@ func (r *Result) WriteTable(w io.Writer) error {
 	fmt.Fprintf(&b, ", %d workers, %.2fs measured after %.2gs warmup\n", r.Concurrency, r.ElapsedSeconds, r.WarmupSeconds)
 	fmt.Fprintf(&b, "target      %s%s\n", r.Target, self)
 	fmt.Fprintf(&b, "machine     %s/%s, %d CPUs, GOMAXPROCS %d, %s\n", r.Machine.GOOS, r.Machine.GOARCH, r.Machine.CPUs, r.Machine.GOMAXPROCS, r.Machine.Go)
+	if r.Prefill != nil {
+		fmt.Fprintf(&b, "prefill     %d decisions recorded first, in %.1fs (%.0f/s)\n", r.Prefill.Decisions, r.Prefill.Seconds, r.Prefill.PerSecond)
+	}
 	fmt.Fprintf(&b, "operations  %d (%d ok, %d failed)\n", r.Operations, r.Succeeded, r.Failed)
 	fmt.Fprintf(&b, "throughput  %.1f ops/s, %.1f requests/s (%d requests)\n\n", r.OpsPerSecond, r.RequestsPerSecond, r.Requests)
 	fmt.Fprintf(&b, "%-18s %9s %9s %9s %9s %9s %9s %9s\n", "latency (ms)", "count", "mean", "p50", "p90", "p99", "p99.9", "max")
