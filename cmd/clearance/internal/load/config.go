@@ -98,8 +98,11 @@ func (c Config) Validate() error {
 	if c.Duration < 0 || c.Duration > MaxDuration || c.Warmup < 0 || c.Warmup > MaxDuration || c.Timeout < 0 {
 		return fmt.Errorf("duration and warmup must be 0 to %v, timeout not negative", MaxDuration)
 	}
-	if c.Count < 0 || c.Prefill < 0 {
-		return errors.New("count and prefill must not be negative")
+	if c.Count < 0 {
+		return errors.New("count must not be negative")
+	}
+	if c.Prefill < 0 {
+		return errors.New("prefill must not be negative")
 	}
 	if c.Prefill > 0 && c.Peer != "" {
 		return errors.New("prefill fills Clearance's store: a peer keeps none")
