@@ -63,6 +63,7 @@ func loadtest(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	duration := fs.Duration("duration", 10*time.Second, "measured time after the warmup; none when only --count is given")
 	count := fs.Int64("count", 0, "stop after this many measured operations (0: no limit)")
 	warmup := fs.Duration("warmup", time.Second, "warmup whose operations are not measured; 0 when only --count is given")
+	orgs := fs.Int("orgs", 1, "create this many orgs and spread the workers over them (needs a platform key or --self)")
 	prefill := fs.Int64("prefill", 0, "record this many decisions before the warmup, unmeasured, to measure a store of that size")
 	cycleShare := fs.Float64("cycle-share", load.DefaultCycleShare, "share of cycles among operations (mixed only)")
 	timeout := fs.Duration("timeout", load.DefaultTimeout, "per-request timeout")
@@ -119,7 +120,7 @@ func loadtest(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	cfg := load.Config{Scenario: load.Scenario(*scenario), Target: *target, AllowRemote: *allowRemote, APIKey: *key,
 		PlatformKey: *platformKey, CycleShare: *cycleShare, Concurrency: *concurrency, Duration: *duration, Count: *count,
-		Warmup: *warmup, Prefill: *prefill, Timeout: *timeout, SelfHosted: *self, Peer: load.Peer(*peer), OPAPath: *opaPath}
+		Warmup: *warmup, Orgs: *orgs, Prefill: *prefill, Timeout: *timeout, SelfHosted: *self, Peer: load.Peer(*peer), OPAPath: *opaPath}
 	if *self {
 		cfg.Target, cfg.APIKey, cfg.PlatformKey = "http://127.0.0.1:1", "", "placeholder" // replaced below
 	}

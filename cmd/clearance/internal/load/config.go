@@ -50,6 +50,9 @@ type Config struct {
 	// limit (then Duration must be set).
 	Count  int64
 	Warmup time.Duration
+	// Orgs is how many orgs the run creates and loads (worker i loads org
+	// i mod Orgs); 0 means 1. More than one needs PlatformKey.
+	Orgs int
 	// Prefill records this many decisions (evaluate operations, not
 	// measured) in the run's org before the warmup, so that the run measures
 	// a store of that size; the fill's time is reported (Result.Prefill).
@@ -100,6 +103,12 @@ func (c Config) Validate() error {
 	}
 	if c.Count < 0 {
 		return errors.New("count must not be negative")
+	}
+	if c.Orgs < 0 || c.Orgs > c.Concurrency {
+		return fmt.Errorf("orgs must be 0 to the concurrency (%d)", c.Concurrency)
+	}
+	if c.Orgs > 1 && c.PlatformKey == "" {
+		return errors.New("more than one org needs a platform key: the run creates them")
 	}
 	if c.Prefill < 0 {
 		return errors.New("prefill must not be negative")

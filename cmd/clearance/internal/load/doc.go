@@ -59,6 +59,10 @@
 // context is cancelled (operations cut short by the cancellation are
 // discarded). Each request is bounded by Config.Timeout.
 //
+// Config.Orgs spreads the workers over that many orgs the run creates
+// (worker i loads org i mod Orgs): per-org serialization must not become a
+// global one, so N orgs should together reach at least one org's throughput.
+//
 // Config.Prefill first records that many decisions in the run's org with
 // every worker, unmeasured, so that the run measures a store of that size
 // (compare a run with --prefill 1000000 against one on a fresh store: the
@@ -115,6 +119,7 @@
 //	pass                the verdict above; failures lists why not
 //	machine             {goos, goarch, cpus, gomaxprocs, go} of the tool
 //	started_at          RFC 3339 start of the run
+//	orgs                how many orgs the run loaded
 //	prefill             with Config.Prefill: {decisions, seconds, per_second}
 //	                    of the fill that ran before the warmup
 package load

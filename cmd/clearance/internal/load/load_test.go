@@ -5,8 +5,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -40,6 +42,12 @@ func newServer(t *testing.T, signing bool) testServer {
 // newLimitedServer is newServer with server options of its own.
 func newLimitedServer(t *testing.T, signing bool, sopts server.Options) testServer {
 	t.Helper()
+	return newWrappedServer(t, signing, sopts, nil)
+}
+
+// newWrappedServer is newLimitedServer whose handler wrap wraps (nil: none).
+func newWrappedServer(t *testing.T, signing bool, sopts server.Options, wrap func(http.Handler) http.Handler) testServer {
+	t.Helper()
 	st, err := pebblestore.Open(t.TempDir(), pebblestore.Options{Logger: quietPebble{}})
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +72,11 @@ func newLimitedServer(t *testing.T, signing bool, sopts server.Options) testServ
 	if err := eng.Admin.EnsurePlatformKey(context.Background(), secret); err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(server.New(eng, sopts))
+	var h http.Handler = server.New(eng, sopts)
+	if wrap != nil {
+		h = wrap(h)
+	}
+	hs := httptest.NewServer(h)
 	t.Cleanup(hs.Close)
 	return testServer{url: hs.URL, platform: secret, engine: eng}
 }
@@ -371,5 +383,41 @@ func TestPrefillFailureStops(t *testing.T) {
 		Concurrency: 2, Count: 5, Prefill: 100})
 	if err == nil || !strings.Contains(err.Error(), "prefill: a decision failed (status 429") {
 		t.Fatalf("err %v", err)
+	}
+}
+
+// Orgs spreads the workers over that many orgs the run creates, each worker
+// with its own key; cycles work in every org (the agent key is registered
+// and the bundle published in each).
+func TestManyOrgs(t *testing.T) {
+	var mu sync.Mutex
+	created, senders := 0, map[string]bool{}
+	srv := newWrappedServer(t, true, server.Options{RateLimit: -1}, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			switch r.URL.Path {
+			case "/v1/platform/orgs":
+				created++
+			case "/v1/protocol/evaluate-decision", "/v1/authority/enforce-and-bind":
+				senders[r.Header.Get("Authorization")] = true
+			}
+			mu.Unlock()
+			h.ServeHTTP(w, r)
+		})
+	})
+	res, err := load.Run(context.Background(), load.Config{Scenario: load.Mixed, CycleShare: 0.5, Target: srv.url,
+		PlatformKey: srv.platform, Orgs: 3, Concurrency: 6, Count: 60})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Pass || res.Orgs != 3 || res.ShouldExecute.True == 0 || res.ShouldExecute.False != 0 {
+		t.Fatalf("result %+v", res)
+	}
+	if created != 3 || len(senders) != 6 {
+		t.Fatalf("created %d orgs, %d credentials sent decisions; want 3 and 6", created, len(senders))
+	}
+	if _, err := load.Run(context.Background(), load.Config{Scenario: load.Evaluate, Target: srv.url, APIKey: "clr_org_x",
+		Orgs: 2, Concurrency: 2, Count: 1}); err == nil || !strings.Contains(err.Error(), "platform key") {
+		t.Fatalf("two orgs with an org key: %v", err)
 	}
 }

@@ -47,20 +47,36 @@ const bundleTemplate = `{"bundle_id":"clearance-loadtest","version":%q,"mode":"E
  {"id":"loadtest-block","match":[{"field":"amount","op":"ge","value":10000}],"outcome":"BLOCK","reason_codes":["AMOUNT_AT_OR_ABOVE_BLOCK_THRESHOLD"]}],
  "default":{"outcome":"ALLOW","reason_codes":["LOADTEST_ALLOW"]}}`
 
+// tenant is one org a run loads and the API keys its workers send. Each
+// client is its own credential, as a fleet of agents is, so the server's
+// per-credential rate limit meters each of them.
+type tenant struct {
+	orgID string
+	key   string // the org's key (setup calls)
+	// clientKeys are the keys workers send, the n-th worker of the org
+	// key n mod len; empty means key.
+	clientKeys []string
+}
+
+// keyOf is the API key the org's n-th worker sends.
+func (t *tenant) keyOf(n int) string {
+	if len(t.clientKeys) == 0 {
+		return t.key
+	}
+	return t.clientKeys[n%len(t.clientKeys)]
+}
+
 // runner is one run in flight.
 type runner struct {
 	cfg    Config
 	client *http.Client
 	base   string
-	key    string
-	// clientKeys are the API keys workers send, worker i the key
-	// i mod len: each client is its own credential, as a fleet of agents
-	// is, so the server's per-credential rate limit meters each of them.
-	clientKeys []string
-	orgID      string
-	agent      grant.Key
-	runID      string
-	share      float64
+	// tenants are the orgs the run loads (Config.Orgs), worker i org
+	// i mod len.
+	tenants []*tenant
+	agent   grant.Key
+	runID   string
+	share   float64
 	// peerPath is the URL path of a peer's decision; "" for Clearance.
 	peerPath string
 
@@ -126,7 +142,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	progress.Wait()
 	m := Machine{GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, CPUs: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), Go: runtime.Version()}
 	res := r.stats.result(cfg, start, r.measureStart, m)
-	res.Prefill = fill
+	res.Prefill, res.Orgs = fill, len(r.tenants)
 	return res, nil
 }
 
@@ -141,7 +157,7 @@ func (r *runner) prefill(ctx context.Context) (Prefill, error) {
 	for id := range r.cfg.Concurrency {
 		workers.Go(func() {
 			rng := mrand.New(mrand.NewPCG(uint64(time.Now().UnixNano()), uint64(id)))
-			key := r.keyOf(id)
+			_, key := r.tenantOf(id)
 			var buf []byte
 			for next.Add(1) <= r.cfg.Prefill && failed.Load() == nil && ctx.Err() == nil {
 				var op opResult
@@ -164,8 +180,8 @@ func (r *runner) prefill(ctx context.Context) (Prefill, error) {
 	return Prefill{Decisions: r.cfg.Prefill, Seconds: secs, PerSecond: float64(r.cfg.Prefill) / secs}, nil
 }
 
-// setup finds or creates the org and, for cycles, registers the agent key
-// and publishes the enforcing bundle; a peer gets its own checks.
+// setup finds or creates the orgs and, for cycles, registers the agent key
+// and publishes the enforcing bundle in each; a peer gets its own checks.
 func (r *runner) setup(ctx context.Context) error {
 	if r.peerPath != "" {
 		return r.setupPeer(ctx)
@@ -173,84 +189,112 @@ func (r *runner) setup(ctx context.Context) error {
 	if err := r.setupCall(ctx, http.MethodGet, pathHealth, "", nil, nil, "reach the target"); err != nil {
 		return err
 	}
-	r.key = r.cfg.APIKey
-	if r.key == "" {
-		var org struct {
-			OrgID  string `json:"org_id"`
-			APIKey string `json:"api_key"`
-		}
-		body, _ := json.Marshal(map[string]string{"name": "loadtest-" + r.runID})
-		if err := r.setupCall(ctx, http.MethodPost, pathOrgs, r.cfg.PlatformKey, body, &org, "create org"); err != nil {
-			return err
-		}
-		if org.APIKey == "" || org.OrgID == "" {
-			return errors.New("create org: the answer has no api_key or org_id")
-		}
-		r.key, r.orgID = org.APIKey, org.OrgID
-		if err := r.createClientKeys(ctx); err != nil {
-			return err
+	if r.cfg.APIKey != "" {
+		r.tenants = []*tenant{{key: r.cfg.APIKey}}
+	} else {
+		for i := range max(r.cfg.Orgs, 1) {
+			t, err := r.createOrg(ctx, i)
+			if err != nil {
+				return err
+			}
+			r.tenants = append(r.tenants, t)
 		}
 	}
 	if r.share == 0 {
 		return nil
-	}
-	if r.orgID == "" {
-		var list struct {
-			OrgID string `json:"org_id"`
-		}
-		if err := r.setupCall(ctx, http.MethodGet, pathAgentKeys, r.key, nil, &list, "find the key's org"); err != nil {
-			return err
-		}
-		if list.OrgID == "" {
-			return errors.New("find the key's org: the answer has no org_id")
-		}
-		r.orgID = list.OrgID
 	}
 	agent, err := grant.NewKey(rand.Reader)
 	if err != nil {
 		return fmt.Errorf("agent key: %w", err)
 	}
 	r.agent = agent
-	reg, err := json.Marshal(map[string]any{"kid": agent.KID(), "public_jwk": agent.PublicJWK()})
+	for _, t := range r.tenants {
+		if err := r.prepareCycles(ctx, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// createOrg creates the run's i-th org and its workers' keys.
+func (r *runner) createOrg(ctx context.Context, i int) (*tenant, error) {
+	var org struct {
+		OrgID  string `json:"org_id"`
+		APIKey string `json:"api_key"`
+	}
+	name := "loadtest-" + r.runID
+	if r.cfg.Orgs > 1 {
+		name += "-" + strconv.Itoa(i+1)
+	}
+	body, _ := json.Marshal(map[string]string{"name": name})
+	if err := r.setupCall(ctx, http.MethodPost, pathOrgs, r.cfg.PlatformKey, body, &org, "create org"); err != nil {
+		return nil, err
+	}
+	if org.APIKey == "" || org.OrgID == "" {
+		return nil, errors.New("create org: the answer has no api_key or org_id")
+	}
+	t := &tenant{orgID: org.OrgID, key: org.APIKey}
+	orgs := max(r.cfg.Orgs, 1)
+	workers := (r.cfg.Concurrency - i + orgs - 1) / orgs // the workers i, i+orgs, …
+	return t, r.createClientKeys(ctx, t, workers)
+}
+
+// prepareCycles finds the org of a given key, registers the run's agent key
+// in it and publishes the enforcing bundle.
+func (r *runner) prepareCycles(ctx context.Context, t *tenant) error {
+	if t.orgID == "" {
+		var list struct {
+			OrgID string `json:"org_id"`
+		}
+		if err := r.setupCall(ctx, http.MethodGet, pathAgentKeys, t.key, nil, &list, "find the key's org"); err != nil {
+			return err
+		}
+		if list.OrgID == "" {
+			return errors.New("find the key's org: the answer has no org_id")
+		}
+		t.orgID = list.OrgID
+	}
+	reg, err := json.Marshal(map[string]any{"kid": r.agent.KID(), "public_jwk": r.agent.PublicJWK()})
 	if err != nil {
 		return fmt.Errorf("agent key: %w", err)
 	}
-	if err := r.setupCall(ctx, http.MethodPost, pathAgentKeys, r.key, reg, nil, "register the agent key"); err != nil {
+	if err := r.setupCall(ctx, http.MethodPost, pathAgentKeys, t.key, reg, nil, "register the agent key"); err != nil {
 		return err
 	}
 	bundle := fmt.Appendf(nil, bundleTemplate, "loadtest-"+r.runID)
-	return r.setupCall(ctx, http.MethodPost, pathBundles, r.key, bundle, nil, "publish the loadtest bundle")
+	return r.setupCall(ctx, http.MethodPost, pathBundles, t.key, bundle, nil, "publish the loadtest bundle")
 }
 
 // MaxClientKeys bounds the API keys a run creates for its workers.
 const MaxClientKeys = 64
 
-// createClientKeys gives the workers of a run that created its org their
-// own API keys (up to MaxClientKeys; the org's first key is one of them).
-func (r *runner) createClientKeys(ctx context.Context) error {
-	r.clientKeys = []string{r.key}
+// createClientKeys gives the workers of an org the run created their own
+// API keys (up to MaxClientKeys; the org's first key is one of them).
+func (r *runner) createClientKeys(ctx context.Context, t *tenant, workers int) error {
+	t.clientKeys = []string{t.key}
 	body := []byte(`{"scopes":["decision:write"]}`)
-	for len(r.clientKeys) < min(r.cfg.Concurrency, MaxClientKeys) {
+	for len(t.clientKeys) < min(workers, MaxClientKeys) {
 		var k struct {
 			Secret string `json:"api_key"`
 		}
-		if err := r.setupCall(ctx, http.MethodPost, pathOrgs+"/"+r.orgID+"/api-keys", r.cfg.PlatformKey, body, &k, "create a client key"); err != nil {
+		if err := r.setupCall(ctx, http.MethodPost, pathOrgs+"/"+t.orgID+"/api-keys", r.cfg.PlatformKey, body, &k, "create a client key"); err != nil {
 			return err
 		}
 		if k.Secret == "" {
 			return errors.New("create a client key: the answer has no api_key")
 		}
-		r.clientKeys = append(r.clientKeys, k.Secret)
+		t.clientKeys = append(t.clientKeys, k.Secret)
 	}
 	return nil
 }
 
-// keyOf is the API key worker id sends.
-func (r *runner) keyOf(id int) string {
-	if len(r.clientKeys) == 0 {
-		return r.key
+// tenantOf is the org worker id loads and the key it sends.
+func (r *runner) tenantOf(id int) (*tenant, string) {
+	if len(r.tenants) == 0 { // a peer
+		return nil, ""
 	}
-	return r.clientKeys[id%len(r.clientKeys)]
+	t := r.tenants[id%len(r.tenants)]
+	return t, t.keyOf(id / len(r.tenants))
 }
 
 func (r *runner) setupCall(ctx context.Context, method, path, key string, body []byte, out any, what string) error {
@@ -366,7 +410,7 @@ func (r *runner) kindOf(n int64) string {
 
 func (r *runner) worker(ctx context.Context, id int) {
 	rng := mrand.New(mrand.NewPCG(uint64(time.Now().UnixNano()), uint64(id)))
-	key := r.keyOf(id)
+	t, key := r.tenantOf(id)
 	var buf []byte
 	for {
 		now := time.Now()
@@ -386,7 +430,7 @@ func (r *runner) worker(ctx context.Context, id int) {
 		var op opResult
 		var canceled bool
 		if r.kindOf(n) == kindCycle {
-			op, canceled = r.cycle(ctx, key, rng)
+			op, canceled = r.cycle(ctx, t, key, rng)
 		} else {
 			buf, op, canceled = r.evaluate(ctx, key, rng, buf)
 		}
@@ -451,12 +495,12 @@ func (r *runner) evaluate(ctx context.Context, key string, rng *mrand.Rand, buf 
 }
 
 // intent signs a fresh intent below the escalation band.
-func (r *runner) intent(rng *mrand.Rand) (string, error) {
+func (r *runner) intent(t *tenant, rng *mrand.Rand) (string, error) {
 	n := r.intents.Add(1)
 	id := r.runID + "-" + strconv.FormatInt(n, 10)
 	c := 100 + rng.Int64N(99_900)
 	m := map[string]any{
-		"intent_id": "lt-" + id, "org_id": r.orgID,
+		"intent_id": "lt-" + id, "org_id": t.orgID,
 		"actor":        map[string]any{"id": "loadtest-agent", "type": "agent"},
 		"action":       map[string]any{"type": "payment", "amount": float64(c) / 100, "currency": "EUR", "target": "acct-" + strconv.FormatInt(n%1000, 10)},
 		"workflow_key": "loadtest", "decision_type": "PAYMENT", "nonce": "nonce-" + id, "concurrency_scope": "scope-" + id,
@@ -469,9 +513,9 @@ func (r *runner) intent(rng *mrand.Rand) (string, error) {
 	return grant.SignIntent(r.agent, payload)
 }
 
-func (r *runner) cycle(ctx context.Context, key string, rng *mrand.Rand) (opResult, bool) {
+func (r *runner) cycle(ctx context.Context, t *tenant, key string, rng *mrand.Rand) (opResult, bool) {
 	op := opResult{kind: kindCycle}
-	jws, err := r.intent(rng)
+	jws, err := r.intent(t, rng)
 	if err != nil { // cannot happen with a valid key; count it, do not spin
 		op.steps[0] = stepResult{step: stepBind, code: "INTENT_SIGNING_FAILED"}
 		op.n = 1

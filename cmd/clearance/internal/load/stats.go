@@ -103,6 +103,7 @@ type Result struct {
 	Peer              Peer               `json:"peer,omitempty"`
 	OPAPath           string             `json:"opa_path,omitempty"`
 	Concurrency       int                `json:"concurrency"`
+	Orgs              int                `json:"orgs,omitempty"`
 	CycleShare        float64            `json:"cycle_share"`
 	WarmupSeconds     float64            `json:"warmup_seconds"`
 	ElapsedSeconds    float64            `json:"elapsed_seconds"`
@@ -322,6 +323,9 @@ func (r *Result) WriteTable(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, ", %d workers, %.2fs measured after %.2gs warmup\n", r.Concurrency, r.ElapsedSeconds, r.WarmupSeconds)
 	fmt.Fprintf(&b, "target      %s%s\n", r.Target, self)
+	if r.Orgs > 1 {
+		fmt.Fprintf(&b, "orgs        %d, workers spread over them\n", r.Orgs)
+	}
 	fmt.Fprintf(&b, "machine     %s/%s, %d CPUs, GOMAXPROCS %d, %s\n", r.Machine.GOOS, r.Machine.GOARCH, r.Machine.CPUs, r.Machine.GOMAXPROCS, r.Machine.Go)
 	if r.Prefill != nil {
 		fmt.Fprintf(&b, "prefill     %d decisions recorded first, in %.1fs (%.0f/s)\n", r.Prefill.Decisions, r.Prefill.Seconds, r.Prefill.PerSecond)
