@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -279,4 +280,34 @@ func Example() {
 	// Output:
 	// BLOCK SHADOW [PROTOCOL_OUTCOME_BLOCK POLICY_MATCHED AMOUNT_AT_OR_ABOVE_BLOCK_THRESHOLD]
 	// ledger valid: true entries: 3
+}
+
+// BenchmarkEvaluateOrgs is BenchmarkEvaluatePebbleSyncParallel over one org
+// and over 64, each caller deciding for org i mod orgs: per-org
+// serialization must not become a global one.
+func BenchmarkEvaluateOrgs(b *testing.B) {
+	for _, n := range []int{1, 64} {
+		b.Run(fmt.Sprintf("orgs=%d", n), func(b *testing.B) {
+			ctx := context.Background()
+			e := newEngine(b)
+			reqs := make([]clearance.EvaluateRequest, n)
+			for i := range reqs {
+				reqs[i] = request(b, newOrg(b, e), `{"decision_type":"PAYMENT","workflow_key":"ap.invoice","amount":250.5}`)
+			}
+			var next atomic.Int64
+			b.ReportAllocs()
+			b.SetParallelism(32)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				r := reqs[int(next.Add(1))%n]
+				for pb.Next() {
+					if _, err := e.Evaluate(ctx, r); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
+		})
+	}
 }

@@ -2,9 +2,11 @@ package server_test
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 	"runtime"
+	"sync/atomic"
 	"testing"
 
 	"github.com/clearancehq/clearance/server"
@@ -53,4 +55,57 @@ func BenchmarkHTTPEvaluateDecision(b *testing.B) {
 	})
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
+}
+
+// BenchmarkHTTPEvaluateOrgs is BenchmarkHTTPEvaluateDecision with every
+// client on a key of its own, over one org and over 32 (client i decides
+// for org i mod orgs): more orgs must not be slower than one.
+func BenchmarkHTTPEvaluateOrgs(b *testing.B) {
+	const clients = 32
+	for _, n := range []int{1, clients} {
+		b.Run(fmt.Sprintf("orgs=%d", n), func(b *testing.B) {
+			e := newEnv(b, server.Options{RateLimit: -1})
+			orgs := make([]org, n)
+			for i := range orgs {
+				orgs[i] = e.createOrg(fmt.Sprintf("Bench %d", i))
+			}
+			keys := make([]string, clients)
+			for i := range keys {
+				keys[i] = e.createKey(orgs[i%n], "decision:write")
+			}
+			client := &http.Client{Transport: &http.Transport{MaxIdleConns: 2 * clients, MaxIdleConnsPerHost: 2 * clients}}
+			b.Cleanup(client.CloseIdleConnections)
+			url := e.srv.URL + pathEvaluate
+			body := []byte(`{"decision_type":"PAYMENT","workflow_key":"ap.invoice","amount":2500}`)
+			var next atomic.Int64
+			b.ReportAllocs()
+			b.SetParallelism((clients + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				key := keys[int(next.Add(1))%clients]
+				for pb.Next() {
+					req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					req.Header.Set("Authorization", "Bearer "+key)
+					req.Header.Set("Content-Type", "application/json")
+					res, err := client.Do(req)
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					_, _ = io.Copy(io.Discard, res.Body)
+					_ = res.Body.Close()
+					if res.StatusCode != http.StatusOK {
+						b.Errorf("status %d", res.StatusCode)
+						return
+					}
+				}
+			})
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
+		})
+	}
 }
