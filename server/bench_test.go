@@ -31,28 +31,7 @@ func BenchmarkHTTPEvaluateDecision(b *testing.B) {
 	b.ReportAllocs()
 	b.SetParallelism((clients + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
 	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			req.Header.Set("Authorization", "Bearer "+o.Key)
-			req.Header.Set("Content-Type", "application/json")
-			res, err := client.Do(req)
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			_, _ = io.Copy(io.Discard, res.Body)
-			_ = res.Body.Close()
-			if res.StatusCode != http.StatusOK {
-				b.Errorf("status %d", res.StatusCode)
-				return
-			}
-		}
-	})
+	postDecisions(b, client, url, body, func() string { return o.Key })
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
 }
@@ -81,31 +60,37 @@ func BenchmarkHTTPEvaluateOrgs(b *testing.B) {
 			b.ReportAllocs()
 			b.SetParallelism((clients + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
 			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				key := keys[int(next.Add(1))%clients]
-				for pb.Next() {
-					req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
-					if err != nil {
-						b.Error(err)
-						return
-					}
-					req.Header.Set("Authorization", "Bearer "+key)
-					req.Header.Set("Content-Type", "application/json")
-					res, err := client.Do(req)
-					if err != nil {
-						b.Error(err)
-						return
-					}
-					_, _ = io.Copy(io.Discard, res.Body)
-					_ = res.Body.Close()
-					if res.StatusCode != http.StatusOK {
-						b.Errorf("status %d", res.StatusCode)
-						return
-					}
-				}
-			})
+			postDecisions(b, client, url, body, func() string { return keys[int(next.Add(1))%clients] })
 			b.StopTimer()
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
 		})
 	}
+}
+
+// postDecisions posts body to url from parallel clients until b.N
+// decisions are answered 200; each client sends the key keyOf gives it.
+func postDecisions(b *testing.B, client *http.Client, url string, body []byte, keyOf func() string) {
+	b.RunParallel(func(pb *testing.PB) {
+		key := keyOf()
+		for pb.Next() {
+			req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			req.Header.Set("Authorization", "Bearer "+key)
+			req.Header.Set("Content-Type", "application/json")
+			res, err := client.Do(req)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			_, _ = io.Copy(io.Discard, res.Body)
+			_ = res.Body.Close()
+			if res.StatusCode != http.StatusOK {
+				b.Errorf("status %d", res.StatusCode)
+				return
+			}
+		}
+	})
 }
