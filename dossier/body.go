@@ -3,6 +3,7 @@ package dossier
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/clearancehq/clearance/artifact"
@@ -106,9 +107,14 @@ func Record(ctx context.Context, tx RecordTx, b *Body, ix Index, at time.Time) (
 	}); err != nil {
 		return "", err
 	}
-	if _, err := ledger.Append(ctx, tx, b.OrgID, ledger.Record{
-		Kind: ledger.KindDecision, SubjectID: b.DossierID, PayloadDigest: digest}, at); err != nil {
+	// The entry follows the head read above (the transaction holds the
+	// org): reading it again would cost a round trip on PostgreSQL.
+	e, err := ledger.Next(head, b.OrgID, ledger.Record{Kind: ledger.KindDecision, SubjectID: b.DossierID, PayloadDigest: digest}, at)
+	if err != nil {
 		return "", err
+	}
+	if err := tx.PutLedgerEntry(ctx, e); err != nil {
+		return "", fmt.Errorf("ledger: append: %w", err)
 	}
 	if b.ChainID == "" {
 		return digest, nil
