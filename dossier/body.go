@@ -95,9 +95,14 @@ func Record(ctx context.Context, tx RecordTx, b *Body, ix Index, at time.Time) (
 		return "", err
 	}
 	b.LedgerSeq = head.Seq + 1
-	body, err := canon.Marshal(b)
+	body, ok, err := b.canonical()
 	if err != nil {
 		return "", err
+	}
+	if !ok {
+		if body, err = canon.Marshal(b); err != nil {
+			return "", err
+		}
 	}
 	digest := canon.Digest(body)
 	if err := tx.PutDossier(ctx, Stored{

@@ -1,0 +1,167 @@
+package dossier
+
+import (
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/clearancehq/clearance/internal/canon"
+)
+
+// maxExactInteger is the largest integer RFC 8785 writes digit for digit
+// (2^53): above it a number is written in the shortest IEEE 754 form.
+const maxExactInteger = 1 << 53
+
+// canonical returns the RFC 8785 canonical JSON of b, written directly
+// (members in the order of their names, strings escaped as the RFC says),
+// which is what canon.Marshal(b) returns, in a fifth of its time: every
+// decision writes one. ok is false when b holds what the direct writer does
+// not: a string that is not UTF-8 or a ledger seq above 2^53; the caller
+// then uses canon.Marshal. The intent is canonicalized on its own.
+func (b *Body) canonical() (out []byte, ok bool, err error) {
+	if b.LedgerSeq > maxExactInteger {
+		return nil, false, nil
+	}
+	intent := []byte("null")
+	if b.Intent != nil {
+		if intent, err = canon.Transform(b.Intent); err != nil {
+			return nil, false, err
+		}
+	}
+	size := 768 + len(intent) + 2*len(b.IntentAsReceived) + len(b.EvaluationError)
+	for _, v := range b.ReasonCodes {
+		size += len(v) + 3
+	}
+	for _, v := range b.MatchedRules {
+		size += len(v) + 3
+	}
+	w := jcsWriter{buf: make([]byte, 0, size), ok: true}
+	w.raw(`{`)
+	if b.ActivePolicyVersion != "" { // "active_…" sorts before "actor"
+		w.raw(`"active_policy_version":`)
+		w.str(b.ActivePolicyVersion)
+		w.raw(`,`)
+	}
+	w.raw(`"actor":{"credential_id":`)
+	w.str(b.Actor.CredentialID)
+	w.raw(`,"credential_kind":`)
+	w.str(b.Actor.CredentialKind)
+	w.opt("id", b.Actor.ID)
+	w.opt("type", b.Actor.Type)
+	w.raw(`}`)
+	w.member("bundle_mode", string(b.BundleMode))
+	w.opt("chain_id", b.ChainID)
+	w.opt("correlation_id", b.CorrelationID)
+	w.member("created_at", b.CreatedAt)
+	w.member("decision_id", b.DecisionID)
+	w.member("dossier_id", b.DossierID)
+	w.opt("evaluation_error", b.EvaluationError)
+	w.member("evaluation_id", b.EvaluationID)
+	w.opt("grant_id", b.GrantID)
+	w.opt("idempotency_key", b.IdempotencyKey)
+	w.raw(`,"intent":`)
+	w.buf = append(w.buf, intent...)
+	w.member("intent_as_received", b.IntentAsReceived)
+	w.member("intent_digest", b.IntentDigest)
+	w.member("intent_digest_profile", b.IntentProfile)
+	w.raw(`,"ledger_seq":`)
+	w.buf = strconv.AppendUint(w.buf, b.LedgerSeq, 10)
+	w.list("matched_rules", b.MatchedRules)
+	w.member("mode", string(b.Mode))
+	w.member("org_id", b.OrgID)
+	w.member("outcome", string(b.Outcome))
+	w.opt("parent_decision_id", b.ParentDecisionID)
+	w.opt("policy_pin", b.PolicyPin)
+	w.raw(`,"policy_snapshot":{"bundle_digest":`)
+	w.str(b.PolicySnapshot.BundleDigest)
+	w.member("bundle_id", b.PolicySnapshot.BundleID)
+	w.member("evaluator", b.PolicySnapshot.Evaluator)
+	w.member("policy_version", b.PolicySnapshot.PolicyVersion)
+	w.raw(`}`)
+	w.list("reason_codes", b.ReasonCodes)
+	w.opt("request_id", b.RequestID)
+	w.opt("requested_mode", string(b.RequestedMode))
+	w.member("route", b.Route)
+	w.raw(`}`)
+	return w.buf, w.ok, nil
+}
+
+// jcsWriter appends canonical JSON; ok turns false on a string it cannot
+// write as RFC 8785 would (not UTF-8).
+type jcsWriter struct {
+	buf []byte
+	ok  bool
+}
+
+func (w *jcsWriter) raw(s string) { w.buf = append(w.buf, s...) }
+
+// member writes ,"name":"v".
+func (w *jcsWriter) member(name, v string) {
+	w.buf = append(w.buf, ',', '"')
+	w.buf = append(w.buf, name...)
+	w.buf = append(w.buf, '"', ':')
+	w.str(v)
+}
+
+// opt is member for an omitempty field.
+func (w *jcsWriter) opt(name, v string) {
+	if v != "" {
+		w.member(name, v)
+	}
+}
+
+// list writes ,"name":[…], or null for a nil slice (as encoding/json does).
+func (w *jcsWriter) list(name string, vs []string) {
+	w.buf = append(w.buf, ',', '"')
+	w.buf = append(w.buf, name...)
+	w.buf = append(w.buf, '"', ':')
+	if vs == nil {
+		w.raw("null")
+		return
+	}
+	w.buf = append(w.buf, '[')
+	for i, v := range vs {
+		if i > 0 {
+			w.buf = append(w.buf, ',')
+		}
+		w.str(v)
+	}
+	w.buf = append(w.buf, ']')
+}
+
+// str writes s as RFC 8785 §3.2.2.2 does: '"' and '\\' escaped, the
+// control characters as \b \t \n \f \r or \u00xx, everything else as is.
+func (w *jcsWriter) str(s string) {
+	if !utf8.ValidString(s) {
+		w.ok = false
+		return
+	}
+	const hex = "0123456789abcdef"
+	b := append(w.buf, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		b = append(b, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			b = append(b, '\\', c)
+		case '\b':
+			b = append(b, '\\', 'b')
+		case '\t':
+			b = append(b, '\\', 't')
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\f':
+			b = append(b, '\\', 'f')
+		case '\r':
+			b = append(b, '\\', 'r')
+		default:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		}
+		start = i + 1
+	}
+	b = append(b, s[start:]...)
+	w.buf = append(b, '"')
+}
