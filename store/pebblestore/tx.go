@@ -28,6 +28,11 @@ type tx struct {
 
 	mu   sync.Mutex // a batch is not safe for concurrent use
 	done bool
+	// head is the org's ledger head as this transaction last read or wrote
+	// it (known once set): the org's lock keeps every other writer out
+	// until the transaction ends, so an append need not read it again.
+	head      ledger.Head
+	headKnown bool
 }
 
 var _ store.Tx = (*tx)(nil)
@@ -84,7 +89,20 @@ func (t *tx) LedgerHead(ctx context.Context) (ledger.Head, error) {
 		return ledger.Head{}, err
 	}
 	defer t.mu.Unlock()
-	return readHead(t.b, t.org)
+	return t.ledgerHead()
+}
+
+// ledgerHead is the org's head within this transaction; t.mu is held.
+func (t *tx) ledgerHead() (ledger.Head, error) {
+	if t.headKnown {
+		return t.head, nil
+	}
+	h, err := readHead(t.b, t.org)
+	if err != nil {
+		return h, err
+	}
+	t.head, t.headKnown = h, true
+	return h, nil
 }
 
 // PutLedgerEntry implements ledger.Tx. It refuses an entry of another org or
@@ -98,7 +116,7 @@ func (t *tx) PutLedgerEntry(ctx context.Context, e ledger.Entry) error {
 	if err := t.checkOrg("ledger entry", e.OrgID); err != nil {
 		return err
 	}
-	head, err := readHead(t.b, t.org)
+	head, err := t.ledgerHead()
 	if err != nil {
 		return err
 	}
@@ -108,7 +126,13 @@ func (t *tx) PutLedgerEntry(ctx context.Context, e ledger.Entry) error {
 	if err := t.set(entryKey(t.org, e.Seq), e); err != nil {
 		return err
 	}
-	return t.set(headKey(t.org), ledger.Head{Seq: e.Seq, EntryHash: e.EntryHash})
+	next := ledger.Head{Seq: e.Seq, EntryHash: e.EntryHash}
+	if err := t.set(headKey(t.org), next); err != nil {
+		t.headKnown = false // the batch may or may not hold it: read it again
+		return err
+	}
+	t.head, t.headKnown = next, true
+	return nil
 }
 
 // LedgerEntriesInTx implements ledger.SealTx.
