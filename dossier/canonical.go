@@ -7,10 +7,6 @@ import (
 	"github.com/clearancehq/clearance/internal/canon"
 )
 
-// maxExactInteger is the largest integer RFC 8785 writes digit for digit
-// (2^53): above it a number is written in the shortest IEEE 754 form.
-const maxExactInteger = 1 << 53
-
 // canonical returns the RFC 8785 canonical JSON of b, written directly
 // (members in the order of their names, strings escaped as the RFC says),
 // which is what canon.Marshal(b) returns, in a fifth of its time: every
@@ -18,7 +14,7 @@ const maxExactInteger = 1 << 53
 // not: a string that is not UTF-8 or a ledger seq above 2^53; the caller
 // then uses canon.Marshal. The intent is canonicalized on its own.
 func (b *Body) canonical() (out []byte, ok bool, err error) {
-	if b.LedgerSeq > maxExactInteger {
+	if b.LedgerSeq > canon.MaxExactInteger {
 		return nil, false, nil
 	}
 	intent := []byte("null")
@@ -128,40 +124,12 @@ func (w *jcsWriter) list(name string, vs []string) {
 	w.buf = append(w.buf, ']')
 }
 
-// str writes s as RFC 8785 §3.2.2.2 does: '"' and '\\' escaped, the
-// control characters as \b \t \n \f \r or \u00xx, everything else as is.
+// str writes s as an RFC 8785 string (canon.AppendString); a string that
+// is not UTF-8 is left to canon.Marshal.
 func (w *jcsWriter) str(s string) {
 	if !utf8.ValidString(s) {
 		w.ok = false
 		return
 	}
-	const hex = "0123456789abcdef"
-	b := append(w.buf, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		b = append(b, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			b = append(b, '\\', c)
-		case '\b':
-			b = append(b, '\\', 'b')
-		case '\t':
-			b = append(b, '\\', 't')
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\f':
-			b = append(b, '\\', 'f')
-		case '\r':
-			b = append(b, '\\', 'r')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		}
-		start = i + 1
-	}
-	b = append(b, s[start:]...)
-	w.buf = append(b, '"')
+	w.buf = canon.AppendString(w.buf, s)
 }

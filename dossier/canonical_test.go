@@ -50,7 +50,7 @@ func TestCanonicalFallsBack(t *testing.T) {
 		t.Fatalf("invalid UTF-8: ok %v, %v", ok, err)
 	}
 	b = fullBody()
-	b.LedgerSeq = maxExactInteger + 1
+	b.LedgerSeq = canon.MaxExactInteger + 1
 	if _, ok, err := b.canonical(); ok || err != nil {
 		t.Fatalf("seq above 2^53: ok %v, %v", ok, err)
 	}
@@ -71,7 +71,7 @@ func FuzzCanonical(f *testing.F) {
 			return // an intent canon refuses (e.g. duplicate names): Record fails either way
 		}
 		valid := utf8.ValidString(s1) && utf8.ValidString(s2) && utf8.ValidString(s3)
-		if ok != (valid && seq <= maxExactInteger) {
+		if ok != (valid && seq <= canon.MaxExactInteger) {
 			t.Fatalf("ok %v for valid %v seq %d", ok, valid, seq)
 		}
 		if !ok {

@@ -3,11 +3,9 @@ package ledger
 import (
 	"strconv"
 	"unicode/utf8"
-)
 
-// maxExactSeq is 2^53: integers up to it print the same in Go and as an
-// RFC 8785 (ECMAScript) number.
-const maxExactSeq = 1 << 53
+	"github.com/clearancehq/clearance/internal/canon"
+)
 
 // appendCanonical appends the RFC 8785 canonical JSON of e — with its
 // entry_hash member when withHash, without it otherwise — to buf. It is
@@ -18,7 +16,7 @@ const maxExactSeq = 1 << 53
 // encoding/json repairs first) or a seq beyond 2^53. The fuzz test
 // FuzzCanonicalEntry holds it to canon.Marshal byte for byte.
 func appendCanonical(buf []byte, e *Entry, withHash bool) ([]byte, bool) {
-	if e.Seq > maxExactSeq {
+	if e.Seq > canon.MaxExactInteger {
 		return buf, false
 	}
 	for _, s := range [...]string{e.OrgID, e.Kind, e.SubjectID, e.PayloadDigest, e.RecordedAt, e.PrevEntryHash, e.EntryHash} {
@@ -44,40 +42,5 @@ func appendCanonical(buf []byte, e *Entry, withHash bool) ([]byte, bool) {
 
 func appendMember(buf []byte, name, s string) []byte {
 	buf = append(buf, name...)
-	return appendString(buf, s)
-}
-
-// appendString appends s (valid UTF-8) as an RFC 8785 string: '"' and '\'
-// escaped, control characters as \b \t \n \f \r or \u00xx (lower-case
-// hex), everything else (non-ASCII included) as is.
-func appendString(buf []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	buf = append(buf, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		buf = append(buf, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			buf = append(buf, '\\', c)
-		case '\b':
-			buf = append(buf, '\\', 'b')
-		case '\t':
-			buf = append(buf, '\\', 't')
-		case '\n':
-			buf = append(buf, '\\', 'n')
-		case '\f':
-			buf = append(buf, '\\', 'f')
-		case '\r':
-			buf = append(buf, '\\', 'r')
-		default:
-			buf = append(buf, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		}
-		start = i + 1
-	}
-	buf = append(buf, s[start:]...)
-	return append(buf, '"')
+	return canon.AppendString(buf, s)
 }

@@ -84,3 +84,44 @@ func ParseDigest(s string) ([32]byte, error) {
 	}
 	return sum, nil
 }
+
+// MaxExactInteger is 2^53: integers up to it print the same in Go and as
+// an RFC 8785 (ECMAScript) number, digit for digit.
+const MaxExactInteger = 1 << 53
+
+// AppendString appends s, which must be valid UTF-8, as an RFC 8785 string:
+// '"' and '\' escaped, control characters as \b \t \n \f \r or \u00xx
+// (lower-case hex), everything else (non-ASCII included) as is. It is for
+// the writers that produce one fixed record shape directly, bypassing
+// Marshal, and are held to Marshal byte for byte by their tests.
+func AppendString(buf []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	buf = append(buf, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		buf = append(buf, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			buf = append(buf, '\\', c)
+		case '\b':
+			buf = append(buf, '\\', 'b')
+		case '\t':
+			buf = append(buf, '\\', 't')
+		case '\n':
+			buf = append(buf, '\\', 'n')
+		case '\f':
+			buf = append(buf, '\\', 'f')
+		case '\r':
+			buf = append(buf, '\\', 'r')
+		default:
+			buf = append(buf, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		}
+		start = i + 1
+	}
+	buf = append(buf, s[start:]...)
+	return append(buf, '"')
+}
