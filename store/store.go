@@ -138,6 +138,12 @@ type Backend interface {
 	// assigning results that the final run overwrites (out = v, never
 	// appending to an outer slice, counting or sending); nothing of an
 	// abandoned run may matter after Update returns.
+	//
+	// A write's refusal may be reported late: store/pgstore sends most
+	// writes with the next read or after fn returns, and a refusal then
+	// fails the Update although fn returned nil. A Put whose refusal fn acts
+	// on (PutBundle, PutActivation, PutCheckpoint, PutLedgerHashes) reports
+	// it at once.
 	Update(ctx context.Context, orgID string, fn func(tx Tx) error) error
 	// Sync returns once everything already visible to readers is durable.
 	Sync(ctx context.Context) error

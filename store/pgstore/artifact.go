@@ -80,22 +80,14 @@ func (t *tx) PutArtifact(ctx context.Context, r artifact.Record) error {
 	if err := r.ValidateFor(t.org); err != nil {
 		return err
 	}
-	if err := t.write(ctx); err != nil {
-		return err
-	}
-	defer t.mu.Unlock()
 	body := r.Body
 	if body == nil {
 		body = []byte{}
 	}
-	_, err := t.conn.Exec(ctx, `
+	return t.queue(ctx, wrapped(fmt.Sprintf("put %s artifact %q", r.Kind, r.ID)), `
 		INSERT INTO artifacts (`+artifactColumns+`) VALUES ($1, $2, $3, $4, $5, $6)
 		ON CONFLICT (org_id, kind, id) DO UPDATE SET ref = excluded.ref, created_at = excluded.created_at, body = excluded.body`,
 		t.org, r.Kind, r.ID, r.Ref, r.CreatedAt.Truncate(time.Microsecond), body)
-	if err != nil {
-		return fmt.Errorf("pgstore: put %s artifact %q: %w", r.Kind, r.ID, err)
-	}
-	return nil
 }
 
 // ArtifactInTx implements artifact.Tx.
@@ -107,7 +99,7 @@ func (t *tx) ArtifactInTx(ctx context.Context, kind, id string) (artifact.Record
 		return artifact.Record{}, err
 	}
 	defer t.mu.Unlock()
-	return readArtifact(ctx, t.conn, t.org, kind, id)
+	return readArtifact(t.ctx, t.conn, t.org, kind, id)
 }
 
 // Artifact implements artifact.Reader.

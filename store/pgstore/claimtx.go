@@ -72,7 +72,7 @@ func (t *tx) Grant(ctx context.Context, grantID string) (claim.Grant, error) {
 		return claim.Grant{}, err
 	}
 	defer t.mu.Unlock()
-	return readGrant(ctx, t.conn, t.org, grantID)
+	return readGrant(t.ctx, t.conn, t.org, grantID)
 }
 
 // PutGrant implements claim.Tx. It replaces the stored grant; its state and
@@ -88,18 +88,10 @@ func (t *tx) PutGrant(ctx context.Context, g claim.Grant) error {
 	if err != nil {
 		return err
 	}
-	if err := t.write(ctx); err != nil {
-		return err
-	}
-	defer t.mu.Unlock()
-	_, err = t.conn.Exec(ctx, `
+	return t.queue(ctx, wrapped("put grant"), `
 		INSERT INTO grants (org_id, grant_id, state, issued_at, record) VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (org_id, grant_id) DO UPDATE SET state = excluded.state, issued_at = excluded.issued_at, record = excluded.record`,
 		t.org, g.GrantID, string(g.State), g.IssuedAt, raw)
-	if err != nil {
-		return fmt.Errorf("pgstore: put grant: %w", err)
-	}
-	return nil
 }
 
 // NonceGrant implements claim.Tx.
@@ -109,7 +101,7 @@ func (t *tx) NonceGrant(ctx context.Context, nonce string) (string, error) {
 	}
 	defer t.mu.Unlock()
 	var id string
-	err := scanOne(t.conn.QueryRow(ctx, `SELECT grant_id FROM nonces WHERE org_id = $1 AND nonce = $2`, t.org, nonce),
+	err := scanOne(t.conn.QueryRow(t.ctx, `SELECT grant_id FROM nonces WHERE org_id = $1 AND nonce = $2`, t.org, nonce),
 		[]any{&id}, "nonce in org %q", t.org)
 	return id, orDomain(err, claim.ErrNotFound)
 }
@@ -120,22 +112,14 @@ func (t *tx) PutNonce(ctx context.Context, nonce, grantID string) error {
 	if nonce == "" || grantID == "" {
 		return errors.New("pgstore: nonce record needs a nonce and a grant id")
 	}
-	if err := t.write(ctx); err != nil {
-		return err
-	}
-	defer t.mu.Unlock()
 	// The no-op update makes "already this grant's" count as one row.
-	tag, err := t.conn.Exec(ctx, `
+	org := t.org
+	return t.queue(ctx, oneRow("put nonce", func() error {
+		return fmt.Errorf("pgstore: nonce already used by another grant in org %q", org)
+	}), `
 		INSERT INTO nonces (org_id, nonce, grant_id) VALUES ($1, $2, $3)
 		ON CONFLICT (org_id, nonce) DO UPDATE SET grant_id = excluded.grant_id WHERE nonces.grant_id = excluded.grant_id`,
 		t.org, nonce, grantID)
-	if err != nil {
-		return fmt.Errorf("pgstore: put nonce: %w", err)
-	}
-	if tag.RowsAffected() != 1 {
-		return fmt.Errorf("pgstore: nonce already used by another grant in org %q", t.org)
-	}
-	return nil
 }
 
 // ScopeClaim implements claim.Tx.
@@ -144,7 +128,7 @@ func (t *tx) ScopeClaim(ctx context.Context, scope string) (claim.ScopeClaim, er
 		return claim.ScopeClaim{}, err
 	}
 	defer t.mu.Unlock()
-	return readScopeClaim(ctx, t.conn, t.org, scope)
+	return readScopeClaim(t.ctx, t.conn, t.org, scope)
 }
 
 // PutScopeClaim implements claim.Tx; it replaces the scope's record.
@@ -155,31 +139,16 @@ func (t *tx) PutScopeClaim(ctx context.Context, c claim.ScopeClaim) error {
 	if c.Scope == "" || c.GrantID == "" {
 		return errors.New("pgstore: scope claim needs a scope and a grant id")
 	}
-	if err := t.write(ctx); err != nil {
-		return err
-	}
-	defer t.mu.Unlock()
-	_, err := t.conn.Exec(ctx, `
+	return t.queue(ctx, wrapped("put scope claim"), `
 		INSERT INTO scope_claims (org_id, scope, grant_id, lease_expires_at) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (org_id, scope) DO UPDATE SET grant_id = excluded.grant_id, lease_expires_at = excluded.lease_expires_at`,
 		t.org, c.Scope, c.GrantID, c.LeaseExpiresAt)
-	if err != nil {
-		return fmt.Errorf("pgstore: put scope claim: %w", err)
-	}
-	return nil
 }
 
 // DeleteScopeClaim implements claim.Tx; deleting a missing record is not an
 // error.
 func (t *tx) DeleteScopeClaim(ctx context.Context, scope string) error {
-	if err := t.write(ctx); err != nil {
-		return err
-	}
-	defer t.mu.Unlock()
-	if _, err := t.conn.Exec(ctx, `DELETE FROM scope_claims WHERE org_id = $1 AND scope = $2`, t.org, scope); err != nil {
-		return fmt.Errorf("pgstore: delete scope claim: %w", err)
-	}
-	return nil
+	return t.queue(ctx, wrapped("delete scope claim"), `DELETE FROM scope_claims WHERE org_id = $1 AND scope = $2`, t.org, scope)
 }
 
 // RegisteredKey implements registry.Tx.
@@ -188,7 +157,7 @@ func (t *tx) RegisteredKey(ctx context.Context, kind registry.Kind, kid string) 
 		return registry.Key{}, err
 	}
 	defer t.mu.Unlock()
-	return readRegisteredKey(ctx, t.conn, t.org, kind, kid)
+	return readRegisteredKey(t.ctx, t.conn, t.org, kind, kid)
 }
 
 // PutRegisteredKey implements registry.Tx; it replaces the key with the
@@ -204,18 +173,10 @@ func (t *tx) PutRegisteredKey(ctx context.Context, k registry.Key) error {
 	if err != nil {
 		return err
 	}
-	if err := t.write(ctx); err != nil {
-		return err
-	}
-	defer t.mu.Unlock()
-	_, err = t.conn.Exec(ctx, `
+	return t.exec(ctx, wrapped("put registered key"), `
 		INSERT INTO registered_keys (org_id, kind, kid, record) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (org_id, kind, kid) DO UPDATE SET record = excluded.record`,
 		t.org, string(k.Kind), k.KID, raw)
-	if err != nil {
-		return fmt.Errorf("pgstore: put registered key: %w", err)
-	}
-	return nil
 }
 
 // GrantOf implements claim.Reader.

@@ -86,13 +86,34 @@
 // when several servers append at once, and what makes a claim exactly-once:
 // claim's read-check-write (grant ISSUED, nonce unused, scope free, then
 // write all three) runs under the lock, and the nonces and scope_claims
-// primary keys back it up. Within one process, Updates of an org also take
-// turns on an in-memory gate before taking a connection, so a busy org
-// queues in Go rather than holding many connections that wait on its row.
-// Reads through the Tx run on the transaction's connection and see its own
-// writes. When fn or any statement fails, the transaction rolls back and
-// nothing is written (a statement error that fn ignores still fails the
-// Update: the transaction is aborted).
+// primary keys back it up. Reads through the Tx run on the transaction's
+// connection and see its own writes. When fn or any statement fails,
+// nothing of that Update is written (a statement error that fn ignores
+// still fails the Update).
+//
+// # Group commit and deferred writes
+//
+// The org's lock is held until COMMIT returns, so one transaction per
+// Update would bound an org to one Update per (round trips + WAL flush).
+// Instead, the Updates of an org waiting in one process share a
+// transaction: the first leads, takes the lock (BEGIN, lock and ledger head
+// in one round trip), runs the waiting functions one after another — at
+// most 32 — and commits them together (group.go has the rules). Each
+// keeps its own outcome: a member that fails is rolled back to a savepoint
+// taken lazily before its first writes reach the server, later members see
+// the earlier ones' writes, and no outcome (failures included) is reported
+// before the COMMIT is acknowledged. A member that aborts the transaction
+// where no savepoint can repair it runs again alone, and the others after
+// it. Only the leader holds a connection, so a busy org never ties up the
+// pool.
+//
+// Writes are not sent when they are made but batched: they go to the
+// server with the member's next read, or in one round trip after its
+// function returns, each checked for its expected row count then (a
+// refusal then fails the Update). The Puts whose refusal callers act on
+// (PutBundle, PutActivation, PutCheckpoint, PutLedgerHashes) and the
+// tenant and registry writes are sent at once. A decision thus costs one
+// round trip inside a group, plus the group's lock and COMMIT.
 //
 // # Retries
 //

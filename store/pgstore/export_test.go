@@ -9,3 +9,11 @@ import "github.com/jackc/pgx/v5"
 func SetCommitHooks(s *Store, before func(orgID string, conn *pgx.Conn), after func(orgID string, err error) error) {
 	s.beforeCommit, s.afterCommit = before, after
 }
+
+// Waiting returns how many Updates of orgID wait in s's queue for a group.
+func Waiting(s *Store, orgID string) int {
+	q := s.queue(orgID)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.waiting)
+}

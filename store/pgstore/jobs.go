@@ -72,11 +72,7 @@ func (t *tx) PutJob(ctx context.Context, j jobs.Job) error {
 	if err := j.ValidateFor(t.org); err != nil {
 		return err
 	}
-	if err := t.write(ctx); err != nil {
-		return err
-	}
-	defer t.mu.Unlock()
-	_, err := t.conn.Exec(ctx, `
+	return t.queue(ctx, wrapped(fmt.Sprintf("put %s job %q", j.Kind, j.ID)), `
 		INSERT INTO jobs (`+jobColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
 		ON CONFLICT (org_id, kind, id) DO UPDATE SET payload = excluded.payload, state = excluded.state,
 			attempts = excluded.attempts, owner = excluded.owner, lease_until = excluded.lease_until,
@@ -84,10 +80,6 @@ func (t *tx) PutJob(ctx context.Context, j jobs.Job) error {
 			created_at = excluded.created_at, updated_at = excluded.updated_at`,
 		t.org, j.Kind, j.ID, orEmpty(j.Payload), string(j.State), j.Attempts, j.Owner, nullTime(j.LeaseUntil), nullTime(j.Due),
 		orEmpty(j.Result), j.Failure, nullTime(j.CreatedAt), nullTime(j.UpdatedAt))
-	if err != nil {
-		return fmt.Errorf("pgstore: put %s job %q: %w", j.Kind, j.ID, err)
-	}
-	return nil
 }
 
 // JobInTx implements jobs.Tx.
@@ -99,7 +91,7 @@ func (t *tx) JobInTx(ctx context.Context, kind, id string) (jobs.Job, error) {
 		return jobs.Job{}, err
 	}
 	defer t.mu.Unlock()
-	return readJob(ctx, t.conn, t.org, kind, id)
+	return readJob(t.ctx, t.conn, t.org, kind, id)
 }
 
 // Job implements jobs.Reader.

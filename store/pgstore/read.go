@@ -99,9 +99,15 @@ func readAPIKey(ctx context.Context, q querier, hash string) (tenant.APIKey, err
 
 // readHead returns the org's head, the zero Head when its ledger is empty.
 func readHead(ctx context.Context, q querier, orgID string) (ledger.Head, error) {
+	return scanHead(q.QueryRow(ctx, selectHead, orgID), orgID)
+}
+
+const selectHead = `SELECT seq, entry_hash FROM ledger_heads WHERE org_id = $1`
+
+func scanHead(row pgx.Row, orgID string) (ledger.Head, error) {
 	var h ledger.Head
 	var seq int64
-	err := q.QueryRow(ctx, `SELECT seq, entry_hash FROM ledger_heads WHERE org_id = $1`, orgID).Scan(&seq, &h.EntryHash)
+	err := row.Scan(&seq, &h.EntryHash)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ledger.Head{}, nil
 	}

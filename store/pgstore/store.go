@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/store"
 )
 
@@ -55,11 +56,11 @@ type Store struct {
 	closed  atomic.Bool
 	commits atomic.Uint64 // write commits, to pace the commit-marker sweep
 
-	// gates holds one chan struct{} (capacity 1) per org: Updates of one
-	// org in this process take turns before they take a connection, so
-	// only one of them at a time waits on the org's row lock and a busy org
+	// queues holds one *queue per org: the org's Updates waiting in this
+	// process, run in groups that share a transaction (group.go), so one
+	// connection per org waits on the org's row lock and a busy org
 	// cannot tie up the whole pool.
-	gates sync.Map
+	queues sync.Map
 
 	// Test hooks (export_test.go): beforeCommit runs before a write
 	// COMMIT is sent; afterCommit sees the outcome of its round trip and
@@ -146,85 +147,26 @@ func (s *Store) Update(ctx context.Context, orgID string, fn func(tx store.Tx) e
 	}
 }
 
-// gate returns the org's in-process turn (see Store.gates).
-func (s *Store) gate(orgID string) chan struct{} {
-	if g, ok := s.gates.Load(orgID); ok {
-		return g.(chan struct{})
-	}
-	g, _ := s.gates.LoadOrStore(orgID, make(chan struct{}, 1))
-	return g.(chan struct{})
-}
-
-// attempt runs fn once in its own transaction.
-func (s *Store) attempt(ctx context.Context, orgID string, fn func(tx store.Tx) error) error {
-	gate := s.gate(orgID)
-	select {
-	case gate <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	defer func() { <-gate }()
-	pc, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return fmt.Errorf("pgstore: acquire connection: %w", err)
-	}
-	err = func() error {
-		// Deferred so a panicking fn cannot keep the connection, and with
-		// it the org's row lock: the pool destroys a connection that is
-		// not idle, and the server then rolls back.
-		defer pc.Release()
-		return s.run(ctx, pc.Conn(), orgID, fn)
-	}()
-	var lost *lostCommitError
-	if errors.As(err, &lost) {
-		return s.resolve(ctx, orgID, lost.marker, lost.cause)
-	}
-	return err
-}
-
-// run is one transaction on conn: lock, fn, commit.
-func (s *Store) run(ctx context.Context, conn *pgx.Conn, orgID string, fn func(tx store.Tx) error) error {
-	if err := lockOrg(ctx, conn, orgID); err != nil {
-		rollback(ctx, conn)
-		return err
-	}
-	t := &tx{ctx: ctx, conn: conn, org: orgID, now: s.now}
-	defer t.finish()
-	err := fn(t)
-	t.finish()
-	if err == nil {
-		err = t.failure()
-	}
-	if err == nil {
-		err = ctx.Err()
-	}
-	if err != nil {
-		rollback(ctx, conn)
-		return err
-	}
-	if !t.wrote {
-		// Nothing to make durable: everything fn read was committed, so
-		// already durable (synchronous_commit on). Release the lock.
-		if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
-			rollback(ctx, conn)
-			return &notCommittedError{fmt.Errorf("pgstore: end read-only transaction: %w", err)}
-		}
-		return nil
-	}
-	return s.commit(ctx, conn, orgID)
-}
-
-// lockOrg begins the transaction and takes the org's row lock, in one
-// round trip. The INSERT creates the row the first time an org is seen.
-func lockOrg(ctx context.Context, conn *pgx.Conn, orgID string) error {
+// lockOrg begins the transaction, takes the org's row lock and reads the
+// org's ledger head, in one round trip. The INSERT creates the row the
+// first time an org is seen. The head is read after the lock is granted
+// (each statement its own snapshot), so it is the latest committed, and
+// most transactions (every decision) need it.
+func lockOrg(ctx context.Context, conn *pgx.Conn, orgID string) (ledger.Head, error) {
+	var head ledger.Head
 	b := &pgx.Batch{}
 	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
 	b.Queue("INSERT INTO org_locks (org_id) VALUES ($1) ON CONFLICT (org_id) DO NOTHING", orgID)
 	b.Queue("SELECT org_id FROM org_locks WHERE org_id = $1 FOR UPDATE", orgID)
+	b.Queue(selectHead, orgID).QueryRow(func(row pgx.Row) error {
+		var err error
+		head, err = scanHead(row, orgID)
+		return err
+	})
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		return fmt.Errorf("pgstore: lock org %q: %w", orgID, err)
+		return ledger.Head{}, fmt.Errorf("pgstore: lock org %q: %w", orgID, err)
 	}
-	return nil
+	return head, nil
 }
 
 // rollback ends a transaction that must not commit. When that fails (or ctx
