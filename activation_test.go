@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/clearancehq/clearance"
 	"github.com/clearancehq/clearance/ledger"
@@ -270,5 +271,50 @@ func TestStageFirstVersionKeepsStarter(t *testing.T) {
 	list, err := e.Policies.Bundles(ctx, o.Org.ID)
 	if err != nil || len(list) != 1 || list[0].Active {
 		t.Fatalf("bundles: %+v %v", list, err)
+	}
+}
+
+// TestEvaluateUnderTheVersionActiveAtCommit: a server evaluates under the
+// active version it saw last, without reading it from the store each time,
+// yet records every decision under the version active when the decision
+// commits: another server's activation in between makes it evaluate again.
+func TestEvaluateUnderTheVersionActiveAtCommit(t *testing.T) {
+	ctx := context.Background()
+	var backend store.Backend
+	x := newExecEnvOver(t, smallOnly, clearance.Options{}, func(b store.Backend) store.Backend { backend = b; return b })
+	org := x.org.Org.ID
+	other, err := clearance.Open(backend, clearance.Options{Now: func() time.Time { return time.Unix(0, x.now.Load()).UTC() }, GrantKeys: x.ring}) // a second server
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := x.e.Evaluate(ctx, request(t, x.org, `{"amount":500}`))
+	if err != nil || d.Outcome != policy.OutcomeAllow || d.PolicySnapshot.PolicyVersion != "v1" {
+		t.Fatalf("under v1: %+v %v", d, err)
+	}
+	if _, err := other.Policies.PublishBundle(ctx, org, []byte(blockAll)); err != nil { // activates v2
+		t.Fatal(err)
+	}
+	d, err = x.e.Evaluate(ctx, request(t, x.org, `{"amount":500}`))
+	if err != nil || d.Outcome != policy.OutcomeBlock || d.PolicySnapshot.PolicyVersion != "v2" {
+		t.Fatalf("after the other server activated v2: want v2's BLOCK, got %+v %v", d, err)
+	}
+	r, err := x.e.Evidence.Dossier(ctx, org, d.DossierID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body struct {
+		Snapshot struct {
+			Version string `json:"policy_version"`
+		} `json:"policy_snapshot"`
+		Outcome string `json:"outcome"`
+	}
+	if err := json.Unmarshal(r.Body, &body); err != nil || body.Snapshot.Version != "v2" || body.Outcome != "BLOCK" {
+		t.Fatalf("dossier: %+v %v; want v2's BLOCK recorded", body, err)
+	}
+	if _, err := other.Policies.ActivateBundle(ctx, clearance.ActivateRequest{OrgID: org, Version: "v1"}); err != nil {
+		t.Fatal(err)
+	}
+	if d, err = x.e.Evaluate(ctx, request(t, x.org, `{"amount":500}`)); err != nil || d.PolicySnapshot.PolicyVersion != "v1" {
+		t.Fatalf("after the other server rolled back to v1: %+v %v", d, err)
 	}
 }

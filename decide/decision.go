@@ -14,6 +14,12 @@ import (
 // feature): the org's active version, or a pinned one, evaluated in SHADOW.
 type Policies interface {
 	Resolve(ctx context.Context, orgID, pin string) (policy.Resolution, error)
+	// ResolveSeen is Resolve under the active version last seen, which
+	// Current then confirms inside the org's transaction.
+	ResolveSeen(ctx context.Context, orgID, pin string) (policy.Resolution, error)
+	// Current reports whether r rests on the org's active version as of
+	// tx, remembering the active version for ResolveSeen when it does not.
+	Current(ctx context.Context, tx store.Tx, r policy.Resolution) (bool, error)
 }
 
 // Config is what the decide feature needs beside the kernel.

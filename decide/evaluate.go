@@ -2,6 +2,7 @@ package decide
 
 import (
 	"context"
+	"errors"
 
 	"github.com/clearancehq/clearance/grant"
 	"github.com/clearancehq/clearance/internal/canon"
@@ -91,18 +92,35 @@ func (s *Service) Evaluate(ctx context.Context, req EvaluateRequest) (Decision, 
 	if dr.parentChain, err = s.parentChain(ctx, org, dr.parent, "parent_decision_id", CodeInvalidParentDecision); err != nil {
 		return Decision{}, err
 	}
-	if dr.res, err = s.cfg.Policies.Resolve(ctx, org, dr.pin); err != nil {
+	// The active version this process saw last, confirmed inside the
+	// transaction: a decision is recorded under the version active when it
+	// commits, and the store is not read for it on every decision.
+	if dr.res, err = s.cfg.Policies.ResolveSeen(ctx, org, dr.pin); err != nil {
 		return Decision{}, err
 	}
+	dr.seen = true
 	ids, err := s.newIDs(3)
 	if err != nil {
 		return Decision{}, err
 	}
-	d, _ := dr.evaluate(ids)
 	var out Decision
-	replayed, err := record(ctx, s, &dr, &d, &out, func(_ store.Tx, digest string) (Decision, error) {
-		return decisionOf(&d, digest), nil
-	})
+	var replayed bool
+	for tries := 1; ; tries++ {
+		d, _ := dr.evaluate(ids)
+		replayed, err = record(ctx, s, &dr, &d, &out, func(_ store.Tx, digest string) (Decision, error) {
+			return decisionOf(&d, digest), nil
+		})
+		if !errors.Is(err, errPolicyMoved) {
+			break
+		}
+		if tries == maxPolicyMoves {
+			return Decision{}, core.New(core.ErrConflict, core.CodeStaleAuthorization,
+				"the org's active policy changed %d times while this request was decided; send it again", tries)
+		}
+		if dr.res, err = s.cfg.Policies.ResolveSeen(ctx, org, dr.pin); err != nil {
+			return Decision{}, err
+		}
+	}
 	if err != nil {
 		return Decision{}, core.Translate("record decision", err)
 	}
@@ -116,6 +134,10 @@ func (s *Service) Evaluate(ctx context.Context, req EvaluateRequest) (Decision, 
 	}
 	return out, nil
 }
+
+// maxPolicyMoves bounds how many times a decision is evaluated again
+// because the org's active version moved under it.
+const maxPolicyMoves = 3
 
 // resolveOrg is the org a request acts on: explicit (a library caller's),
 // which the body's org_id must not contradict, or else the one the body

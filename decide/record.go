@@ -2,6 +2,7 @@ package decide
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"time"
 
@@ -30,6 +31,9 @@ type draft struct {
 	parentChain  string // the parent's chain; "" without a parent
 	pin          string // context.policy_version
 	res          policy.Resolution
+	// seen: res came from ResolveSeen, so record confirms it with
+	// Policies.Current before writing (errPolicyMoved when it moved).
+	seen bool
 	now          time.Time
 }
 
@@ -79,6 +83,15 @@ func record[T any](ctx context.Context, s *Service, dr *draft, d *dossier.Body, 
 		if replayed, err = idempotency.Replay(ctx, tx, scope, dr.key, dr.intentDigest, out); err != nil || replayed {
 			return err
 		}
+		if dr.seen {
+			current, err := s.cfg.Policies.Current(ctx, tx, dr.res)
+			if err != nil {
+				return err
+			}
+			if !current {
+				return errPolicyMoved
+			}
+		}
 		digest, err := dossier.Record(ctx, tx, d, dossier.Index{WorkflowKey: dr.in.WorkflowKey, DecisionType: dr.in.DecisionType}, dr.now)
 		if err != nil {
 			return err
@@ -90,6 +103,10 @@ func record[T any](ctx context.Context, s *Service, dr *draft, d *dossier.Body, 
 	})
 	return replayed, err
 }
+
+// errPolicyMoved is a draft resolved under an active version that is not
+// the org's any more: it is evaluated again under the current one.
+var errPolicyMoved = errors.New("decide: the org's active policy version moved")
 
 // newIDs returns n fresh ids.
 func (s *Service) newIDs(n int) ([]string, error) {

@@ -19,6 +19,10 @@ import (
 type Service struct {
 	d        core.Deps
 	compiled sync.Map // bundleKey -> *policy.Compiled (published bundles are immutable)
+	// active is the last activation seen per org (orgID -> string, the
+	// version, "" for none), for ResolveSeen: it may be stale, and is
+	// corrected by Current inside each transaction that relies on it.
+	active sync.Map
 }
 
 // New returns the policies feature over the kernel d.
@@ -121,6 +125,9 @@ func (s *Service) publish(ctx context.Context, orgID string, raw []byte, activat
 	}
 	if out.Created {
 		s.compiled.Store(bundleKey(orgID, b.Version), c)
+		if activate {
+			s.active.Store(orgID, b.Version)
+		}
 	}
 	return out, nil
 }
@@ -197,6 +204,7 @@ func (s *Service) ActivateBundle(ctx context.Context, req ActivateRequest) (Poli
 	if err != nil {
 		return PolicyActivation{}, core.Translate("activate bundle", err)
 	}
+	s.active.Store(req.OrgID, out.ActiveVersion)
 	return out, nil
 }
 
@@ -281,7 +289,38 @@ func (s *Service) Bundle(ctx context.Context, orgID, version string) (BundleInfo
 // never cached: another server on the same database may have activated
 // another version a moment ago. Compiled versions are cached (immutable).
 func (s *Service) Resolve(ctx context.Context, orgID, pin string) (policy.Resolution, error) {
-	r, err := policy.Resolve(orgVersions{ctx: ctx, s: s, orgID: orgID}, pin)
+	return s.resolve(orgVersions{ctx: ctx, s: s, orgID: orgID}, pin)
+}
+
+// ResolveSeen is Resolve under the active version this process last saw
+// for the org, without reading the store when it has seen one. The answer
+// may be stale: a caller records under it only after Current, inside the
+// org's transaction, confirms it (and evaluates again when it does not).
+func (s *Service) ResolveSeen(ctx context.Context, orgID, pin string) (policy.Resolution, error) {
+	return s.resolve(orgVersions{ctx: ctx, s: s, orgID: orgID, seen: true}, pin)
+}
+
+// Current reports, inside the org's transaction, whether r was resolved
+// under the org's active version as of that transaction; when it was not,
+// it also remembers the active version for the next ResolveSeen.
+func (s *Service) Current(ctx context.Context, tx store.Tx, r policy.Resolution) (bool, error) {
+	version, err := activeVersionInTx(ctx, tx)
+	if err != nil {
+		return false, err
+	}
+	var used string // "": the starter policy, no version active
+	if r.Active != nil && r.Active != policy.Starter() {
+		used = r.Active.Snapshot().PolicyVersion
+	}
+	if version == used {
+		return true, nil
+	}
+	s.active.Store(tx.OrgID(), version)
+	return false, nil
+}
+
+func (s *Service) resolve(src orgVersions, pin string) (policy.Resolution, error) {
+	r, err := policy.Resolve(src, pin)
 	switch {
 	case errors.Is(err, policy.ErrUnknownVersion):
 		return r, core.New(core.ErrConflict, CodePolicyPinUnknown, "context.policy_version %q is not a published version", pin)
@@ -316,6 +355,7 @@ type orgVersions struct {
 	ctx   context.Context
 	s     *Service
 	orgID string
+	seen  bool // the active version last seen will do (ResolveSeen)
 }
 
 func (v orgVersions) Version(version string) (*policy.Compiled, error) {
@@ -333,18 +373,28 @@ func (v orgVersions) Version(version string) (*policy.Compiled, error) {
 }
 
 func (v orgVersions) Active() (*policy.Compiled, error) {
-	a, err := v.s.d.Store.Activation(v.ctx, v.orgID)
-	if core.IsNotFound(err) {
+	version, seen := "", false
+	if v.seen {
+		var x any
+		if x, seen = v.s.active.Load(v.orgID); seen {
+			version = x.(string)
+		}
+	}
+	if !seen {
+		var err error
+		if version, err = v.s.activeVersion(v.ctx, v.orgID); err != nil {
+			return nil, err
+		}
+		v.s.active.Store(v.orgID, version)
+	}
+	if version == "" {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	c, err := v.Version(a.Version)
+	c, err := v.Version(version)
 	if errors.Is(err, policy.ErrUnknownVersion) {
 		// The store keeps activations pointing at published versions; a
 		// missing one is damage, never a reason to fall back.
-		return nil, fmt.Errorf("active policy version %q of org %q is missing", a.Version, v.orgID)
+		return nil, fmt.Errorf("active policy version %q of org %q is missing", version, v.orgID)
 	}
 	return c, err
 }

@@ -209,13 +209,13 @@ func (s *Store) runOnConn(ctx context.Context, orgID string, ms []*member) (next
 	// idle, and the server then rolls back.
 	defer pc.Release()
 	conn := pc.Conn()
-	head, err := lockOrg(ctx, conn, orgID)
+	st, err := lockOrg(ctx, conn, orgID)
 	if err != nil {
 		rollback(ctx, conn)
 		setAll(ms, err)
 		return nil, nil, nil
 	}
-	t := &tx{ctx: ctx, conn: conn, org: orgID, now: s.now, head: head, headOK: true}
+	t := &tx{ctx: ctx, conn: conn, org: orgID, now: s.now, head: st.head, headOK: true, orgNow: st}
 	defer t.finish()
 	for i, m := range ms {
 		if err := m.ctx.Err(); err != nil {

@@ -258,10 +258,15 @@ func readLatestBundle(ctx context.Context, q querier, orgID string) (store.Bundl
 }
 
 func readActivation(ctx context.Context, q querier, orgID string) (store.Activation, error) {
+	return scanActivation(q.QueryRow(ctx, selectActivation, orgID), orgID)
+}
+
+const selectActivation = `SELECT version, activated_at, ledger_seq FROM policy_activations WHERE org_id = $1`
+
+func scanActivation(row pgx.Row, orgID string) (store.Activation, error) {
 	a := store.Activation{OrgID: orgID}
 	var seq int64
-	err := scanOne(q.QueryRow(ctx, `SELECT version, activated_at, ledger_seq FROM policy_activations WHERE org_id = $1`, orgID),
-		[]any{&a.Version, &a.ActivatedAt, &seq}, "activation of org %q", orgID)
+	err := scanOne(row, []any{&a.Version, &a.ActivatedAt, &seq}, "activation of org %q", orgID)
 	if err != nil {
 		return store.Activation{}, err
 	}

@@ -147,26 +147,42 @@ func (s *Store) Update(ctx context.Context, orgID string, fn func(tx store.Tx) e
 	}
 }
 
+// orgState is what a transaction reads of its org when it takes the lock.
+type orgState struct {
+	head      ledger.Head
+	active    store.Activation
+	hasActive bool
+}
+
 // lockOrg begins the transaction, takes the org's row lock and reads the
-// org's ledger head, in one round trip. The INSERT creates the row the
-// first time an org is seen. The head is read after the lock is granted
-// (each statement its own snapshot), so it is the latest committed, and
-// most transactions (every decision) need it.
-func lockOrg(ctx context.Context, conn *pgx.Conn, orgID string) (ledger.Head, error) {
-	var head ledger.Head
+// org's ledger head and policy activation, in one round trip. The INSERT
+// creates the row the first time an org is seen. Both are read after the
+// lock is granted (each statement its own snapshot), so they are the latest
+// committed, and every decision needs them.
+func lockOrg(ctx context.Context, conn *pgx.Conn, orgID string) (orgState, error) {
+	var st orgState
 	b := &pgx.Batch{}
 	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
 	b.Queue("INSERT INTO org_locks (org_id) VALUES ($1) ON CONFLICT (org_id) DO NOTHING", orgID)
 	b.Queue("SELECT org_id FROM org_locks WHERE org_id = $1 FOR UPDATE", orgID)
 	b.Queue(selectHead, orgID).QueryRow(func(row pgx.Row) error {
 		var err error
-		head, err = scanHead(row, orgID)
+		st.head, err = scanHead(row, orgID)
+		return err
+	})
+	b.Queue(selectActivation, orgID).QueryRow(func(row pgx.Row) error {
+		var err error
+		st.active, err = scanActivation(row, orgID)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		st.hasActive = err == nil
 		return err
 	})
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		return ledger.Head{}, fmt.Errorf("pgstore: lock org %q: %w", orgID, err)
+		return orgState{}, fmt.Errorf("pgstore: lock org %q: %w", orgID, err)
 	}
-	return head, nil
+	return st, nil
 }
 
 // rollback ends a transaction that must not commit. When that fails (or ctx

@@ -54,6 +54,10 @@ type tx struct {
 	// when the member began, restored if the member is undone.
 	head, beganHead     ledger.Head
 	headOK, beganHeadOK bool
+	// The org's activation, read with the lock and kept as the
+	// transaction activates (orgNow; its head is unused); beganActive is
+	// orgNow when the member began.
+	orgNow, beganActive orgState
 }
 
 var _ store.Tx = (*tx)(nil)
@@ -218,6 +222,7 @@ func (t *tx) begin(needsSave bool) {
 	t.pending = t.pending[:0]
 	t.needsSave, t.saved, t.memberWrote, t.failed = needsSave, false, false, nil
 	t.beganHead, t.beganHeadOK = t.head, t.headOK
+	t.beganActive = t.orgNow
 }
 
 // end finishes a member whose fn returned nil: its writes are sent. An
@@ -242,6 +247,7 @@ func (t *tx) undo() bool {
 	clear(t.pending)
 	t.pending = t.pending[:0]
 	t.head, t.headOK = t.beganHead, t.beganHeadOK
+	t.orgNow = t.beganActive
 	if t.saved {
 		b := &pgx.Batch{}
 		b.Queue("ROLLBACK TO SAVEPOINT member")
@@ -576,7 +582,7 @@ func (t *tx) PutActivation(ctx context.Context, a store.Activation) error {
 		return fmt.Errorf("pgstore: activation ledger seq %d out of range", a.LedgerSeq)
 	}
 	org := t.org
-	return t.exec(ctx, oneRow("put activation", func() error {
+	err := t.exec(ctx, oneRow("put activation", func() error {
 		return fmt.Errorf("pgstore: activation of version %q, which org %q has not published", a.Version, org)
 	}), `
 		INSERT INTO policy_activations (org_id, version, activated_at, ledger_seq)
@@ -585,6 +591,13 @@ func (t *tx) PutActivation(ctx context.Context, a store.Activation) error {
 		ON CONFLICT (org_id) DO UPDATE SET version = excluded.version, activated_at = excluded.activated_at,
 			ledger_seq = excluded.ledger_seq`,
 		t.org, a.Version, a.ActivatedAt, int64(a.LedgerSeq))
+	if err == nil {
+		t.mu.Lock()
+		a.OrgID, a.ActivatedAt = t.org, a.ActivatedAt.UTC().Truncate(time.Microsecond)
+		t.orgNow.active, t.orgNow.hasActive = a, true
+		t.mu.Unlock()
+	}
+	return err
 }
 
 // ActivationInTx implements store.Tx.
@@ -593,7 +606,10 @@ func (t *tx) ActivationInTx(ctx context.Context) (store.Activation, error) {
 		return store.Activation{}, err
 	}
 	defer t.mu.Unlock()
-	return readActivation(t.ctx, t.conn, t.org)
+	if !t.orgNow.hasActive {
+		return store.Activation{}, notFound("activation of org %q", t.org)
+	}
+	return t.orgNow.active, nil
 }
 
 // Idempotency implements store.Tx.
