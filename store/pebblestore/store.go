@@ -41,7 +41,7 @@ type Store struct {
 	db  *pebble.DB
 	now func() time.Time
 
-	locks sync.Map   // org id -> *sync.Mutex: serializes each org's Updates
+	orgs  sync.Map   // org id -> *org: serializes each org's Updates
 	revMu sync.Mutex // serializes grant key revocations (first one kept)
 
 	// unsynced counts commits that are visible but whose WAL sync has not
@@ -189,12 +189,26 @@ func (s *Store) leave() {
 	s.mu.Unlock()
 }
 
-func (s *Store) orgLock(orgID string) *sync.Mutex {
-	if m, ok := s.locks.Load(orgID); ok {
-		return m.(*sync.Mutex)
+// org is one org's in-process state: the mutex its Updates run under, and
+// what they keep in memory between them. This process is the store's only
+// writer, and an org's records change only under its mutex, so what is
+// kept here (read or written under the mutex, updated when a batch is
+// applied) is what the store holds.
+type org struct {
+	mu sync.Mutex
+	// The org's activation once an Update has read or written it (known):
+	// every decision checks it, and decoding it from the store each time
+	// made the org's serial section longer.
+	activeKnown, hasActive bool
+	active                 store.Activation
+}
+
+func (s *Store) org(orgID string) *org {
+	if o, ok := s.orgs.Load(orgID); ok {
+		return o.(*org)
 	}
-	m, _ := s.locks.LoadOrStore(orgID, new(sync.Mutex))
-	return m.(*sync.Mutex)
+	o, _ := s.orgs.LoadOrStore(orgID, new(org))
+	return o.(*org)
 }
 
 // Update implements store.Backend.
@@ -239,14 +253,14 @@ func (s *Store) Update(ctx context.Context, orgID string, fn func(tx store.Tx) e
 // for the sync. It returns the applied batch (the caller must SyncWait and
 // Close it), or nil when fn wrote nothing.
 func (s *Store) apply(ctx context.Context, orgID string, fn func(tx store.Tx) error) (*pebble.Batch, error) {
-	mu := s.orgLock(orgID)
-	mu.Lock()
-	defer mu.Unlock()
+	o := s.org(orgID)
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	b := s.db.NewIndexedBatch()
-	t := &tx{org: orgID, b: b, now: s.now}
+	t := &tx{org: orgID, b: b, now: s.now, state: o}
 	applied := false
 	defer func() {
 		t.finish()
@@ -270,6 +284,9 @@ func (s *Store) apply(ctx context.Context, orgID string, fn func(tx store.Tx) er
 		return nil, fmt.Errorf("pebblestore: commit: %w", err)
 	}
 	applied = true
+	if t.activeSet {
+		o.active, o.hasActive, o.activeKnown = t.active, true, true
+	}
 	return b, nil
 }
 

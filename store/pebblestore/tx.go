@@ -33,6 +33,12 @@ type tx struct {
 	// until the transaction ends, so an append need not read it again.
 	head      ledger.Head
 	headKnown bool
+	// state is the org's kept state (read under the org's mutex, which
+	// the transaction holds); active is the activation this transaction
+	// wrote (activeSet), applied to state when its batch is.
+	state     *org
+	active    store.Activation
+	activeSet bool
 }
 
 var _ store.Tx = (*tx)(nil)
@@ -347,7 +353,20 @@ func (t *tx) PutActivation(ctx context.Context, a store.Activation) error {
 	if !published {
 		return fmt.Errorf("pebblestore: activation of version %q, which org %q has not published", a.Version, t.org)
 	}
-	return t.set(activationKey(t.org), a)
+	raw, err := encodeJSON(a)
+	if err != nil {
+		return err
+	}
+	// Kept as a read would return it (the JSON form's times).
+	var kept store.Activation
+	if err := decodeJSON(raw, &kept); err != nil {
+		return err
+	}
+	if err := t.set(activationKey(t.org), raw); err != nil {
+		return err
+	}
+	t.active, t.activeSet = kept, true
+	return nil
 }
 
 // ActivationInTx implements store.Tx.
@@ -356,7 +375,24 @@ func (t *tx) ActivationInTx(ctx context.Context) (store.Activation, error) {
 		return store.Activation{}, err
 	}
 	defer t.mu.Unlock()
-	return readActivation(t.b, t.org)
+	switch o := t.state; {
+	case t.activeSet:
+		return t.active, nil
+	case !o.activeKnown:
+		a, err := readActivation(t.b, t.org)
+		switch {
+		case err == nil:
+			o.active, o.hasActive = a, true
+		case !errors.Is(err, store.ErrNotFound):
+			return a, err
+		}
+		o.activeKnown = true
+		return a, err
+	case !o.hasActive:
+		return store.Activation{}, fmt.Errorf("pebblestore: activation of org %q: %w", t.org, store.ErrNotFound)
+	default:
+		return o.active, nil
+	}
 }
 
 // Idempotency implements store.Tx.
