@@ -147,6 +147,10 @@ func (s *Store) lead(q *queue, orgID string) {
 // every member's context has ended (nobody is left to answer), not before,
 // so that one caller going away does not fail the others.
 func groupContext(group []*member) (context.Context, func()) {
+	if len(group) == 1 {
+		// A lone Update's own context, as it ends (AfterFunc runs later).
+		return group[0].ctx, func() {}
+	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(group[0].ctx))
 	var live atomic.Int64
 	live.Store(int64(len(group)))
