@@ -13,6 +13,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/store"
 )
 
@@ -196,11 +197,23 @@ func (s *Store) leave() {
 // applied) is what the store holds.
 type org struct {
 	mu sync.Mutex
-	// The org's activation once an Update has read or written it (known):
-	// every decision checks it, and decoding it from the store each time
-	// made the org's serial section longer.
+	// The org's activation and ledger head once an Update has read or
+	// written them (known): every decision needs both, and reading and
+	// decoding them each time made the org's serial section longer (and
+	// slower with many orgs, whose records are not all hot in the cache).
 	activeKnown, hasActive bool
 	active                 store.Activation
+	headKnown              bool
+	head                   ledger.Head
+}
+
+// forget drops what is kept in memory of an org, as a restart would: for
+// tests that change the store behind its back.
+func (s *Store) forget(orgID string) {
+	o := s.org(orgID)
+	o.mu.Lock()
+	o.activeKnown, o.headKnown = false, false
+	o.mu.Unlock()
 }
 
 func (s *Store) org(orgID string) *org {
@@ -286,6 +299,9 @@ func (s *Store) apply(ctx context.Context, orgID string, fn func(tx store.Tx) er
 	applied = true
 	if t.activeSet {
 		o.active, o.hasActive, o.activeKnown = t.active, true, true
+	}
+	if t.appended {
+		o.head, o.headKnown = t.head, t.headKnown
 	}
 	return b, nil
 }

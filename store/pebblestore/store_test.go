@@ -81,12 +81,14 @@ func TestConformance(t *testing.T) {
 			if err := b.(*Store).db.Set(entryKey(orgID, seq), v, pebble.Sync); err != nil {
 				t.Fatal(err)
 			}
+			b.(*Store).forget(orgID)
 		},
 		DeleteEntry: func(t *testing.T, b store.Backend, orgID string, seq uint64) {
 			t.Helper()
 			if err := b.(*Store).db.Delete(entryKey(orgID, seq), pebble.Sync); err != nil {
 				t.Fatal(err)
 			}
+			b.(*Store).forget(orgID)
 		},
 		SetHead: func(t *testing.T, b store.Backend, orgID string, h ledger.Head) {
 			t.Helper()
@@ -97,6 +99,7 @@ func TestConformance(t *testing.T) {
 			if err := b.(*Store).db.Set(headKey(orgID), v, pebble.Sync); err != nil {
 				t.Fatal(err)
 			}
+			b.(*Store).forget(orgID)
 		},
 		DeleteCheckpoint: func(t *testing.T, b store.Backend, orgID string, size uint64) {
 			t.Helper()

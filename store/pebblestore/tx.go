@@ -33,6 +33,7 @@ type tx struct {
 	// until the transaction ends, so an append need not read it again.
 	head      ledger.Head
 	headKnown bool
+	appended  bool // PutLedgerEntry wrote to the batch: state.head follows t.head when it is applied
 	// state is the org's kept state (read under the org's mutex, which
 	// the transaction holds); active is the activation this transaction
 	// wrote (activeSet), applied to state when its batch is.
@@ -103,11 +104,18 @@ func (t *tx) ledgerHead() (ledger.Head, error) {
 	if t.headKnown {
 		return t.head, nil
 	}
+	if o := t.state; !t.appended && o.headKnown {
+		t.head, t.headKnown = o.head, true
+		return t.head, nil
+	}
 	h, err := readHead(t.b, t.org)
 	if err != nil {
 		return h, err
 	}
 	t.head, t.headKnown = h, true
+	if !t.appended { // what the store holds, not this batch's own writes
+		t.state.head, t.state.headKnown = h, true
+	}
 	return h, nil
 }
 
@@ -129,6 +137,7 @@ func (t *tx) PutLedgerEntry(ctx context.Context, e ledger.Entry) error {
 	if e.Seq != head.Seq+1 {
 		return fmt.Errorf("pebblestore: ledger entry seq %d does not follow head seq %d of org %q", e.Seq, head.Seq, t.org)
 	}
+	t.appended = true
 	if err := t.set(entryKey(t.org, e.Seq), e); err != nil {
 		return err
 	}

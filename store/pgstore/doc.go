@@ -96,15 +96,16 @@
 // The org's lock is held until COMMIT returns, so one transaction per
 // Update would bound an org to one Update per (round trips + WAL flush).
 // Instead, the Updates of an org waiting in one process share a
-// transaction: the first leads, takes the lock (BEGIN, lock and ledger head
-// in one round trip), runs the waiting functions one after another — at
-// most 32 — and commits them together (group.go has the rules). Each
+// transaction: the org's runner goroutine takes the lock (BEGIN, the lock,
+// the ledger head and the activation in one round trip), runs the waiting
+// functions one after another — at most 32 — and commits them together
+// (group.go has the rules). Each
 // keeps its own outcome: a member that fails is rolled back to a savepoint
 // taken lazily before its first writes reach the server, later members see
 // the earlier ones' writes, and no outcome (failures included) is reported
 // before the COMMIT is acknowledged. A member that aborts the transaction
 // where no savepoint can repair it runs again alone, and the others after
-// it. Only the leader holds a connection, so a busy org never ties up the
+// it. Only the runner holds a connection, so a busy org never ties up the
 // pool.
 //
 // Writes are not sent when they are made but batched: they go to the

@@ -14,9 +14,10 @@ import (
 // Group commit. An org's Updates are serialized by its row lock, held until
 // COMMIT returns; one transaction per Update would bound an org to one
 // Update per (round trips + WAL flush). So the Updates of an org that wait
-// in this process share a transaction: the first to arrive leads, takes
-// the lock, runs the waiting functions one after another, and commits them
-// together. Each member keeps its own outcome:
+// in this process share a transaction: the org's runner goroutine (one
+// while any Update of the org waits) takes the lock, runs the waiting
+// functions one after another, and commits them together. Each member
+// keeps its own outcome:
 //
 //   - a member's function sees the earlier members' writes, as it would if
 //     they had committed just before it (they are serialized in this order);
@@ -32,7 +33,14 @@ import (
 //     repair (it sent writes with none, or aborted the transaction without
 //     one), the transaction is rolled back; that member then runs alone in
 //     a transaction of its own, where its outcome stands, and the others
-//     run again after it.
+//     run again after it;
+//   - a member whose context ends before its function starts returns at
+//     once; one whose function started waits for its outcome (it may have
+//     committed). The connection's context ends only when every member's
+//     has;
+//   - a function that panics has its panic re-raised in its own caller's
+//     goroutine; one that calls runtime.Goexit fails its own Update, and
+//     the others of its group run again.
 //
 // maxGroup caps a group: every member after the first may hold a
 // subtransaction, and a PostgreSQL backend caches only 64 of them before
@@ -44,27 +52,27 @@ type member struct {
 	ctx context.Context
 	fn  func(tx store.Tx) error
 
-	// Set by the leader; read by the member once done (under queue.mu).
+	// Set by the org's runner; read by the member once done is closed.
 	err      error
 	panicked any // fn's panic value: re-raised in the member's goroutine
-	done     bool
-	lead     bool // it leads the next group
 
-	wake chan struct{} // a token when done or lead changes
-}
+	// Under queue.mu: started once the runner calls fn (the member then
+	// waits for its outcome); left when the member gave up before that.
+	started, left bool
+	// settled: the outcome is final (its transaction ended); only the
+	// runner reads and writes it.
+	settled bool
 
-func (m *member) signal() {
-	select {
-	case m.wake <- struct{}{}:
-	default:
-	}
+	done chan struct{} // closed when err (or panicked) is the outcome
 }
 
 // queue is one org's waiting Updates in this process.
 type queue struct {
 	mu      sync.Mutex
 	waiting []*member
-	busy    bool // a leader is running a group of the org
+	busy    bool // a runner goroutine is draining the queue
+
+	running *member // whose fn the runner is in (the runner's own)
 }
 
 // queue returns the org's queue.
@@ -76,41 +84,33 @@ func (s *Store) queue(orgID string) *queue {
 	return q.(*queue)
 }
 
-// attempt runs fn once, as a member of a group of the org's Updates.
+// attempt runs fn once, as a member of a group of the org's Updates, and
+// waits for its outcome. A member whose context ends before its fn starts
+// returns at once; once fn started, its outcome is awaited (it may commit).
 func (s *Store) attempt(ctx context.Context, orgID string, fn func(tx store.Tx) error) error {
 	q := s.queue(orgID)
-	m := &member{ctx: ctx, fn: fn, wake: make(chan struct{}, 1)}
+	m := &member{ctx: ctx, fn: fn, done: make(chan struct{})}
 	q.mu.Lock()
 	q.waiting = append(q.waiting, m)
 	if !q.busy {
-		q.busy, m.lead = true, true
+		q.busy = true
+		go s.drain(q, orgID)
 	}
 	q.mu.Unlock()
-	cancelled := ctx.Done()
-	for {
+	select {
+	case <-m.done:
+	case <-ctx.Done():
 		q.mu.Lock()
-		done, lead := m.done, m.lead
-		q.mu.Unlock()
-		if done {
-			break
-		}
-		if lead {
-			s.lead(q, orgID)
-			continue
-		}
-		select {
-		case <-m.wake:
-		case <-cancelled:
-			q.mu.Lock()
-			if i := slices.Index(q.waiting, m); i >= 0 && !m.lead {
-				// Still waiting: it never ran.
+		if !m.started {
+			m.left = true
+			if i := slices.Index(q.waiting, m); i >= 0 {
 				q.waiting = slices.Delete(q.waiting, i, i+1)
-				q.mu.Unlock()
-				return ctx.Err()
 			}
 			q.mu.Unlock()
-			cancelled = nil // it runs (or leads): wait for the outcome
+			return ctx.Err()
 		}
+		q.mu.Unlock()
+		<-m.done
 	}
 	if m.panicked != nil {
 		panic(m.panicked)
@@ -118,29 +118,79 @@ func (s *Store) attempt(ctx context.Context, orgID string, fn func(tx store.Tx) 
 	return m.err
 }
 
-// lead runs one group: the members waiting at the front of the queue (the
-// leader is the first), then hands the lead to the next waiting member.
-func (s *Store) lead(q *queue, orgID string) {
-	q.mu.Lock()
-	n := min(len(q.waiting), maxGroup)
-	group := slices.Clone(q.waiting[:n])
-	q.waiting = slices.Delete(q.waiting, 0, n)
-	q.mu.Unlock()
+// drain is the org's runner: it runs the waiting Updates in groups, the
+// oldest first, until none waits. It runs on a goroutine of its own, so
+// that an fn that ends its goroutine (runtime.Goexit, as t.FailNow does)
+// ends only the runner, whose deferred cleanup fails its group and starts
+// a new runner for the rest.
+func (s *Store) drain(q *queue, orgID string) {
+	var group []*member
+	finished := false
+	defer func() {
+		if finished {
+			return
+		}
+		// The running fn ended this goroutine: nothing of the group's
+		// transaction committed. That member fails; the others whose
+		// outcome was not final wait again, first in line.
+		q.mu.Lock()
+		var again []*member
+		for _, m := range group {
+			switch {
+			case m.settled:
+				close(m.done)
+			case m == q.running:
+				m.err, m.panicked = errGoexit, nil
+				close(m.done)
+			default:
+				m.err, m.panicked = nil, nil
+				again = append(again, m)
+			}
+		}
+		q.waiting = append(again, q.waiting...)
+		if len(q.waiting) > 0 {
+			go s.drain(q, orgID)
+		} else {
+			q.busy = false
+		}
+		q.mu.Unlock()
+	}()
+	for {
+		q.mu.Lock()
+		n := min(len(q.waiting), maxGroup)
+		if n == 0 {
+			q.busy = false
+			q.mu.Unlock()
+			finished = true
+			return
+		}
+		group = slices.Clone(q.waiting[:n])
+		q.waiting = slices.Delete(q.waiting, 0, n)
+		q.mu.Unlock()
 
-	s.runGroup(orgID, group)
+		s.runGroup(q, orgID, group)
 
+		q.mu.Lock()
+		for _, m := range group {
+			close(m.done)
+		}
+		q.mu.Unlock()
+	}
+}
+
+// errGoexit is the outcome of an Update whose fn called runtime.Goexit:
+// nothing of it was committed.
+var errGoexit = errors.New("pgstore: the update function ended its goroutine (runtime.Goexit); nothing was committed")
+
+// start marks m as started unless it left; it reports whether fn may run.
+func (q *queue) start(m *member) bool {
 	q.mu.Lock()
-	for _, m := range group {
-		m.done, m.lead = true, false
-		m.signal()
+	defer q.mu.Unlock()
+	if m.left {
+		return false
 	}
-	if len(q.waiting) > 0 {
-		q.waiting[0].lead = true
-		q.waiting[0].signal()
-	} else {
-		q.busy = false
-	}
-	q.mu.Unlock()
+	m.started = true
+	return true
 }
 
 // groupContext is the context of a group's connection I/O: it ends when
@@ -171,20 +221,28 @@ func groupContext(group []*member) (context.Context, func()) {
 }
 
 // runGroup runs the group's members and sets each one's outcome.
-func (s *Store) runGroup(orgID string, group []*member) {
+func (s *Store) runGroup(q *queue, orgID string, group []*member) {
 	ctx, stop := groupContext(group)
 	defer stop()
 	batches := [][]*member{group}
 	for len(batches) > 0 {
-		next := s.runTx(ctx, orgID, batches[0])
+		next := s.runTx(ctx, q, orgID, batches[0])
+		for _, m := range batches[0] {
+			m.settled = true
+		}
+		for _, b := range next {
+			for _, m := range b {
+				m.settled = false // it runs again
+			}
+		}
 		batches = append(next, batches[1:]...)
 	}
 }
 
 // runTx runs ms in one transaction and sets their outcomes, except for the
 // members it returns, in the batches they must run in next (in order).
-func (s *Store) runTx(ctx context.Context, orgID string, ms []*member) [][]*member {
-	next, ran, err := s.runOnConn(ctx, orgID, ms)
+func (s *Store) runTx(ctx context.Context, q *queue, orgID string, ms []*member) [][]*member {
+	next, ran, err := s.runOnConn(ctx, q, orgID, ms)
 	var lost *lostCommitError
 	if errors.As(err, &lost) {
 		// Settled once the connection is back in the pool: resolve needs
@@ -193,7 +251,9 @@ func (s *Store) runTx(ctx context.Context, orgID string, ms []*member) [][]*memb
 	}
 	if err != nil {
 		for _, m := range ran {
-			m.err, m.panicked = err, nil
+			if m.panicked == nil { // a panic stays the outcome of its member
+				m.err = err
+			}
 		}
 	}
 	return next
@@ -202,7 +262,7 @@ func (s *Store) runTx(ctx context.Context, orgID string, ms []*member) [][]*memb
 // runOnConn is runTx on a connection of its own: it returns the batches to
 // run next, the members whose outcome rests on the transaction's COMMIT,
 // and that COMMIT's error.
-func (s *Store) runOnConn(ctx context.Context, orgID string, ms []*member) (next [][]*member, ran []*member, err error) {
+func (s *Store) runOnConn(ctx context.Context, q *queue, orgID string, ms []*member) (next [][]*member, ran []*member, err error) {
 	pc, err := s.pool.Acquire(ctx)
 	if err != nil {
 		setAll(ms, fmt.Errorf("pgstore: acquire connection: %w", err))
@@ -222,12 +282,14 @@ func (s *Store) runOnConn(ctx context.Context, orgID string, ms []*member) (next
 	t := &tx{ctx: ctx, conn: conn, org: orgID, now: s.now, head: st.head, headOK: true, orgNow: st}
 	defer t.finish()
 	for i, m := range ms {
-		if err := m.ctx.Err(); err != nil {
+		if err := m.ctx.Err(); err != nil || !q.start(m) {
 			m.err = err // it gave up before running
 			continue
 		}
 		t.begin(len(ran) > 0)
+		q.running = m
 		m.err, m.panicked = call(m.fn, t)
+		q.running = nil
 		if m.err == nil {
 			m.err = t.end()
 		}

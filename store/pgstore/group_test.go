@@ -284,3 +284,120 @@ func wantSubjects(t *testing.T, s *pgstore.Store, org string, subjects ...string
 		t.Fatalf("ledger subjects = %v; want %v", got, subjects)
 	}
 }
+
+// TestGroupSavepointRepairsAbort: a member whose statement error aborts the
+// shared transaction after its writes were sent is rolled back to its
+// savepoint; the member before it keeps its work and runs once.
+func TestGroupSavepointRepairsAbort(t *testing.T) {
+	t.Parallel()
+	s, _ := open(t, pgstore.Options{MaxConns: 2})
+	const org = "org_group_savepoint"
+	var runs [2]atomic.Int64
+	errs, commits := grouped(t, s, org,
+		func(tx store.Tx) error { return appendEntry(tx, "held") },
+		func(tx store.Tx) error { runs[0].Add(1); return appendEntry(tx, "a") },
+		func(tx store.Tx) error {
+			runs[1].Add(1)
+			if err := appendEntry(tx, "never"); err != nil {
+				return err
+			}
+			if _, err := tx.LedgerEntriesInTx(context.Background(), 0, 1); err != nil { // sends the append
+				return err
+			}
+			_, err := tx.Idempotency(context.Background(), "scope", "bad\x00key") // aborts the transaction
+			return err
+		},
+	)
+	if errs[0] != nil || errs[1] == nil {
+		t.Fatalf("Updates = %v; want the first to succeed and the second to fail", errs)
+	}
+	if r0, r1 := runs[0].Load(), runs[1].Load(); r0 != 1 || r1 != 1 || commits != 1 {
+		t.Errorf("runs %d, %d, write commits %d; want 1, 1 and 1 (repaired in place)", r0, r1, commits)
+	}
+	wantSubjects(t, s, org, "held", "a")
+}
+
+// TestGroupFnThatEndsItsGoroutine: an fn calling runtime.Goexit (as
+// t.FailNow does) fails its own Update only; the members of its group run
+// again, and the org keeps serving.
+func TestGroupFnThatEndsItsGoroutine(t *testing.T) {
+	t.Parallel()
+	s, _ := open(t, pgstore.Options{MaxConns: 2})
+	const org = "org_group_goexit"
+	errs, _ := grouped(t, s, org,
+		func(tx store.Tx) error { return appendEntry(tx, "held") },
+		func(tx store.Tx) error { return appendEntry(tx, "a") },
+		func(tx store.Tx) error {
+			if err := appendEntry(tx, "never"); err != nil {
+				return err
+			}
+			runtime.Goexit()
+			return nil
+		},
+		func(tx store.Tx) error { return appendEntry(tx, "b") },
+	)
+	if errs[0] != nil || errs[2] != nil || errs[1] == nil || !strings.Contains(errs[1].Error(), "Goexit") {
+		t.Fatalf("Updates = %v; want only the second to fail, naming Goexit", errs)
+	}
+	if err := s.Update(t.Context(), org, func(tx store.Tx) error { return appendEntry(tx, "c") }); err != nil {
+		t.Fatalf("a later Update: %v", err)
+	}
+	wantSubjects(t, s, org, "held", "a", "b", "c")
+}
+
+// TestGroupMemberLeavesBeforeItRuns: a member whose context ends while an
+// earlier member of its own group runs returns at once, and never runs.
+func TestGroupMemberLeavesBeforeItRuns(t *testing.T) {
+	t.Parallel()
+	s, _ := open(t, pgstore.Options{MaxConns: 2})
+	const org = "org_group_leaves"
+	releaseHold, holding := make(chan struct{}), make(chan struct{})
+	releaseSlow, slowRunning := make(chan struct{}), make(chan struct{})
+	errs := make(chan error, 2)
+	go func() {
+		errs <- s.Update(t.Context(), org, func(tx store.Tx) error {
+			close(holding)
+			<-releaseHold
+			return appendEntry(tx, "held")
+		})
+	}()
+	<-holding
+	go func() {
+		errs <- s.Update(t.Context(), org, func(tx store.Tx) error {
+			close(slowRunning)
+			<-releaseSlow
+			return appendEntry(tx, "slow")
+		})
+	}()
+	for pgstore.Waiting(s, org) < 1 {
+		runtime.Gosched()
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	var ran atomic.Bool
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Update(ctx, org, func(tx store.Tx) error { ran.Store(true); return appendEntry(tx, "never") })
+	}()
+	for pgstore.Waiting(s, org) < 2 {
+		runtime.Gosched()
+	}
+	close(releaseHold) // the runner takes slow and the next one as one group
+	<-slowRunning
+	if n := pgstore.Waiting(s, org); n != 0 {
+		t.Fatalf("%d Updates still wait; want both taken into the group", n)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Update = %v; want context.Canceled while slow still runs", err)
+	}
+	close(releaseSlow)
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ran.Load() {
+		t.Fatal("the member that left ran")
+	}
+	wantSubjects(t, s, org, "held", "slow")
+}

@@ -102,14 +102,19 @@ func (t *tx) lock(ctx context.Context) error {
 		return err
 	}
 	t.mu.Lock()
+	locked := false
+	defer func() {
+		if !locked { // an error, or a panic while flushing
+			t.mu.Unlock()
+		}
+	}()
 	if t.done {
-		t.mu.Unlock()
 		return errTxDone
 	}
 	if err := t.flushLocked(); err != nil {
-		t.mu.Unlock()
 		return err
 	}
+	locked = true
 	return nil
 }
 
@@ -249,10 +254,9 @@ func (t *tx) undo() bool {
 	t.head, t.headOK = t.beganHead, t.beganHeadOK
 	t.orgNow = t.beganActive
 	if t.saved {
-		b := &pgx.Batch{}
-		b.Queue("ROLLBACK TO SAVEPOINT member")
-		b.Queue("RELEASE SAVEPOINT member")
-		if err := t.conn.SendBatch(t.ctx, b).Close(); err != nil {
+		// The simple protocol: pgx would prepare a batch's statements
+		// first, and PostgreSQL prepares nothing in an aborted transaction.
+		if _, err := t.conn.PgConn().Exec(t.ctx, "ROLLBACK TO SAVEPOINT member; RELEASE SAVEPOINT member").ReadAll(); err != nil {
 			return false
 		}
 		t.saved = false
