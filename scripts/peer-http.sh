@@ -44,35 +44,8 @@ echo "building clearance and opa (bench/peers' pinned module) ..." >&2
 go build -o "$work/clearance" ./cmd/clearance
 (cd bench/peers && go build -o "$work/opa" github.com/open-policy-agent/opa)
 
-# free_port prints a 127.0.0.1 port nobody listens on (racy, but the
-# server's own bind failure is then reported).
-free_port() {
-	local p
-	for _ in $(seq 100); do
-		p=$((20000 + RANDOM % 40000))
-		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-			echo "$p"
-			return
-		fi
-	done
-	echo "no free port found" >&2
-	return 1
-}
-
-# wait_up URL PID LOG: until URL answers 2xx, while PID lives (60s).
-wait_up() {
-	for _ in $(seq 300); do
-		if ! kill -0 "$2" 2>/dev/null; then
-			echo "server exited:" >&2
-			cat "$3" >&2
-			return 1
-		fi
-		curl -sf -o /dev/null "$1" && return 0
-		sleep 0.2
-	done
-	echo "$1 did not come up within 60s" >&2
-	return 1
-}
+# shellcheck source=lib.sh
+source "$root/scripts/lib.sh"
 
 opa_port=$(free_port)
 "$work/opa" run --server --addr "127.0.0.1:$opa_port" --log-level error "$root/bench/peers/starter.rego" >"$work/opa.log" 2>&1 &

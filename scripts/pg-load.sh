@@ -28,6 +28,7 @@ warmup=${WARMUP:-2s}
 pg_url=${PG_URL:-postgres://postgres@127.0.0.1:5432/test}
 
 cd "$(dirname "$0")/.."
+root=$PWD
 work=$(mktemp -d -t pg-load.XXXXXX)
 db="clearance_load_$$_$RANDOM"
 pids=()
@@ -55,32 +56,8 @@ head -c 48 /dev/urandom | base64 | tr -d '\n' >"$work/share.secret"
 head -c 48 /dev/urandom | base64 | tr -d '\n' >"$work/export.secret"
 chmod 600 "$work/share.secret" "$work/export.secret"
 
-free_port() {
-	local p
-	for _ in $(seq 100); do
-		p=$((20000 + RANDOM % 40000))
-		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-			echo "$p"
-			return
-		fi
-	done
-	echo "no free port found" >&2
-	return 1
-}
-
-wait_up() {
-	for _ in $(seq 300); do
-		if ! kill -0 "$2" 2>/dev/null; then
-			echo "server exited:" >&2
-			cat "$3" >&2
-			return 1
-		fi
-		curl -sf -o /dev/null "$1" && return 0
-		sleep 0.2
-	done
-	echo "$1 did not come up within 60s" >&2
-	return 1
-}
+# shellcheck source=lib.sh
+source "$root/scripts/lib.sh"
 
 urls=()
 server_pids=()
