@@ -2,8 +2,8 @@ package decide
 
 import (
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/clearancehq/clearance/dossier"
@@ -34,7 +34,7 @@ type draft struct {
 	// seen: res came from ResolveSeen, so record confirms it with
 	// Policies.Current before writing (errPolicyMoved when it moved).
 	seen bool
-	now          time.Time
+	now  time.Time
 }
 
 // evaluate runs the resolved policy over the draft's input and returns the
