@@ -21,9 +21,9 @@ import (
 // limit reached). The caller then takes the strictjson path, which also
 // gives the error of a refused body; this reading never reports one.
 func readEvaluateBody(body []byte, opts strictjson.Options) (b decisionBody, canonical []byte, ok bool) {
-	// Room for the body twice: putInOrder copies an object's members past
-	// the end of the output before writing them back in order.
-	r := wireReader{in: body, out: make([]byte, 0, 2*len(body)+16)}
+	// The canonical form is at most as long as the body, but for numbers
+	// written longer (1E2 is 100).
+	r := wireReader{in: body, out: make([]byte, 0, len(body)+16)}
 	r.maxMembers, r.maxElements = opts.Limits()
 	r.text = string(body)
 	r.skipSpace()
@@ -277,18 +277,18 @@ func (r *wireReader) putInOrder(first int, members []objectMember) bool {
 	} else if !insertionSort(members, order) {
 		return false
 	}
-	// The members are copied past the end of r.out, then back in order.
-	end := len(r.out)
-	r.out = append(r.out, r.out[first:end]...)
+	// The members are copied aside (on the stack, unless the object is
+	// large), then back in order.
+	var small [512]byte
+	aside := append(small[:0], r.out[first:]...)
 	at := first
 	for i, m := range members {
 		if i > 0 {
 			r.out[at] = ','
 			at++
 		}
-		at += copy(r.out[at:], r.out[end-first+m.start:end-first+m.end])
+		at += copy(r.out[at:], aside[m.start-first:m.end-first])
 	}
-	r.out = r.out[:end]
 	return true
 }
 
