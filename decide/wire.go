@@ -15,11 +15,11 @@ import (
 // fills the decisionBody that strictjson.Decode would and writes the
 // canonical form that canon.Transform would, in a single scan of the bytes.
 //
-// ok is false whenever it is not sure to give exactly their answer: for
-// every body they refuse, and also for some they accept (a null or unknown
-// member, a lone surrogate escape, a number out of the float64 range, a
-// limit reached). The caller then takes the strictjson path, which also
-// gives the error of a refused body; this reading never reports one.
+// ok is false for every body they refuse, and for the few they accept that
+// it leaves to them: a member set to null, an unknown member (when opts
+// allow one), a member name that RFC 8785 writes with escapes (", \ or a
+// control character). The caller then takes the strictjson path, which
+// also gives a refused body its error; this reading never reports one.
 func readEvaluateBody(body []byte, opts strictjson.Options) (b decisionBody, canonical []byte, ok bool) {
 	// The canonical form is at most as long as the body, but for numbers
 	// written longer (1E2 is 100).
@@ -179,12 +179,12 @@ type objectMember struct {
 	start, end         int
 }
 
-// readObject reads the object at r.pos, calling readValue for each member
-// with r.pos at the member's value (readValue reads it, or returns false),
-// and writes the object with its members in RFC 8785 order. Duplicate
-// names, more than maxMembers members, nesting deeper than
-// strictjson.MaxDepth and names that need escaping (", \ or a control
-// character) return false.
+// readObject reads the object at r.pos (whose '{' the caller has seen),
+// calling readValue for each member with r.pos at the member's value
+// (readValue reads it, or returns false), and writes the object with its
+// members in RFC 8785 order. Duplicate names, more than maxMembers
+// members, nesting deeper than strictjson.MaxDepth and names that need
+// escaping (", \ or a control character) return false.
 func (r *wireReader) readObject(readValue func(name string) bool) bool {
 	if r.depth == strictjson.MaxDepth {
 		return false
