@@ -3,6 +3,7 @@ package decide
 import (
 	"bytes"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -70,16 +71,25 @@ func manyMembers(n int) string {
 // FuzzReadEvaluateBody holds decode (the one-pass reading, or the
 // strictjson path it falls back to) and canonicalIntent to the strictjson
 // path and canon.Transform: the same error, the same decoded values, the
-// same canonical bytes. limit sets small member and element limits.
+// same canonical bytes. limit sets small member and element limits; nested
+// puts the input in a body's context, so that most of what the fuzzer
+// tries there is read in one pass.
 func FuzzReadEvaluateBody(f *testing.F) {
 	for _, s := range wireSeeds {
-		f.Add([]byte(s), uint8(0), false)
+		f.Add([]byte(s), uint8(0), false, false)
 	}
-	f.Add([]byte(`{"context":{"a":[1,2,3],"b":1,"c":2}}`), uint8(0x33), false)
-	f.Add([]byte(`{"context":{"a":[1,2,3],"b":1,"c":2}}`), uint8(0x22), true)
-	f.Add([]byte(`{"amount":1,"unknown":2}`), uint8(0), true)
-	f.Fuzz(func(t *testing.T, body []byte, limit uint8, lenient bool) {
+	for _, s := range []string{`{"b":[1,2.50,{"z":null,"a":true}],"a":"é","\u20ac":1,"\ud83d\ude00":2,"דּ":3,"":false}`,
+		`[1e21,-0,0.000001,"\u0041\n",[],{}]`, `{"\uE000":1,"\ud800\udc00":2,"\uFFFF":3,"z":4,"Z":5}`} {
+		f.Add([]byte(s), uint8(0), false, true)
+	}
+	f.Add([]byte(`{"context":{"a":[1,2,3],"b":1,"c":2}}`), uint8(0x33), false, false)
+	f.Add([]byte(`{"context":{"a":[1,2,3],"b":1,"c":2}}`), uint8(0x22), true, false)
+	f.Add([]byte(`{"amount":1,"unknown":2}`), uint8(0), true, false)
+	f.Fuzz(func(t *testing.T, body []byte, limit uint8, lenient, nested bool) {
 		opts := strictjson.Options{RejectUnknown: !lenient, MaxMembers: int(limit & 0xf), MaxElements: int(limit >> 4)}
+		if nested {
+			body = slices.Concat([]byte(`{"workflow_key":"w","context":{"x":`), body, []byte(`},"actor":{"type":"t","id":"i"}}`))
+		}
 		checkWire(t, body, opts)
 	})
 }
