@@ -253,11 +253,9 @@ func (r *wireReader) readObject(readValue func(name string) bool) bool {
 // putInOrder rewrites the members written from r.out[first:] in RFC 8785
 // order (their names' UTF-16 code units); false if two share a name.
 func (r *wireReader) putInOrder(first int, members []objectMember) bool {
-	name := func(m objectMember) []byte { return r.out[m.nameStart:m.nameEnd] }
-	order := func(a, b objectMember) int { return compareUTF16(name(a), name(b)) }
 	inOrder := true
 	for i := 1; i < len(members); i++ {
-		switch order(members[i-1], members[i]) {
+		switch r.compareNames(members[i-1], members[i]) {
 		case 0:
 			return false
 		case 1:
@@ -267,15 +265,28 @@ func (r *wireReader) putInOrder(first int, members []objectMember) bool {
 	if inOrder {
 		return true
 	}
-	if len(members) > 16 {
-		slices.SortFunc(members, order)
+	if len(members) <= 16 {
+		// Insertion sort: most objects are small. A member meets any other
+		// of the same name on its way to its place.
 		for i := 1; i < len(members); i++ {
-			if order(members[i-1], members[i]) == 0 {
+			for j := i; j > 0; j-- {
+				c := r.compareNames(members[j-1], members[j])
+				if c == 0 {
+					return false
+				}
+				if c < 0 {
+					break
+				}
+				members[j-1], members[j] = members[j], members[j-1]
+			}
+		}
+	} else {
+		slices.SortFunc(members, r.compareNames)
+		for i := 1; i < len(members); i++ {
+			if r.compareNames(members[i-1], members[i]) == 0 {
 				return false
 			}
 		}
-	} else if !insertionSort(members, order) {
-		return false
 	}
 	// The members are copied aside (on the stack, unless the object is
 	// large), then back in order.
@@ -292,22 +303,9 @@ func (r *wireReader) putInOrder(first int, members []objectMember) bool {
 	return true
 }
 
-// insertionSort sorts the few members of most objects with less overhead
-// than slices.SortFunc; false if two compare equal.
-func insertionSort(members []objectMember, order func(a, b objectMember) int) bool {
-	for i := 1; i < len(members); i++ {
-		for j := i; j > 0; j-- {
-			c := order(members[j-1], members[j])
-			if c == 0 {
-				return false
-			}
-			if c < 0 {
-				break
-			}
-			members[j-1], members[j] = members[j], members[j-1]
-		}
-	}
-	return true
+// compareNames orders members by their names.
+func (r *wireReader) compareNames(a, b objectMember) int {
+	return compareUTF16(r.out[a.nameStart:a.nameEnd], r.out[b.nameStart:b.nameEnd])
 }
 
 // compareUTF16 orders valid UTF-8 strings by their UTF-16 code units, the
