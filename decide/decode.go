@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/clearancehq/clearance/internal/canon"
 	"github.com/clearancehq/clearance/internal/core"
 	"github.com/clearancehq/clearance/internal/strictjson"
 	"github.com/clearancehq/clearance/policy"
@@ -21,6 +22,18 @@ type decoded struct {
 	key      string         // the body's idempotency_key (hooks)
 	corr     string         // the body's correlation_id (hooks)
 	hasToken bool           // the route's body may carry key and corr
+	// canonical is the body's RFC 8785 form when decoding wrote it (see
+	// readEvaluateBody); nil otherwise.
+	canonical []byte
+}
+
+// canonicalIntent returns the RFC 8785 form of body, the bytes d was
+// decoded from: the one decoding wrote, else canon.Transform's.
+func (d *decoded) canonicalIntent(body []byte) ([]byte, error) {
+	if d.canonical != nil {
+		return d.canonical, nil
+	}
+	return canon.Transform(body)
 }
 
 // decisionBody is the evaluate-decision body.
@@ -69,17 +82,27 @@ type agentIntent struct {
 func decode(route Route, body []byte, pathOrg string, opts strictjson.Options) (decoded, error) {
 	switch route {
 	case RouteEvaluateDecision:
-		var b decisionBody
-		if err := strictjson.Decode(body, &b, opts); err != nil {
-			return decoded{}, err
+		if b, canonical, ok := readEvaluateBody(body, opts); ok {
+			return decoded{org: b.OrgID, intent: b.Intent, parent: b.ParentDecisionID, canonical: canonical}, nil
 		}
-		return decoded{org: b.OrgID, intent: b.Intent, parent: b.ParentDecisionID}, nil
+		return decodeEvaluateDecision(body, opts)
 	case RouteActionGate, RouteCRMActionGate, RouteWorkspaceApp:
 		return decodeGate(route, body, pathOrg, opts)
 	case RouteCloudAgentVerify:
 		return decodeAgentVerify(body, opts)
 	}
 	return decoded{}, core.Invalid(core.CodeInvalidRequest, "", "route %q does not evaluate decisions", route)
+}
+
+// decodeEvaluateDecision decodes an evaluate-decision body with strictjson:
+// the path of the bodies readEvaluateBody leaves, and the reference it is
+// held to.
+func decodeEvaluateDecision(body []byte, opts strictjson.Options) (decoded, error) {
+	var b decisionBody
+	if err := strictjson.Decode(body, &b, opts); err != nil {
+		return decoded{}, err
+	}
+	return decoded{org: b.OrgID, intent: b.Intent, parent: b.ParentDecisionID}, nil
 }
 
 func decodeGate(route Route, body []byte, pathOrg string, opts strictjson.Options) (decoded, error) {

@@ -85,7 +85,7 @@ func (s *Service) Evaluate(ctx context.Context, req EvaluateRequest) (Decision, 
 	if dr.pin, err = body.intent.PolicyPin(); err != nil {
 		return Decision{}, core.TranslateInput(err)
 	}
-	if dr.intent, err = canon.Transform(req.Body); err != nil {
+	if dr.intent, err = body.canonicalIntent(req.Body); err != nil {
 		return Decision{}, core.Invalid(core.CodeInvalidRequest, "", "request body cannot be canonicalized: %v", err)
 	}
 	dr.intentDigest = canon.Digest(dr.intent)

@@ -12,7 +12,7 @@ import (
 // BenchmarkWireToDecision is a decision from the request's bytes to an
 // outcome, without storage: strict decoding of the evaluate-decision body,
 // the policy input, the canonical intent and its digest (what the dossier
-// records), and the starter policy's evaluation.
+// records), and the starter policy's evaluation, as Evaluate does them.
 func BenchmarkWireToDecision(b *testing.B) {
 	body := []byte(`{"decision_type":"PAYMENT","workflow_key":"ap.invoice","amount":250.5,"actor":{"id":"agent-7","type":"agent"}}`)
 	opts := strictjson.Options{RejectUnknown: true}
@@ -28,7 +28,7 @@ func BenchmarkWireToDecision(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		intent, err := canon.Transform(body)
+		intent, err := d.canonicalIntent(body)
 		if err != nil {
 			b.Fatal(err)
 		}

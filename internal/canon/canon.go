@@ -12,6 +12,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -124,4 +126,74 @@ func AppendString(buf []byte, s string) []byte {
 	}
 	buf = append(buf, s[start:]...)
 	return append(buf, '"')
+}
+
+// AppendNumber appends lit, which must be one valid JSON number literal, in
+// its RFC 8785 form, as Transform writes it: an integer literal shorter
+// than 16 characters as is, -0 as 0, anything else as the ECMAScript form
+// of its nearest float64 (beyond the float64 range, the largest float64).
+func AppendNumber(buf, lit []byte) []byte {
+	if isPlainDecimal(lit) {
+		return append(buf, lit...)
+	}
+	v, _ := strconv.ParseFloat(string(lit), 64)
+	switch {
+	case v == 0:
+		v = 0 // -0 is written 0
+	case math.IsInf(v, 1):
+		v = math.MaxFloat64
+	case math.IsInf(v, -1):
+		v = -math.MaxFloat64
+	}
+	return appendFloat(buf, v)
+}
+
+// isPlainDecimal reports whether the JSON number lit is its own canonical
+// form without parsing it: an integer shorter than 16 characters (exact in
+// a float64) but -0, or a decimal fraction without exponent or trailing
+// zero, of at least 1e-6 and at most 15 significant digits. Distinct
+// decimals of 15 digits or fewer are distinct float64s, so no shorter
+// digits round-trip: they are the shortest form ECMAScript writes.
+func isPlainDecimal(lit []byte) bool {
+	digits, leadingZeros := 0, 0 // significant digits; zeros before the first nonzero one
+	point := -1
+	for i, c := range lit {
+		switch {
+		case c == '.':
+			point = i
+		case c == 'e' || c == 'E':
+			return false
+		case c == '-':
+		case c == '0' && digits == 0:
+			leadingZeros++
+		default:
+			digits++
+		}
+	}
+	if point < 0 {
+		// 16: len("9007199254740992"), 2^53.
+		return len(lit) < 16 && string(lit) != "-0"
+	}
+	// A fraction: the zeros before its first nonzero digit, bar the integer
+	// part's 0, must be fewer than 6 (0.000001 is 1e-6; 0.0000001 is 1e-7).
+	return digits > 0 && digits <= 15 && leadingZeros <= 6 && lit[len(lit)-1] != '0'
+}
+
+// appendFloat writes v as ECMAScript's Number::toString does: the
+// shortest digits that round-trip, in exponent form below 1e-6 and from
+// 1e21 on.
+func appendFloat(buf []byte, v float64) []byte {
+	format := byte('f')
+	if abs := math.Abs(v); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	buf = strconv.AppendFloat(buf, v, format, -1, 64)
+	if format == 'e' {
+		// Go writes e-07 where ECMAScript writes e-7.
+		if n := len(buf); n >= 4 && buf[n-4] == 'e' && buf[n-3] == '-' && buf[n-2] == '0' {
+			buf[n-2] = buf[n-1]
+			buf = buf[:n-1]
+		}
+	}
+	return buf
 }

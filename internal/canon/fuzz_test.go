@@ -47,3 +47,27 @@ func FuzzTransform(f *testing.F) {
 		}
 	})
 }
+
+// FuzzAppendNumber: AppendNumber writes a JSON number as Transform does.
+func FuzzAppendNumber(f *testing.F) {
+	for _, s := range []string{
+		"0", "-0", "-0.0", "0.0", "1", "-1", "250.5", "1000.50", "0.000001", "0.0000001", "-0.000001", "1e21", "1e20",
+		"100000000000000000000", "1000000000000000000000", "9007199254740992", "9007199254740993", "999999999999999",
+		"123456789012345.6", "12345678901234.56", "0.30000000000000004", "0.1", "5e-324", "1.7976931348623157e308",
+		"1e400", "-1e400", "1E+2", "2e0", "1.5e-7", "123456789012345678901234567890",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, lit []byte) {
+		if len(bytes.Trim(lit, "0123456789+-.eE")) != 0 {
+			return // not only a number's characters
+		}
+		want, err := canon.Transform(lit)
+		if err != nil {
+			return // not one JSON number
+		}
+		if got := canon.AppendNumber([]byte("x"), lit); string(got) != "x"+string(want) {
+			t.Fatalf("AppendNumber(%s) = %s, Transform: %s", lit, got[1:], want)
+		}
+	})
+}

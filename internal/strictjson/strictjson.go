@@ -68,7 +68,9 @@ type Options struct {
 	MaxElements int
 }
 
-func (o Options) limits() (members, elements int) {
+// Limits returns the most members an object and elements an array may
+// have under o, defaults applied.
+func (o Options) Limits() (members, elements int) {
 	members, elements = o.MaxMembers, o.MaxElements
 	if members <= 0 {
 		members = DefaultMaxMembers
@@ -96,7 +98,7 @@ func Decode(raw []byte, v any, opts Options) error {
 	if len(raw) == 0 {
 		return &Error{Code: CodeEmpty, Detail: "request body is empty"}
 	}
-	members, elements := opts.limits()
+	members, elements := opts.Limits()
 	if tooDeep, limit := scan(raw, members, elements); tooDeep || limit != nil {
 		return Validate(raw, opts)
 	}
@@ -123,7 +125,7 @@ func Validate(raw []byte, opts Options) error {
 	if len(raw) == 0 {
 		return &Error{Code: CodeEmpty, Detail: "request body is empty"}
 	}
-	members, elements := opts.limits()
+	members, elements := opts.Limits()
 	tooDeep, limit := scan(raw, members, elements)
 	if tooDeep {
 		return &Error{Code: CodeTooDeep, Detail: fmt.Sprintf("JSON nesting exceeds %d levels", MaxDepth)}
