@@ -18,6 +18,31 @@ import (
 	"github.com/clearancehq/clearance/store/pgstore"
 )
 
+// held starts an Update of org whose fn waits, once it runs, until
+// release is called, then runs fn; it returns once that Update runs.
+// done delivers its error.
+func held(t *testing.T, s *pgstore.Store, org string, fn func(tx store.Tx) error) (release func(), done <-chan error) {
+	t.Helper()
+	released, running := make(chan struct{}), make(chan struct{})
+	out := make(chan error, 1)
+	go func() {
+		out <- s.Update(t.Context(), org, func(tx store.Tx) error {
+			close(running)
+			<-released
+			return fn(tx)
+		})
+	}()
+	<-running
+	return func() { close(released) }, out
+}
+
+// waitQueued returns once n Updates of org wait in s's queue.
+func waitQueued(s *pgstore.Store, org string, n int) {
+	for pgstore.Waiting(s, org) < n {
+		runtime.Gosched()
+	}
+}
+
 // grouped runs fns as Updates of org that all wait behind one held Update,
 // so that they run as one group, in order. hold runs first, alone. It
 // returns each Update's error (a panic's value as an error "panic: v") and
@@ -28,16 +53,7 @@ func grouped(t *testing.T, s *pgstore.Store, org string, hold func(tx store.Tx) 
 	pgstore.SetCommitHooks(s, func(string, *pgx.Conn) { commits.Add(1) }, nil)
 	t.Cleanup(func() { pgstore.SetCommitHooks(s, nil, nil) })
 
-	release, holding := make(chan struct{}), make(chan struct{})
-	holdDone := make(chan error, 1)
-	go func() {
-		holdDone <- s.Update(t.Context(), org, func(tx store.Tx) error {
-			close(holding)
-			<-release
-			return hold(tx)
-		})
-	}()
-	<-holding
+	release, holdDone := held(t, s, org, hold)
 	errs := make([]error, len(fns))
 	var wg sync.WaitGroup
 	for i, fn := range fns {
@@ -49,11 +65,9 @@ func grouped(t *testing.T, s *pgstore.Store, org string, hold func(tx store.Tx) 
 			}()
 			errs[i] = s.Update(t.Context(), org, fn)
 		})
-		for pgstore.Waiting(s, org) < i+1 { // queued in this order
-			runtime.Gosched()
-		}
+		waitQueued(s, org, i+1) // queued in this order
 	}
-	close(release)
+	release()
 	if err := <-holdDone; err != nil {
 		t.Fatalf("held Update: %v", err)
 	}
@@ -190,30 +204,19 @@ func TestGroupWaiterGivesUp(t *testing.T) {
 	t.Parallel()
 	s, _ := open(t, pgstore.Options{MaxConns: 2})
 	const org = "org_group_cancel"
-	release, holding := make(chan struct{}), make(chan struct{})
-	holdDone := make(chan error, 1)
-	go func() {
-		holdDone <- s.Update(t.Context(), org, func(tx store.Tx) error {
-			close(holding)
-			<-release
-			return appendEntry(tx, "held")
-		})
-	}()
-	<-holding
+	release, holdDone := held(t, s, org, func(tx store.Tx) error { return appendEntry(tx, "held") })
 	ctx, cancel := context.WithCancel(t.Context())
 	var ran atomic.Bool
 	done := make(chan error, 1)
 	go func() {
 		done <- s.Update(ctx, org, func(tx store.Tx) error { ran.Store(true); return appendEntry(tx, "never") })
 	}()
-	for pgstore.Waiting(s, org) < 1 {
-		runtime.Gosched()
-	}
+	waitQueued(s, org, 1)
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("Update = %v; want context.Canceled while the org is held", err)
 	}
-	close(release)
+	release()
 	if err := <-holdDone; err != nil {
 		t.Fatal(err)
 	}
@@ -351,17 +354,9 @@ func TestGroupMemberLeavesBeforeItRuns(t *testing.T) {
 	t.Parallel()
 	s, _ := open(t, pgstore.Options{MaxConns: 2})
 	const org = "org_group_leaves"
-	releaseHold, holding := make(chan struct{}), make(chan struct{})
+	releaseHold, holdDone := held(t, s, org, func(tx store.Tx) error { return appendEntry(tx, "held") })
 	releaseSlow, slowRunning := make(chan struct{}), make(chan struct{})
-	errs := make(chan error, 2)
-	go func() {
-		errs <- s.Update(t.Context(), org, func(tx store.Tx) error {
-			close(holding)
-			<-releaseHold
-			return appendEntry(tx, "held")
-		})
-	}()
-	<-holding
+	errs := make(chan error, 1)
 	go func() {
 		errs <- s.Update(t.Context(), org, func(tx store.Tx) error {
 			close(slowRunning)
@@ -369,19 +364,15 @@ func TestGroupMemberLeavesBeforeItRuns(t *testing.T) {
 			return appendEntry(tx, "slow")
 		})
 	}()
-	for pgstore.Waiting(s, org) < 1 {
-		runtime.Gosched()
-	}
+	waitQueued(s, org, 1)
 	ctx, cancel := context.WithCancel(t.Context())
 	var ran atomic.Bool
 	done := make(chan error, 1)
 	go func() {
 		done <- s.Update(ctx, org, func(tx store.Tx) error { ran.Store(true); return appendEntry(tx, "never") })
 	}()
-	for pgstore.Waiting(s, org) < 2 {
-		runtime.Gosched()
-	}
-	close(releaseHold) // the runner takes slow and the next one as one group
+	waitQueued(s, org, 2)
+	releaseHold() // the runner takes slow and the next one as one group
 	<-slowRunning
 	if n := pgstore.Waiting(s, org); n != 0 {
 		t.Fatalf("%d Updates still wait; want both taken into the group", n)
@@ -391,8 +382,8 @@ func TestGroupMemberLeavesBeforeItRuns(t *testing.T) {
 		t.Fatalf("Update = %v; want context.Canceled while slow still runs", err)
 	}
 	close(releaseSlow)
-	for range 2 {
-		if err := <-errs; err != nil {
+	for _, c := range []<-chan error{holdDone, errs} {
+		if err := <-c; err != nil {
 			t.Fatal(err)
 		}
 	}
