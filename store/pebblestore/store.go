@@ -26,7 +26,9 @@ type Options struct {
 	// Logger receives Pebble's log messages; nil drops its informational
 	// chatter and sends errors to Pebble's default logger.
 	Logger pebble.Logger
-	// CacheSize is the block cache size in bytes; 0 means 64 MiB.
+	// CacheSize is the room in bytes the block cache keeps for sstable
+	// blocks; 0 means 64 MiB. Pebble counts its memtables against the block
+	// cache, so Open sizes the cache at CacheSize plus the memtables' most.
 	CacheSize int64
 	// MemTableSize is the size of one memtable in bytes; 0 means 64 MiB
 	// (DefaultMemTableSize). Pebble keeps up to two queued for flushing
@@ -67,7 +69,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	po := &pebble.Options{
 		FS:                 fs,
 		Logger:             loggerOr(opts.Logger),
-		CacheSize:          cacheSize(opts.CacheSize),
+		CacheSize:          blockCacheSize(cacheSize(opts.CacheSize), memTableSize(opts.MemTableSize)),
 		MemTableSize:       memTableSize(opts.MemTableSize),
 		FormatMajorVersion: pebble.FormatNewest,
 	}
@@ -391,6 +393,18 @@ func memTableSize(n uint64) uint64 {
 		return DefaultMemTableSize
 	}
 	return n
+}
+
+// blockCacheSize is the size to give Pebble's block cache so that blocks
+// keep the room they were given: every memtable, the one being written and
+// those queued for flushing (at most MemTableStopWritesThreshold, 2), holds
+// a reservation of its size in the cache while it lives. Sized at blocks
+// alone, two 64 MiB memtables left a 64 MiB cache with no room at all:
+// every lookup read its index, filter and data blocks from the file again
+// (a quarter of the server's CPU under load; docs/performance.md).
+func blockCacheSize(blocks int64, memTable uint64) int64 {
+	const memTables = 3
+	return blocks + memTables*int64(memTable)
 }
 
 func cacheSize(n int64) int64 {
