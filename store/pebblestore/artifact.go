@@ -118,6 +118,12 @@ func (t *tx) PutArtifact(ctx context.Context, r artifact.Record) error {
 	}
 	defer t.mu.Unlock()
 	key := artifactKey(t.org, r.Kind, r.ID)
+	prefix := key[:len(key)-len(r.ID)]
+	if absent, err := t.absent(prefix, key); err != nil {
+		return err
+	} else if absent {
+		return t.putNewArtifact(prefix, key, r)
+	}
 	// A raw lookup: the usual record is new, and get would build a
 	// not-found error only to drop it.
 	switch v, closer, err := t.b.Get(key); {
@@ -135,9 +141,16 @@ func (t *tx) PutArtifact(ctx context.Context, r artifact.Record) error {
 	case !errors.Is(err, pebble.ErrNotFound):
 		return fmt.Errorf("pebblestore: get %s artifact %q of org %q: %w", r.Kind, r.ID, t.org, err)
 	}
+	return t.putNewArtifact(prefix, key, r)
+}
+
+// putNewArtifact writes r under key, in the range of prefix, which holds
+// no record (any earlier one's index entry is deleted).
+func (t *tx) putNewArtifact(prefix, key []byte, r artifact.Record) error {
 	if err := t.set(key, encodeArtifact(r)); err != nil {
 		return err
 	}
+	t.raise(prefix, key)
 	return t.set(artifactRefKey(r), []byte{})
 }
 

@@ -226,6 +226,8 @@ type org struct {
 	active                 store.Activation
 	headKnown              bool
 	head                   ledger.Head
+	// ceil bounds the keys of the write-once ranges (ceiling.go).
+	ceil ceilings
 }
 
 // forget drops what is kept in memory of an org, as a restart would: for
@@ -233,7 +235,7 @@ type org struct {
 func (s *Store) forget(orgID string) {
 	o := s.org(orgID)
 	o.mu.Lock()
-	o.activeKnown, o.headKnown = false, false
+	o.activeKnown, o.headKnown, o.ceil = false, false, nil
 	o.mu.Unlock()
 }
 

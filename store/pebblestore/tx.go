@@ -230,16 +230,17 @@ func (t *tx) PutDossier(ctx context.Context, r dossier.Stored) error {
 		return errors.New("pebblestore: dossier needs a dossier id and a decision id")
 	}
 	dk, xk := dossierKey(t.org, r.DossierID), decisionKey(t.org, r.DecisionID)
-	for _, k := range []struct {
-		key  []byte
-		what string
-	}{{dk, "dossier " + r.DossierID}, {xk, "dossier of decision " + r.DecisionID}} {
-		exists, err := has(t.b, k.key)
+	dp, xp := dk[:len(dk)-len(r.DossierID)], xk[:len(xk)-len(r.DecisionID)]
+	for _, k := range [...]struct {
+		prefix, key []byte
+		what, id    string
+	}{{dp, dk, "dossier", r.DossierID}, {xp, xk, "dossier of decision", r.DecisionID}} {
+		exists, err := t.exists(k.prefix, k.key)
 		if err != nil {
 			return err
 		}
 		if exists {
-			return fmt.Errorf("pebblestore: %s already exists in org %q", k.what, t.org)
+			return fmt.Errorf("pebblestore: %s %s already exists in org %q", k.what, k.id, t.org)
 		}
 	}
 	v, err := encodeDossier(r)
@@ -249,9 +250,11 @@ func (t *tx) PutDossier(ctx context.Context, r dossier.Stored) error {
 	if err := t.set(dk, v); err != nil {
 		return err
 	}
+	t.raise(dp, dk)
 	if err := t.set(xk, []byte(r.DossierID)); err != nil {
 		return err
 	}
+	t.raise(xp, xk)
 	return t.set(summaryKey(t.org, r.CreatedAt, r.DossierID), summaryValue{
 		DossierID:    r.DossierID,
 		DecisionID:   r.DecisionID,
