@@ -6,6 +6,7 @@ import (
 
 	"github.com/clearancehq/clearance/dossier"
 	"github.com/clearancehq/clearance/internal/core"
+	"github.com/clearancehq/clearance/internal/jsonw"
 	"github.com/clearancehq/clearance/policy"
 	"github.com/clearancehq/clearance/store"
 )
@@ -70,6 +71,38 @@ type Decision struct {
 	VerificationEnvelope string `json:"verification_envelope,omitempty"`
 	// Replayed is true when an Idempotency-Key returned a stored decision.
 	Replayed bool `json:"-"`
+}
+
+// AppendJSON appends d's JSON form: byte for byte what encoding/json
+// writes for d with HTML escaping off, without reflection (it answers
+// every decision).
+func (d *Decision) AppendJSON(b []byte) []byte {
+	o := jsonw.Open(b)
+	o.String("decision_id", d.DecisionID)
+	o.String("evaluation_id", d.EvaluationID)
+	o.String("dossier_id", d.DossierID)
+	o.String("org_id", d.OrgID)
+	o.String("outcome", string(d.Outcome))
+	o.Strings("reason_codes", d.ReasonCodes)
+	o.Member("policy_snapshot")
+	p := jsonw.Open(o.B)
+	p.String("policy_version", d.PolicySnapshot.PolicyVersion)
+	p.String("bundle_id", d.PolicySnapshot.BundleID)
+	p.String("bundle_digest", d.PolicySnapshot.BundleDigest)
+	p.String("evaluator", d.PolicySnapshot.Evaluator)
+	o.B = p.Close()
+	o.String("mode", string(d.Mode))
+	o.String("dossier_url", d.DossierURL)
+	o.String("dossier_digest", d.DossierDigest)
+	o.Uint("ledger_seq", d.LedgerSeq)
+	o.OmitEmpty("correlation_id", d.CorrelationID)
+	o.OmitEmpty("idempotency_key", d.IdempotencyKey)
+	o.String("created_at", d.CreatedAt)
+	o.OmitEmpty("chain_id", d.ChainID)
+	o.OmitEmpty("parent_decision_id", d.ParentDecisionID)
+	o.OmitEmpty("active_policy_version", d.ActivePolicyVersion)
+	o.OmitEmpty("verification_envelope", d.VerificationEnvelope)
+	return o.Close()
 }
 
 // decisionOf is the answer recorded for dossier d with body digest digest.

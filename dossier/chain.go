@@ -1,14 +1,11 @@
 package dossier
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/clearancehq/clearance/artifact"
+	"github.com/clearancehq/clearance/internal/jsonw"
 	"github.com/clearancehq/clearance/policy"
 )
 
@@ -49,66 +46,19 @@ func putChainMember(ctx context.Context, tx artifact.Tx, d *Body, digest, workfl
 // (the same members, in order, the optional ones omitted when empty), by
 // hand: it runs on every decision, and reflection was half of its cost.
 func (m *ChainMember) appendJSON(b []byte) []byte {
-	member := func(name, v string) {
-		b = append(b, `,"`...)
-		b = append(b, name...)
-		b = append(b, `":`...)
-		b = appendJSONString(b, v)
-	}
-	b = append(b, `{"decision_id":`...)
-	b = appendJSONString(b, m.DecisionID)
-	member("evaluation_id", m.EvaluationID)
-	member("dossier_id", m.DossierID)
-	member("dossier_digest", m.DossierDigest)
-	member("route", m.Route)
-	member("outcome", string(m.Outcome))
-	member("mode", string(m.Mode))
-	member("created_at", m.CreatedAt)
-	b = append(b, `,"ledger_seq":`...)
-	b = strconv.AppendUint(b, m.LedgerSeq, 10)
-	for _, o := range [...]struct{ name, v string }{{"parent_decision_id", m.ParentDecisionID}, {"workflow_key", m.WorkflowKey},
-		{"correlation_id", m.CorrelationID}, {"grant_id", m.GrantID}} {
-		if o.v != "" {
-			member(o.name, o.v)
-		}
-	}
-	return append(b, '}')
-}
-
-// appendJSONString appends s as a JSON string. Invalid UTF-8 (which no
-// validated input holds) is left to encoding/json, which replaces it.
-func appendJSONString(b []byte, s string) []byte {
-	if !utf8.ValidString(s) {
-		var q bytes.Buffer
-		enc := json.NewEncoder(&q)
-		enc.SetEscapeHTML(false)
-		_ = enc.Encode(s) // a string always encodes
-		return append(b, bytes.TrimSuffix(q.Bytes(), []byte("\n"))...)
-	}
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '"' || c == '\\':
-			b = append(b, '\\', c)
-		case c == '\n':
-			b = append(b, '\\', 'n')
-		case c == '\r':
-			b = append(b, '\\', 'r')
-		case c == '\t':
-			b = append(b, '\\', 't')
-		case c == '\b':
-			b = append(b, '\\', 'b')
-		case c == '\f':
-			b = append(b, '\\', 'f')
-		case c < 0x20:
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		case c == 0xe2 && i+2 < len(s) && s[i+1] == 0x80 && s[i+2]&^1 == 0xa8: // U+2028, U+2029
-			b = append(b, '\\', 'u', '2', '0', '2', hex[s[i+2]&0xf])
-			i += 2
-		default:
-			b = append(b, c)
-		}
-	}
-	return append(b, '"')
+	o := jsonw.Open(b)
+	o.String("decision_id", m.DecisionID)
+	o.String("evaluation_id", m.EvaluationID)
+	o.String("dossier_id", m.DossierID)
+	o.String("dossier_digest", m.DossierDigest)
+	o.String("route", m.Route)
+	o.String("outcome", string(m.Outcome))
+	o.String("mode", string(m.Mode))
+	o.String("created_at", m.CreatedAt)
+	o.Uint("ledger_seq", m.LedgerSeq)
+	o.OmitEmpty("parent_decision_id", m.ParentDecisionID)
+	o.OmitEmpty("workflow_key", m.WorkflowKey)
+	o.OmitEmpty("correlation_id", m.CorrelationID)
+	o.OmitEmpty("grant_id", m.GrantID)
+	return o.Close()
 }

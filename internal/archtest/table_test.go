@@ -50,6 +50,7 @@ var packages = map[string]rule{
 	"internal/canon":      {layer: leaf},
 	"internal/strictjson": {layer: leaf},
 	"internal/coded":      {layer: leaf},
+	"internal/jsonw":      {layer: leaf},
 
 	"policy":  {layer: pure},
 	"grant":   {layer: pure},

@@ -1,6 +1,8 @@
 package pebblestore
 
 import (
+	"github.com/cockroachdb/pebble/v2"
+
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -26,16 +28,24 @@ type dossierMeta struct {
 	DecisionType string    `json:"decision_type,omitempty"`
 }
 
-// encodeDossier returns <uvarint len(meta)> <meta JSON> <body>.
-func encodeDossier(r dossier.Stored) ([]byte, error) {
+// encodeDossier writes <uvarint len(meta)> <meta JSON> <body> under key
+// straight into b's buffer: the body is most of a decision's bytes, and an
+// intermediate copy of it was the largest allocation of a decision.
+func encodeDossier(b *pebble.Batch, key []byte, r dossier.Stored) error {
 	meta, err := json.Marshal(dossierMeta{r.DecisionID, r.EvaluationID, r.CreatedAt, r.Outcome, r.Mode, r.WorkflowKey, r.DecisionType})
 	if err != nil {
-		return nil, fmt.Errorf("pebblestore: encode dossier: %w", err)
+		return fmt.Errorf("pebblestore: encode dossier: %w", err)
 	}
-	v := make([]byte, 0, binary.MaxVarintLen64+len(meta)+len(r.Body))
-	v = binary.AppendUvarint(v, uint64(len(meta)))
-	v = append(v, meta...)
-	return append(v, r.Body...), nil
+	var lp [binary.MaxVarintLen64]byte
+	n := binary.PutUvarint(lp[:], uint64(len(meta)))
+	op := b.SetDeferred(len(key), n+len(meta)+len(r.Body))
+	copy(op.Key, key)
+	copy(op.Value[copy(op.Value, lp[:n]):], meta)
+	copy(op.Value[n+len(meta):], r.Body)
+	if err := op.Finish(); err != nil {
+		return fmt.Errorf("pebblestore: write: %w", err)
+	}
+	return nil
 }
 
 func decodeDossier(orgID, dossierID string, v []byte) (dossier.Stored, error) {

@@ -243,11 +243,7 @@ func (t *tx) PutDossier(ctx context.Context, r dossier.Stored) error {
 			return fmt.Errorf("pebblestore: %s %s already exists in org %q", k.what, k.id, t.org)
 		}
 	}
-	v, err := encodeDossier(r)
-	if err != nil {
-		return err
-	}
-	if err := t.set(dk, v); err != nil {
+	if err := encodeDossier(t.b, dk, r); err != nil {
 		return err
 	}
 	t.raise(dp, dk)
