@@ -16,39 +16,61 @@ import (
 // String appends s as a JSON string. Invalid UTF-8 (which no validated
 // input holds) is left to encoding/json, which replaces it.
 func String(b []byte, s string) []byte {
-	if !utf8.ValidString(s) {
-		var q bytes.Buffer
-		enc := json.NewEncoder(&q)
-		enc.SetEscapeHTML(false)
-		_ = enc.Encode(s) // a string always encodes
-		return append(b, bytes.TrimSuffix(q.Bytes(), []byte("\n"))...)
-	}
 	const hex = "0123456789abcdef"
+	orig := len(b)
 	b = append(b, '"')
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '"' || c == '\\':
-			b = append(b, '\\', c)
-		case c == '\n':
-			b = append(b, '\\', 'n')
-		case c == '\r':
-			b = append(b, '\\', 'r')
-		case c == '\t':
-			b = append(b, '\\', 't')
-		case c == '\b':
-			b = append(b, '\\', 'b')
-		case c == '\f':
-			b = append(b, '\\', 'f')
-		case c < 0x20:
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		case c == 0xe2 && i+2 < len(s) && s[i+1] == 0x80 && s[i+2]&^1 == 0xa8: // U+2028, U+2029
-			b = append(b, '\\', 'u', '2', '0', '2', hex[s[i+2]&0xf])
-			i += 2
-		default:
-			b = append(b, c)
+	start := 0 // s[start:i] is still to be copied as is
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
 		}
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			switch {
+			case r == utf8.RuneError && size == 1:
+				return quoteInvalid(b[:orig], s)
+			case r == '\u2028' || r == '\u2029':
+				b = append(b, s[start:i]...)
+				b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+				start = i + size
+			}
+			i += size
+			continue
+		}
+		b = append(b, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			b = append(b, '\\', c)
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		case '\b':
+			b = append(b, '\\', 'b')
+		case '\f':
+			b = append(b, '\\', 'f')
+		default:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		}
+		i++
+		start = i
 	}
+	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// quoteInvalid appends s, which holds invalid UTF-8, as encoding/json
+// writes it.
+func quoteInvalid(b []byte, s string) []byte {
+	var q bytes.Buffer
+	enc := json.NewEncoder(&q)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // a string always encodes
+	return append(b, bytes.TrimSuffix(q.Bytes(), []byte("\n"))...)
 }
 
 // Strings appends ss as a JSON array of strings; nil is null, as

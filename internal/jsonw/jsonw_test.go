@@ -82,3 +82,12 @@ func FuzzString(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkString(b *testing.B) {
+	s := `{"decision_type":"PAYMENT","workflow_key":"ap.invoice","amount":2500} 01a21010-715a-7ac4-a27d-340e753a63fb`
+	buf := make([]byte, 0, 256)
+	b.SetBytes(int64(len(s)))
+	for b.Loop() {
+		buf = jsonw.String(buf[:0], s)
+	}
+}
