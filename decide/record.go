@@ -46,7 +46,7 @@ func (dr *draft) evaluate(ids []string) (dossier.Body, policy.Decision) {
 	mode := dr.res.Mode(dr.in.RequestedMode) // SHADOW unless c is the active version
 	d := dossier.Body{
 		DossierID: ids[0], DecisionID: ids[1], EvaluationID: ids[2], OrgID: dr.org, Route: string(dr.route),
-		Intent: dr.intent, IntentAsReceived: dr.asReceived, IntentDigest: dr.intentDigest, IntentProfile: canon.Profile,
+		IntentAsReceived: dr.asReceived, IntentDigest: dr.intentDigest, IntentProfile: canon.Profile,
 		Outcome: pd.Outcome, ReasonCodes: pd.ReasonCodes, MatchedRules: nonNil(pd.MatchedRules),
 		PolicySnapshot: c.Snapshot(), Mode: mode, RequestedMode: dr.in.RequestedMode, BundleMode: c.Mode(),
 		Actor: dossier.Actor{CredentialID: dr.principal.KeyID, CredentialKind: string(dr.principal.Kind),
@@ -54,6 +54,7 @@ func (dr *draft) evaluate(ids []string) (dossier.Body, policy.Decision) {
 		IdempotencyKey: dr.key, CorrelationID: dr.corr, RequestID: dr.requestID,
 		CreatedAt: dr.now.Format(core.TimeFormat), ParentDecisionID: dr.parent,
 	}
+	d.SetCanonicalIntent(dr.intent) // canonical by construction (draft.intent)
 	d.ChainID = chainFor(dr.org, dr.parentChain, dr.in.WorkflowKey, dr.corr, d.DecisionID)
 	if !dr.res.Authorizes() {
 		// A pin selected another version than the active one: evaluated and

@@ -51,6 +51,16 @@ type Body struct {
 	// evaluated and recorded, in SHADOW (a pin never authorizes).
 	PolicyPin           string `json:"policy_pin,omitempty"`
 	ActivePolicyVersion string `json:"active_policy_version,omitempty"`
+	// intentCanonical is set by SetCanonicalIntent.
+	intentCanonical bool
+}
+
+// SetCanonicalIntent sets Intent to c, which the caller guarantees is
+// already RFC 8785 canonical JSON (as canon.Transform writes it): the
+// dossier's canonical body then copies it instead of parsing it again.
+// Setting Intent directly afterwards is a mistake.
+func (b *Body) SetCanonicalIntent(c json.RawMessage) {
+	b.Intent, b.intentCanonical = c, true
 }
 
 // Actor records who asked: the credential, and the acting party the

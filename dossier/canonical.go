@@ -18,12 +18,15 @@ func (b *Body) canonical() (out []byte, ok bool, err error) {
 		return nil, false, nil
 	}
 	intent := []byte("null")
-	if b.Intent != nil {
+	switch {
+	case b.Intent != nil && b.intentCanonical:
+		intent = b.Intent
+	case b.Intent != nil:
 		if intent, err = canon.Transform(b.Intent); err != nil {
 			return nil, false, err
 		}
 	}
-	size := 768 + len(intent) + 2*len(b.IntentAsReceived) + len(b.EvaluationError)
+	size := 1152 + len(intent) + 2*len(b.IntentAsReceived) + len(b.EvaluationError)
 	for _, v := range b.ReasonCodes {
 		size += len(v) + 3
 	}

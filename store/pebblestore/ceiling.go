@@ -16,14 +16,19 @@ import "bytes"
 // the lookup), because this process is the store's only writer and every
 // writer of these ranges raises it. A key above its range's ceiling is
 // absent; a key at or below it is looked up as before.
-type ceilings map[string][]byte // range prefix -> ceiling; nil: the range is empty
+type ceilings map[string]*ceiling // range prefix -> its ceiling
+
+// ceiling is one range's bound; key nil: the range is empty. A pointer, so
+// that raising it does not assign to the map (which copies the prefix
+// into a new string key each time).
+type ceiling struct{ key []byte }
 
 // absent reports whether key, in the range of keys that start with prefix,
 // is known to be absent without a lookup. It reads the range's greatest key
 // the first time. Call with t.mu held.
 func (t *tx) absent(prefix, key []byte) (bool, error) {
-	c, known := t.state.ceil[string(prefix)]
-	if !known {
+	c := t.state.ceil[string(prefix)]
+	if c == nil {
 		k, _, found, err := lastKey(t.b, prefix, upperBound(prefix))
 		if err != nil {
 			return false, err
@@ -34,18 +39,17 @@ func (t *tx) absent(prefix, key []byte) (bool, error) {
 		if t.state.ceil == nil {
 			t.state.ceil = ceilings{}
 		}
-		t.state.ceil[string(prefix)] = k
-		c = k
+		c = &ceiling{key: k}
+		t.state.ceil[string(prefix)] = c
 	}
-	return c == nil || bytes.Compare(key, c) > 0, nil
+	return c.key == nil || bytes.Compare(key, c.key) > 0, nil
 }
 
 // raise records a write of key in the range of prefix. Call with t.mu held,
 // for every write to a range absent is asked about.
 func (t *tx) raise(prefix, key []byte) {
-	c, known := t.state.ceil[string(prefix)]
-	if known && bytes.Compare(key, c) > 0 {
-		t.state.ceil[string(prefix)] = append(c[:0], key...) // c is the map's own copy
+	if c := t.state.ceil[string(prefix)]; c != nil && bytes.Compare(key, c.key) > 0 {
+		c.key = append(c.key[:0], key...)
 	}
 }
 

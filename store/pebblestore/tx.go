@@ -397,11 +397,15 @@ func (t *tx) ActivationInTx(ctx context.Context) (store.Activation, error) {
 		o.activeKnown = true
 		return a, err
 	case !o.hasActive:
-		return store.Activation{}, fmt.Errorf("pebblestore: activation of org %q: %w", t.org, store.ErrNotFound)
+		return store.Activation{}, errNoActivation
 	default:
 		return o.active, nil
 	}
 }
+
+// errNoActivation is ActivationInTx's answer for an org on the starter
+// policy, made once: it is asked on every decision of such an org.
+var errNoActivation = fmt.Errorf("pebblestore: the org has no activation: %w", store.ErrNotFound)
 
 // Idempotency implements store.Tx.
 func (t *tx) Idempotency(ctx context.Context, scope, key string) (store.IdempotencyRecord, error) {
