@@ -466,3 +466,16 @@ func TestKeysRotateKeepsThePreviousKey(t *testing.T) {
 		t.Fatalf("ring on disk: %v %v", ring, err)
 	}
 }
+
+// TestGCPercentDefault: serve raises the GC target unless GOGC is set.
+func TestGCPercentDefault(t *testing.T) {
+	env := map[string]string{}
+	getenv := func(k string) string { return env[k] }
+	if p, ok := gcPercent(getenv); !ok || p != defaultGCPercent {
+		t.Fatalf("without GOGC: %d, %v; want %d, true", p, ok, defaultGCPercent)
+	}
+	env["GOGC"] = "50"
+	if _, ok := gcPercent(getenv); ok {
+		t.Fatal("GOGC=50 set: serve still chose its own GC percent")
+	}
+}
