@@ -77,13 +77,15 @@ var emptyMap = map[string]any{}
 // activation resolves the CEL variables from an Input. It is built at most
 // once per Evaluate, and only when a candidate rule reaches its `when`.
 type activation struct {
-	in       *Input
+	// in is a copy, not a pointer: a pointer would make every caller's
+	// Input escape to the heap, though only CEL rules need it kept.
+	in       Input
 	intent   map[string]any
 	approval any
 }
 
 func newActivation(in *Input) *activation {
-	a := &activation{in: in, approval: types.NullValue}
+	a := &activation{in: *in, approval: types.NullValue}
 	if in.Approval != nil {
 		a.approval = map[string]any{
 			"verified":    in.Approval.Verified,
