@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"time"
+
 	"errors"
 	"fmt"
 	"sync"
@@ -76,16 +78,18 @@ var emptyMap = map[string]any{}
 
 // activation resolves the CEL variables from an Input. It is built at most
 // once per Evaluate, and only when a candidate rule reaches its `when`.
+// It keeps what it needs of the Input, never a pointer to it: that would
+// make every caller's Input escape to the heap, though only CEL rules need
+// anything kept.
 type activation struct {
-	// in is a copy, not a pointer: a pointer would make every caller's
-	// Input escape to the heap, though only CEL rules need it kept.
-	in       Input
 	intent   map[string]any
+	signals  map[string]any
+	now      time.Time
 	approval any
 }
 
 func newActivation(in *Input) *activation {
-	a := &activation{in: *in, approval: types.NullValue}
+	a := &activation{signals: orEmpty(in.Signals), now: in.Now, approval: types.NullValue}
 	if in.Approval != nil {
 		a.approval = map[string]any{
 			"verified":    in.Approval.Verified,
@@ -138,11 +142,11 @@ func (a *activation) ResolveName(name string) (any, bool) {
 	case "intent":
 		return a.intent, true
 	case "signals":
-		return orEmpty(a.in.Signals), true
+		return a.signals, true
 	case "approval":
 		return a.approval, true
 	case "now":
-		return a.in.Now, true
+		return a.now, true
 	}
 	return nil, false
 }
