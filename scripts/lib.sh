@@ -1,11 +1,13 @@
 # scripts/lib.sh — helpers the load scripts share; source it.
 
 # free_port prints a 127.0.0.1 port nobody listens on (racy, but the
-# server's own bind failure is then reported).
+# server's own bind failure is then reported). It stays below Linux's
+# default ephemeral range (32768 and up), where a load tool's own
+# connections could take the port before the server binds it.
 free_port() {
 	local p
 	for _ in $(seq 100); do
-		p=$((20000 + RANDOM % 40000))
+		p=$((20000 + RANDOM % 12000))
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
 			echo "$p"
 			return
