@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/clearancehq/clearance/decide"
+	"github.com/clearancehq/clearance/internal/jsonw"
 	"github.com/clearancehq/clearance/policy"
 )
 
@@ -24,13 +25,11 @@ func decisionOfStrings(s string, full bool, codes []string) decide.Decision {
 
 func encodingJSON(t testing.TB, v any) []byte {
 	t.Helper()
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	b, err := jsonw.Reference(v)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	return b
 }
 
 // The evaluate-decision answer written by hand is byte for byte what

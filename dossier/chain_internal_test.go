@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
+
+	"github.com/clearancehq/clearance/internal/jsonw"
 )
 
 // The hand-written chain member JSON is byte for byte what encoding/json
@@ -17,15 +19,12 @@ func TestChainMemberJSONMatchesEncodingJSON(t *testing.T) {
 			{DecisionID: "a", EvaluationID: s, DossierID: s, DossierDigest: s, Route: "enforce-and-bind", Outcome: "BLOCK",
 				Mode: "ENFORCEMENT", CreatedAt: s, ParentDecisionID: s, WorkflowKey: s, CorrelationID: s, GrantID: s},
 		} {
-			var want bytes.Buffer
-			enc := json.NewEncoder(&want)
-			enc.SetEscapeHTML(false)
-			if err := enc.Encode(m); err != nil {
+			want, err := jsonw.Reference(m)
+			if err != nil {
 				t.Fatal(err)
 			}
-			got := m.appendJSON(nil)
-			if !bytes.Equal(got, bytes.TrimSuffix(want.Bytes(), []byte("\n"))) {
-				t.Errorf("%q:\n got %s\nwant %s", s, got, want.Bytes())
+			if got := m.appendJSON(nil); !bytes.Equal(got, want) {
+				t.Errorf("%q:\n got %s\nwant %s", s, got, want)
 			}
 		}
 	}
@@ -46,14 +45,12 @@ func FuzzChainMemberJSON(f *testing.F) {
 		if !json.Valid(got) {
 			t.Fatalf("invalid JSON: %q", got)
 		}
-		var want bytes.Buffer
-		enc := json.NewEncoder(&want)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(m); err != nil {
+		want, err := jsonw.Reference(m)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(got, bytes.TrimSuffix(want.Bytes(), []byte("\n"))) {
-			t.Fatalf("got %s\nwant %s", got, want.Bytes())
+		if !bytes.Equal(got, want) {
+			t.Fatalf("got %s\nwant %s", got, want)
 		}
 	})
 }

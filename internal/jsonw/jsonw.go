@@ -66,11 +66,21 @@ func String(b []byte, s string) []byte {
 // quoteInvalid appends s, which holds invalid UTF-8, as encoding/json
 // writes it.
 func quoteInvalid(b []byte, s string) []byte {
+	q, _ := Reference(s) // a string always encodes
+	return append(b, q...)
+}
+
+// Reference returns what this package's contract is held to: v as
+// json.Encoder writes it with HTML escaping off, without the newline it
+// adds. Tests of hand-written appenders compare with it.
+func Reference(v any) ([]byte, error) {
 	var q bytes.Buffer
 	enc := json.NewEncoder(&q)
 	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s) // a string always encodes
-	return append(b, bytes.TrimSuffix(q.Bytes(), []byte("\n"))...)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(q.Bytes(), []byte("\n")), nil
 }
 
 // Strings appends ss as a JSON array of strings; nil is null, as

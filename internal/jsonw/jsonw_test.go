@@ -11,13 +11,11 @@ import (
 // encode is what encoding/json writes for v with HTML escaping off.
 func encode(t testing.TB, v any) []byte {
 	t.Helper()
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	b, err := jsonw.Reference(v)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	return b
 }
 
 var odd = []string{"", "plain", `quo"te`, `back\slash`, "nl\nand\ttab\x00nul\x1f\r\b\f\v", "<html> & ünïcödé \u2028\u2029 😀",
