@@ -147,10 +147,10 @@ func (t *tx) PutArtifact(ctx context.Context, r artifact.Record) error {
 // putNewArtifact writes r under key, in the range of prefix, which holds
 // no record (any earlier one's index entry is deleted).
 func (t *tx) putNewArtifact(prefix, key []byte, r artifact.Record) error {
+	t.raise(prefix, key) // first: a ceiling too high is always safe
 	if err := t.set(key, encodeArtifact(r)); err != nil {
 		return err
 	}
-	t.raise(prefix, key)
 	return t.set(artifactRefKey(r), []byte{})
 }
 

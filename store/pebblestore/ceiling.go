@@ -46,7 +46,7 @@ func (t *tx) absent(prefix, key []byte) (bool, error) {
 }
 
 // raise records a write of key in the range of prefix. Call with t.mu held,
-// for every write to a range absent is asked about.
+// before every write to a range absent is asked about.
 func (t *tx) raise(prefix, key []byte) {
 	if c := t.state.ceil[string(prefix)]; c != nil && bytes.Compare(key, c.key) > 0 {
 		c.key = append(c.key[:0], key...)

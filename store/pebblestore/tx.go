@@ -243,14 +243,16 @@ func (t *tx) PutDossier(ctx context.Context, r dossier.Stored) error {
 			return fmt.Errorf("pebblestore: %s %s already exists in org %q", k.what, k.id, t.org)
 		}
 	}
+	// Raised before the writes: a write that fails half-way may still be
+	// in the batch, and a ceiling too high is always safe.
+	t.raise(dp, dk)
+	t.raise(xp, xk)
 	if err := encodeDossier(t.b, dk, r); err != nil {
 		return err
 	}
-	t.raise(dp, dk)
 	if err := t.set(xk, []byte(r.DossierID)); err != nil {
 		return err
 	}
-	t.raise(xp, xk)
 	return t.set(summaryKey(t.org, r.CreatedAt, r.DossierID), summaryValue{
 		DossierID:    r.DossierID,
 		DecisionID:   r.DecisionID,
