@@ -28,7 +28,9 @@ type Options struct {
 	Logger pebble.Logger
 	// CacheSize is the room in bytes the block cache keeps for sstable
 	// blocks; 0 means 64 MiB. Pebble counts its memtables against the block
-	// cache, so Open sizes the cache at CacheSize plus the memtables' most.
+	// cache, so Open sizes the cache at CacheSize plus the memtables' most
+	// (three of MemTableSize): blocks and memtables together stay within
+	// that sum.
 	CacheSize int64
 	// MemTableSize is the size of one memtable in bytes; 0 means 64 MiB
 	// (DefaultMemTableSize). Pebble keeps up to two queued for flushing
