@@ -1,7 +1,7 @@
 // Package grant holds Clearance's signing keys and the tokens signed with
 // them: execution grants, claim attestations and verification envelopes; and
-// it verifies the tokens others sign: agents' execution intents and
-// providers' effect receipts.
+// it verifies the tokens others sign: agents' execution intents, providers'
+// effect receipts and approval services' sealed approval receipts.
 //
 // # Keys
 //
@@ -42,6 +42,7 @@
 //	verification envelope clearance-decision+jwt           agent-safe-pipeline   MintEnvelope, VerifyEnvelope
 //	execution intent      clearance-intent+jwt             (none)                SignIntent, VerifyIntent
 //	effect receipt (VP-3) clearance-effect-receipt+jwt     (none)                SignReceipt, VerifyReceipt
+//	approval receipt      clearance-approval-receipt+jwt   clearance-escalation  SignApprovalReceipt, VerifyApprovalReceipt
 //
 // Verification refuses, each with a *TokenError wrapping a sentinel: any
 // serialization but the compact one, base64url that is padded or not

@@ -2,6 +2,7 @@ package grant_test
 
 import (
 	"bytes"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -102,4 +103,33 @@ func verifyOffline(jwks []byte, token, wantIssuer string, now time.Time) error {
 		return errors.New("wrong audience or issuer, or expired")
 	}
 	return nil
+}
+
+// An approval service seals a human's decision; Clearance verifies the
+// receipt against that service's key and the issuer it expects, then
+// checks that it answers its own request and intent.
+func ExampleVerifyApprovalReceipt() {
+	approver, _ := grant.KeyFromSeed(bytes.Repeat([]byte{9}, 32))
+	receipt, err := grant.SignApprovalReceipt(approver, grant.ApprovalReceipt{
+		Issuer: "https://approver.example", Audience: grant.AudApproval, ID: "rcpt-1", RequestID: "req-1", OrgID: "org-1",
+		IntentHash: "sha256:8f434346648f6b96df89dda901c5176b10a6d83961dd3c1ac88b59b2dc327aa4",
+		Approver:   "approver-7", Decision: grant.ApprovalApproved, Presence: grant.PresenceWebAuthnUV,
+		IssuedAt: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC).Unix(),
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	r, _, err := grant.VerifyApprovalReceipt(receipt, func(kid string) (ed25519.PublicKey, error) {
+		if kid != approver.KID() {
+			return nil, grant.ErrUnknownKey
+		}
+		return approver.Public(), nil
+	}, "https://approver.example")
+	fmt.Println(r.Decision, r.Presence, r.RequestID, err)
+	_, _, err = grant.VerifyApprovalReceipt(receipt, func(string) (ed25519.PublicKey, error) { return approver.Public(), nil }, "https://other.example")
+	fmt.Println(errors.Is(err, grant.ErrTokenIssuer))
+	// Output:
+	// APPROVED webauthn-uv req-1 <nil>
+	// true
 }
