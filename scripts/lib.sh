@@ -31,3 +31,15 @@ wait_up() {
 	echo "$1 did not come up within 60s" >&2
 	return 1
 }
+
+# clearance_bin WORKDIR prints the clearance binary to run: $CLEARANCE_BIN,
+# or one built from this tree into WORKDIR.
+clearance_bin() {
+	if [[ -n ${CLEARANCE_BIN:-} ]]; then
+		echo "$CLEARANCE_BIN"
+		return
+	fi
+	echo "building clearance ..." >&2
+	go build -o "$1/clearance" ./cmd/clearance
+	echo "$1/clearance"
+}

@@ -43,12 +43,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-bin=${CLEARANCE_BIN:-}
-if [[ -z $bin ]]; then
-	echo "building clearance ..." >&2
-	go build -o "$work/clearance" ./cmd/clearance
-	bin=$work/clearance
-fi
+# shellcheck source=lib.sh
+source "$root/scripts/lib.sh"
+bin=$(clearance_bin "$work")
 psql -q "$pg_url" -c "CREATE DATABASE $db" >/dev/null
 store_url="${pg_url%/*}/$db"
 "$bin" keys init --grant-key-file "$work/grant.json" --ledger-key-file "$work/ledger.json" >/dev/null
@@ -56,8 +53,6 @@ head -c 48 /dev/urandom | base64 | tr -d '\n' >"$work/share.secret"
 head -c 48 /dev/urandom | base64 | tr -d '\n' >"$work/export.secret"
 chmod 600 "$work/share.secret" "$work/export.secret"
 
-# shellcheck source=lib.sh
-source "$root/scripts/lib.sh"
 
 urls=()
 server_pids=()

@@ -36,15 +36,10 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-bin=${CLEARANCE_BIN:-}
-if [[ -z $bin ]]; then
-	echo "building clearance ..." >&2
-	go build -o "$work/clearance" ./cmd/clearance
-	bin=$work/clearance
-fi
-
 # shellcheck source=lib.sh
 source "$root/scripts/lib.sh"
+bin=$(clearance_bin "$work")
+
 
 ticks() { [[ -r /proc/$1/stat ]] && sed 's/.*) //' "/proc/$1/stat" | awk '{print $12 + $13}' || echo 0; }
 hz=$(getconf CLK_TCK 2>/dev/null || echo 100)
