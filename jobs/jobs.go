@@ -35,6 +35,12 @@ func now(tx Tx) time.Time { return tx.Now().UTC().Truncate(time.Microsecond) }
 // It is idempotent by id: when the job exists, in any state, it is returned
 // unchanged with created false.
 func Enqueue(ctx context.Context, tx Tx, kind, id string, payload []byte) (j Job, created bool, err error) {
+	return EnqueueAt(ctx, tx, kind, id, payload, time.Time{})
+}
+
+// EnqueueAt is Enqueue for a job due at due (a deadline, a retry); a due
+// time that is zero or already passed by the store's clock means at once.
+func EnqueueAt(ctx context.Context, tx Tx, kind, id string, payload []byte, due time.Time) (j Job, created bool, err error) {
 	j, err = tx.JobInTx(ctx, kind, id)
 	if err == nil {
 		return j, false, nil
@@ -45,6 +51,9 @@ func Enqueue(ctx context.Context, tx Tx, kind, id string, payload []byte) (j Job
 	at := now(tx)
 	j = Job{OrgID: tx.OrgID(), Kind: kind, ID: id, Payload: bytes.Clone(payload), State: Queued,
 		Due: at, CreatedAt: at, UpdatedAt: at}
+	if due = due.UTC().Truncate(time.Microsecond); due.After(at) {
+		j.Due = due
+	}
 	if err := tx.PutJob(ctx, j); err != nil {
 		return Job{}, false, err
 	}

@@ -52,6 +52,7 @@ func Run(t *testing.T, h Harness) {
 	}{
 		{"Lifecycle", testLifecycle},
 		{"DueOrder", testDueOrder},
+		{"EnqueuedForLater", testEnqueueAt},
 		{"OneOwnerPerJob", testOneOwner},
 		{"DrainWithClaimNext", testDrain},
 		{"ExpiredLeaseTakenOver", testTakeover},
@@ -290,6 +291,42 @@ func testDueOrder(t *testing.T, e *env) {
 	if !held.LeaseUntil.Equal(e.clk.Now()) {
 		t.Fatalf("lease until %v, clock %v", held.LeaseUntil, e.clk.Now())
 	}
+}
+
+func testEnqueueAt(t *testing.T, e *env) {
+	ctx := t.Context()
+	at := func(id string, due time.Time) jobs.Job {
+		t.Helper()
+		j, err := do(t, e.b, orgA, func(tx jobs.Tx) (jobs.Job, error) {
+			j, _, err := jobs.EnqueueAt(ctx, tx, kind, id, nil, due)
+			return j, err
+		})
+		if err != nil {
+			t.Fatalf("EnqueueAt(%s): %v", id, err)
+		}
+		return j
+	}
+	later := at("later", base.Add(time.Minute))
+	if !later.Due.Equal(base.Add(time.Minute)) || later.State != jobs.Queued {
+		t.Fatalf("EnqueueAt for later: %+v", later)
+	}
+	// A due time already passed, or none, is now.
+	if j := at("past", base.Add(-time.Hour)); !j.Due.Equal(base) {
+		t.Fatalf("EnqueueAt in the past: due %v, want %v", j.Due, base)
+	}
+	if j := at("zero", time.Time{}); !j.Due.Equal(base) {
+		t.Fatalf("EnqueueAt without a time: due %v, want %v", j.Due, base)
+	}
+	wantDue(t, e.b, kind, 0, orgA+"/past", orgA+"/zero")
+	_, err := claim(t, e.b, orgA, "later", "w")
+	wantErr(t, "Claim before the due time", err, jobs.ErrNotDue)
+	// Enqueueing it again (at another time) leaves it as it stands.
+	if j := at("later", base); !j.Due.Equal(base.Add(time.Minute)) {
+		t.Fatalf("EnqueueAt again moved the job: %+v", j)
+	}
+	e.clk.Add(time.Minute)
+	wantDue(t, e.b, kind, 0, orgA+"/past", orgA+"/zero", orgA+"/later")
+	mustClaim(t, e.b, orgA, "later", "w")
 }
 
 func testOneOwner(t *testing.T, e *env) {
