@@ -73,6 +73,9 @@ type Grant struct {
 	TokenDigest string    `json:"token_digest,omitempty"`
 	IssuedAt    time.Time `json:"issued_at"`
 	ExpiresAt   time.Time `json:"expires_at"`
+	// Approval names the verified approval the grant was issued on; its
+	// claim re-resolves that approval with the approval service.
+	Approval *Approval `json:"approval,omitempty"`
 
 	State State `json:"state"`
 
@@ -93,6 +96,19 @@ type Grant struct {
 	Receipt         *Receipt        `json:"receipt,omitempty"`
 	EffectConfirmed bool            `json:"effect_confirmed"`
 	Reconciliation  *Reconciliation `json:"reconciliation,omitempty"`
+}
+
+// Approval is the approval a grant was issued on, as verified with the
+// approval service that recorded it.
+type Approval struct {
+	Issuer    string `json:"issuer"`
+	RequestID string `json:"request_id"`
+	ReceiptID string `json:"receipt_id"`
+	Approver  string `json:"approver"`
+	Presence  string `json:"presence"`
+	// EscalationID is the managed escalation the grant concluded; empty
+	// for approval evidence presented with the intent.
+	EscalationID string `json:"escalation_id,omitempty"`
 }
 
 // Evidence kinds with a fixed meaning.

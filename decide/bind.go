@@ -7,6 +7,7 @@ import (
 	"errors"
 
 	"github.com/clearancehq/clearance/claim"
+	"github.com/clearancehq/clearance/dossier"
 	"github.com/clearancehq/clearance/grant"
 	"github.com/clearancehq/clearance/idempotency"
 	"github.com/clearancehq/clearance/internal/canon"
@@ -14,6 +15,7 @@ import (
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/policy"
 	"github.com/clearancehq/clearance/store"
+	"github.com/google/uuid"
 )
 
 // AuthorityRequest is an enforce-and-bind call.
@@ -41,6 +43,9 @@ type AuthorityDecision struct {
 	GrantID        string `json:"grant_id,omitempty"`
 	ExpiresAt      string `json:"expires_at,omitempty"`
 	EscalationMode string `json:"escalation_mode"`
+	// ManagedEscalation is the status locator of the managed escalation
+	// this ESCALATE opened (escalation.mode MANAGED, ENFORCEMENT).
+	ManagedEscalation *EscalationRef `json:"managed_escalation,omitempty"`
 }
 
 // EnforceAndBind verifies a signed execution intent, evaluates it and, for
@@ -48,12 +53,15 @@ type AuthorityDecision struct {
 // ledger entries, grant record and intent binding commit atomically. The
 // intent_id is the issuance boundary: the same intent again returns the
 // same answer; another intent under a bound intent_id is core.ErrConflict.
+//
+// Approval evidence is verified directly with the org's approval service
+// before anything is evaluated, and is then evidence for the evaluation. An
+// ESCALATE in ENFORCEMENT of an intent with escalation.mode MANAGED opens a
+// managed escalation: the approval request is opened at the approval
+// service, then the escalation is recorded with the decision, whose answer
+// carries its status locator and no grant.
 func (s *Service) EnforceAndBind(ctx context.Context, req AuthorityRequest) (AuthorityDecision, error) {
-	keys, err := s.d.Keys.Current()
-	if err != nil {
-		return AuthorityDecision{}, err
-	}
-	signer, err := keys.Signer()
+	signer, err := s.signer()
 	if err != nil {
 		return AuthorityDecision{}, err
 	}
@@ -63,11 +71,6 @@ func (s *Service) EnforceAndBind(ctx context.Context, req AuthorityRequest) (Aut
 	payload, intent, err := s.verifyIntent(ctx, req)
 	if err != nil {
 		return AuthorityDecision{}, err
-	}
-	if len(req.ApprovalEvidence) > 0 && !bytes.Equal(bytes.TrimSpace(req.ApprovalEvidence), []byte("null")) {
-		// Approval evidence is verified with the approval service in the
-		// managed ceremony; until that exists nothing can verify it.
-		return AuthorityDecision{}, core.New(core.ErrConflict, CodeApprovalUnverified, "approval evidence could not be verified")
 	}
 	dr := draft{route: RouteEnforceAndBind, org: req.OrgID, intent: payload, asReceived: req.SignedIntent,
 		intentDigest: canon.Digest(payload), principal: req.Principal, key: intent.IntentID, corr: req.CorrelationID,
@@ -81,73 +84,234 @@ func (s *Service) EnforceAndBind(ctx context.Context, req AuthorityRequest) (Aut
 	if dr.parentChain, err = s.parentChain(ctx, req.OrgID, intent.ParentDecisionID, "parent_decision_id", CodeIntentMalformed); err != nil {
 		return AuthorityDecision{}, err
 	}
-	if dr.res, err = s.cfg.Policies.Resolve(ctx, req.OrgID, dr.pin); err != nil {
+	b := binding{dr: &dr, intent: intent, signer: signer}
+	if len(req.ApprovalEvidence) > 0 && !bytes.Equal(bytes.TrimSpace(req.ApprovalEvidence), []byte("null")) {
+		if s.cfg.Approvals == nil {
+			return AuthorityDecision{}, core.New(core.ErrConflict, CodeApprovalUnverified, "approval evidence cannot be verified: no approval service is configured")
+		}
+		v, err := s.cfg.Approvals.VerifyEvidence(ctx, req.OrgID, req.ApprovalEvidence, dr.intentDigest)
+		if err != nil {
+			return AuthorityDecision{}, err
+		}
+		b.approval = &v
+	}
+	if err := s.resolveAndEvaluate(ctx, &b); err != nil {
 		return AuthorityDecision{}, err
 	}
+	if !b.authorize && intent.Escalation.Mode == EscalationManaged && b.pd.Outcome == policy.OutcomeEscalate &&
+		b.d.Mode == policy.ModeEnforcement && b.pd.Err == nil {
+		if s.cfg.Approvals == nil {
+			return AuthorityDecision{}, core.New(core.ErrUnavailable, CodeApprovalServiceNotConfigured, "escalation.mode MANAGED needs an approval service, and none is configured for this organization")
+		}
+		m, err := s.cfg.Approvals.OpenEscalation(ctx, ManagedEscalation{
+			EscalationID: EscalationIDOf(req.OrgID, dr.intentDigest), OrgID: req.OrgID, IntentID: intent.IntentID,
+			IntentHash: dr.intentDigest, Intent: intent, Payload: payload, SignedIntent: req.SignedIntent,
+			RequestedMode: req.Mode, Principal: req.Principal, CorrelationID: req.CorrelationID,
+			DecisionID: b.d.DecisionID, DossierID: b.d.DossierID, CreatedAt: dr.now,
+		})
+		if err != nil {
+			return AuthorityDecision{}, err
+		}
+		b.managed = &m
+		b.d.EscalationID = m.EscalationID
+	}
+	out, err := s.bind(ctx, &b, nil)
+	if errors.Is(err, idempotency.ErrKeyReused) {
+		return AuthorityDecision{}, core.New(core.ErrConflict, CodeIntentAlreadyBound, "intent_id %q is already bound to another intent", intent.IntentID)
+	}
+	if err != nil {
+		return AuthorityDecision{}, err
+	}
+	if req.WantEnvelope {
+		if out.VerificationEnvelope, err = s.envelope(b.signer, out.Decision, out.IntentHash, out.GrantID); err != nil {
+			return AuthorityDecision{}, core.Unavailable("sign envelope", err)
+		}
+	}
+	return out, nil
+}
+
+// escalationSpace is the UUID namespace of escalation ids.
+var escalationSpace = uuid.MustParse("8f6a2b64-3c1d-4f7e-9a52-6d0e1b7c4a90")
+
+// EscalationIDOf is the id of the managed escalation of the intent whose
+// hash is intentHash in org: one intent has one escalation, so a retried
+// enforce-and-bind opens the same approval request again (idempotently)
+// rather than a second one.
+func EscalationIDOf(orgID, intentHash string) string {
+	return uuid.NewSHA1(escalationSpace, []byte(orgID+"\x00"+intentHash)).String()
+}
+
+// binding is one signed intent on its way to a recorded decision.
+type binding struct {
+	dr        *draft
+	intent    ExecutionIntent
+	approval  *VerifiedApproval
+	managed   *ManagedEscalation
+	d         dossier.Body
+	pd        policy.Decision
+	ids       []string
+	authorize bool
+	signer    grant.Key
+}
+
+// resolveAndEvaluate resolves the policy the draft pins (or the active
+// one) and evaluates b's draft with b's approval as evidence.
+func (s *Service) resolveAndEvaluate(ctx context.Context, b *binding) error {
+	dr := b.dr
+	var err error
+	if b.approval != nil {
+		dr.in.Approval = b.approval.Input()
+	}
+	if dr.res, err = s.cfg.Policies.Resolve(ctx, dr.org, dr.pin); err != nil {
+		return err
+	}
+	if b.ids, err = s.newIDs(4); err != nil { // dossier, decision, evaluation, grant
+		return err
+	}
+	b.d, b.pd = dr.evaluate(b.ids)
+	if b.approval != nil {
+		b.d.Approval = b.approval.Dossier()
+	}
+	b.authorize = b.pd.Outcome == policy.OutcomeAllow && b.d.Mode == policy.ModeEnforcement && b.pd.Err == nil
+	return nil
+}
+
+// bind signs the grant of an authorizing decision and records the
+// decision with what it binds: the grant, the receipt's single use, the
+// managed escalation it opened; conclude, when set, runs last in the same
+// transaction with the answer.
+func (s *Service) bind(ctx context.Context, b *binding, conclude func(ctx context.Context, tx store.Tx, a AuthorityDecision) error) (AuthorityDecision, error) {
+	dr, intent, d := b.dr, b.intent, &b.d
 	payloadDigest, err := canon.DigestValue(intent.Action)
 	if err != nil {
 		return AuthorityDecision{}, core.Invalid(CodeIntentMalformed, "action", "action cannot be canonicalized")
 	}
-	ids, err := s.newIDs(4) // dossier, decision, evaluation, grant
-	if err != nil {
-		return AuthorityDecision{}, err
-	}
-	d, pd := dr.evaluate(ids)
-	authorize := pd.Outcome == policy.OutcomeAllow && d.Mode == policy.ModeEnforcement && pd.Err == nil
-
 	// Sign before taking the org's lock: the tokens depend only on values
 	// fixed above, and signatures are the slowest part of the request.
 	var (
 		g     claim.Grant
 		token string
 	)
-	if authorize {
-		d.GrantID = ids[3]
+	if b.authorize {
+		d.GrantID = b.ids[3]
 		c := dr.res.Policy
 		g = claim.Grant{
-			OrgID: req.OrgID, GrantID: ids[3], DecisionID: d.DecisionID, DossierID: d.DossierID,
+			OrgID: dr.org, GrantID: b.ids[3], DecisionID: d.DecisionID, DossierID: d.DossierID,
 			IntentID: intent.IntentID, IntentHash: dr.intentDigest, PayloadDigest: payloadDigest,
 			ExpectedEffectDigest: intent.ExpectedEffectDigest, Nonce: intent.Nonce, Scope: intent.ConcurrencyScope,
-			Correlation: req.CorrelationID, ActorID: intent.Actor.ID, ActionType: intent.Action.Type,
-			PolicyVersion: c.Snapshot().PolicyVersion, BundleDigest: c.Digest(), Intent: payload,
+			Correlation: dr.corr, ActorID: intent.Actor.ID, ActionType: intent.Action.Type,
+			PolicyVersion: c.Snapshot().PolicyVersion, BundleDigest: c.Digest(), Intent: dr.intent,
 			IssuedAt: dr.now, ExpiresAt: dr.now.Add(s.cfg.GrantTTL),
 		}
-		if token, err = grant.Mint(signer, GrantClaims(s.d.Issuer, g, intent, d.Mode)); err != nil {
+		if b.approval != nil {
+			g.Approval = b.approval.Grant()
+		}
+		if token, err = grant.Mint(b.signer, GrantClaims(s.d.Issuer, g, intent, d.Mode)); err != nil {
 			return AuthorityDecision{}, core.Unavailable("sign grant", err)
 		}
 		g.TokenDigest = canon.Digest([]byte(token))
 	}
 	var out AuthorityDecision
-	replayed, err := record(ctx, s, &dr, &d, &out, func(tx store.Tx, digest string) (AuthorityDecision, error) {
-		a := AuthorityDecision{Decision: decisionOf(&d, digest), IntentID: intent.IntentID, IntentHash: dr.intentDigest,
+	replayed, err := record(ctx, s, dr, d, &out, func(tx store.Tx, digest string) (AuthorityDecision, error) {
+		a := AuthorityDecision{Decision: decisionOf(d, digest), IntentID: intent.IntentID, IntentHash: dr.intentDigest,
 			EscalationMode: intent.Escalation.Mode}
-		if !authorize {
-			return a, nil
+		if b.managed != nil {
+			ref, err := s.cfg.Approvals.RecordEscalation(ctx, tx, *b.managed)
+			if err != nil {
+				return a, err
+			}
+			a.ManagedEscalation = &ref
 		}
-		if err := s.cfg.StillActive(ctx, tx, g.PolicyVersion); err != nil {
-			return a, err
+		if b.authorize {
+			if err := s.cfg.StillActive(ctx, tx, g.PolicyVersion); err != nil {
+				return a, err
+			}
+			if b.approval != nil {
+				if err := s.cfg.Approvals.UseReceipt(ctx, tx, *b.approval, dr.intentDigest); err != nil {
+					return a, err
+				}
+			}
+			g.DossierDigest = digest
+			if err := claim.Issue(ctx, tx, g); err != nil {
+				return a, err
+			}
+			if err := core.AppendRecord(ctx, tx, ledger.KindGrantIssued, g.GrantID, GrantRecordOf(g), dr.now); err != nil {
+				return a, err
+			}
+			a.ExecutionToken, a.GrantID, a.ExpiresAt = token, g.GrantID, g.ExpiresAt.Format(core.TimeFormat)
 		}
-		g.DossierDigest = digest
-		if err := claim.Issue(ctx, tx, g); err != nil {
-			return a, err
+		if conclude != nil {
+			if err := conclude(ctx, tx, a); err != nil {
+				return a, err
+			}
 		}
-		if err := core.AppendRecord(ctx, tx, ledger.KindGrantIssued, g.GrantID, GrantRecordOf(g), dr.now); err != nil {
-			return a, err
-		}
-		a.ExecutionToken, a.GrantID, a.ExpiresAt = token, g.GrantID, g.ExpiresAt.Format(core.TimeFormat)
 		return a, nil
 	})
 	if errors.Is(err, idempotency.ErrKeyReused) {
-		return AuthorityDecision{}, core.New(core.ErrConflict, CodeIntentAlreadyBound, "intent_id %q is already bound to another intent", intent.IntentID)
+		return AuthorityDecision{}, err
 	}
 	if err != nil {
 		return AuthorityDecision{}, core.Translate("enforce and bind", err)
 	}
 	out.Replayed = replayed
-	if req.WantEnvelope {
-		if out.VerificationEnvelope, err = s.envelope(signer, out.Decision, out.IntentHash, out.GrantID); err != nil {
-			return AuthorityDecision{}, core.Unavailable("sign envelope", err)
-		}
-	}
 	return out, nil
+}
+
+// ApprovedIntent asks for the fresh evaluation of a managed escalation's
+// original exact intent with the approval it was waiting for.
+type ApprovedIntent struct {
+	Escalation ManagedEscalation
+	Approval   VerifiedApproval
+	// Conclude runs in the transaction that records the fresh decision,
+	// with its answer (a grant only for ALLOW in ENFORCEMENT): the
+	// escalation's own transition. Its error aborts the whole unit.
+	Conclude func(ctx context.Context, tx store.Tx, a AuthorityDecision) error
+}
+
+// BindApproved evaluates a managed escalation's original exact intent
+// again, under the org's policy as it is now, with the verified approval
+// as evidence, and records that decision (route managed-escalation, chained
+// to the ESCALATE decision) like EnforceAndBind: only ALLOW in ENFORCEMENT
+// binds a grant, which names the approval. It is idempotent by escalation:
+// once recorded, the recorded answer is returned (Replayed) and Conclude
+// does not run again, so one escalation issues at most one grant.
+func (s *Service) BindApproved(ctx context.Context, r ApprovedIntent) (AuthorityDecision, error) {
+	m := r.Escalation
+	signer, err := s.signer()
+	if err != nil {
+		return AuthorityDecision{}, err
+	}
+	dr := draft{route: RouteManagedEscalation, org: m.OrgID, intent: m.Payload, asReceived: m.SignedIntent,
+		intentDigest: m.IntentHash, principal: m.Principal, key: m.EscalationID, corr: m.CorrelationID,
+		parent: m.DecisionID, now: s.d.Now()}
+	if canon.Digest(m.Payload) != m.IntentHash {
+		return AuthorityDecision{}, core.New(core.ErrConflict, core.CodeStaleAuthorization, "the escalation's intent does not match its hash")
+	}
+	if dr.in, err = IntentInput(m.Intent, m.RequestedMode, dr.now); err != nil {
+		return AuthorityDecision{}, err
+	}
+	if dr.pin, err = (policy.Intent{Context: m.Intent.Context}).PolicyPin(); err != nil {
+		return AuthorityDecision{}, core.TranslateInput(err)
+	}
+	if dr.parentChain, err = s.parentChain(ctx, m.OrgID, m.DecisionID, "parent_decision_id", CodeIntentMalformed); err != nil {
+		return AuthorityDecision{}, err
+	}
+	approval := r.Approval
+	approval.EscalationID = m.EscalationID
+	b := binding{dr: &dr, intent: m.Intent, approval: &approval, signer: signer}
+	if err := s.resolveAndEvaluate(ctx, &b); err != nil {
+		return AuthorityDecision{}, err
+	}
+	b.d.EscalationID = m.EscalationID
+	return s.bind(ctx, &b, r.Conclude)
+}
+
+// signer is the active grant key, read once per request so that a request
+// signs with one ring even while it is replaced.
+func (s *Service) signer() (grant.Key, error) {
+	keys, err := s.d.Keys.Current()
+	if err != nil {
+		return grant.Key{}, err
+	}
+	return keys.Signer()
 }

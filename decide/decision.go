@@ -32,6 +32,9 @@ type Config struct {
 	StillActive  func(ctx context.Context, tx store.Tx, version string) error
 	GrantTTL     time.Duration // a grant's and an envelope's lifetime
 	IntentMaxAge time.Duration // how old a signed intent's issued_at may be
+	// Approvals verifies approval evidence and opens managed escalations;
+	// nil: none is configured (evidence is refused, MANAGED answers 503).
+	Approvals Approvals
 }
 
 // Service makes decisions. Create it with New.

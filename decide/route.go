@@ -13,6 +13,9 @@ const (
 	RouteCloudAgentVerify Route = "cloud.agent.extensions.verify"
 	// RouteEnforceAndBind is the entry point of signed execution intents.
 	RouteEnforceAndBind Route = "enforce-and-bind"
+	// RouteManagedEscalation is the fresh evaluation of a managed
+	// escalation's original intent with its verified approval.
+	RouteManagedEscalation Route = "managed-escalation"
 )
 
 // defaultSurface is the surface a gate route fills in when the body names

@@ -51,6 +51,11 @@ type Body struct {
 	// evaluated and recorded, in SHADOW (a pin never authorizes).
 	PolicyPin           string `json:"policy_pin,omitempty"`
 	ActivePolicyVersion string `json:"active_policy_version,omitempty"`
+	// EscalationID names the managed escalation the decision opened (an
+	// ESCALATE) or concluded (the fresh evaluation with its approval).
+	EscalationID string `json:"escalation_id,omitempty"`
+	// Approval is the verified approval the decision was evaluated with.
+	Approval *Approval `json:"approval,omitempty"`
 	// intentCanonical is set by SetCanonicalIntent.
 	intentCanonical bool
 }
@@ -61,6 +66,20 @@ type Body struct {
 // Setting Intent directly afterwards is a mistake.
 func (b *Body) SetCanonicalIntent(c json.RawMessage) {
 	b.Intent, b.intentCanonical = c, true
+}
+
+// Approval records approval evidence as verified directly with the
+// approval service: its sealed receipt is kept whole, so that an auditor
+// can check it against the service's published keys without trusting us.
+// Nothing of the WebAuthn ceremony behind it is recorded.
+type Approval struct {
+	Issuer    string `json:"issuer"`     // the approval service
+	RequestID string `json:"request_id"` // the action-bound approval request
+	ReceiptID string `json:"receipt_id"` // the receipt's jti
+	Receipt   string `json:"receipt"`    // the compact JWS
+	Approver  string `json:"approver"`
+	Presence  string `json:"presence"`   // how the approver's presence was proven
+	DecidedAt string `json:"decided_at"` // the receipt's iat
 }
 
 // Actor records who asked: the credential, and the acting party the

@@ -27,6 +27,9 @@ func (b *Body) canonical() (out []byte, ok bool, err error) {
 		}
 	}
 	size := 1152 + len(intent) + 2*len(b.IntentAsReceived) + len(b.EvaluationError)
+	if b.Approval != nil {
+		size += 256 + len(b.Approval.Receipt)
+	}
 	for _, v := range b.ReasonCodes {
 		size += len(v) + 3
 	}
@@ -47,12 +50,24 @@ func (b *Body) canonical() (out []byte, ok bool, err error) {
 	w.opt("id", b.Actor.ID)
 	w.opt("type", b.Actor.Type)
 	w.raw(`}`)
+	if a := b.Approval; a != nil { // "approval" sorts after "actor"
+		w.raw(`,"approval":{"approver":`)
+		w.str(a.Approver)
+		w.member("decided_at", a.DecidedAt)
+		w.member("issuer", a.Issuer)
+		w.member("presence", a.Presence)
+		w.member("receipt", a.Receipt)
+		w.member("receipt_id", a.ReceiptID)
+		w.member("request_id", a.RequestID)
+		w.raw(`}`)
+	}
 	w.member("bundle_mode", string(b.BundleMode))
 	w.opt("chain_id", b.ChainID)
 	w.opt("correlation_id", b.CorrelationID)
 	w.member("created_at", b.CreatedAt)
 	w.member("decision_id", b.DecisionID)
 	w.member("dossier_id", b.DossierID)
+	w.opt("escalation_id", b.EscalationID)
 	w.opt("evaluation_error", b.EvaluationError)
 	w.member("evaluation_id", b.EvaluationID)
 	w.opt("grant_id", b.GrantID)

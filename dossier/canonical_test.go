@@ -21,7 +21,9 @@ func fullBody() Body {
 		PolicySnapshot: policy.Snapshot{PolicyVersion: "3", BundleID: "payments", BundleDigest: "sha256:22", Evaluator: "clearance-policy/1"},
 		BundleMode:     policy.ModeEnforcement, Actor: Actor{CredentialID: "key_1", CredentialKind: "agent", ID: "agent-7", Type: "agent"},
 		IdempotencyKey: "idem-1", CorrelationID: "corr-1", RequestID: "req-1", CreatedAt: "2026-03-01T12:00:00.123456789Z",
-		LedgerSeq: 42, GrantID: "g", ChainID: "c", ParentDecisionID: "p", PolicyPin: "2", ActivePolicyVersion: "3"}
+		LedgerSeq: 42, GrantID: "g", ChainID: "c", ParentDecisionID: "p", PolicyPin: "2", ActivePolicyVersion: "3",
+		EscalationID: "e", Approval: &Approval{Issuer: "https://approvals.example", RequestID: "r", ReceiptID: "j",
+			Receipt: "eyJ.eyJ.sig", Approver: "ana@example.com", Presence: "webauthn-uv", DecidedAt: "2026-03-01T12:00:00Z"}}
 }
 
 // The direct writer answers what canon.Marshal answers, byte for byte: the

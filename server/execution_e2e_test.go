@@ -420,10 +420,20 @@ func TestExecNonAuthorizingAnswersCarryNoGrant(t *testing.T) {
 		s, _ := x.intent(t, intentSpec{amount: c.amount})
 		noGrant(t, x.bind(t, s, nil), c.outcome, "ENFORCEMENT")
 	}
-	// A MANAGED escalation is recorded but does not authorize either.
-	s, _ := x.intent(t, intentSpec{amount: 2000, mutate: func(m map[string]any) { m["escalation"] = map[string]any{"mode": "MANAGED"} }})
+	// A MANAGED escalation needs an approval service: without one it is a
+	// non-authorizing 503 that records nothing (the same intent is still
+	// unbound afterwards).
+	managed := func(m map[string]any) { m["escalation"] = map[string]any{"mode": "MANAGED"} }
+	s, _ := x.intent(t, intentSpec{amount: 2000, mutate: managed})
+	before := x.fingerprint(t)
+	x.bind(t, s, nil).wantProblem(t, http.StatusServiceUnavailable, "APPROVAL_SERVICE_NOT_CONFIGURED")
+	if after := x.fingerprint(t); after != before {
+		t.Fatalf("a refused MANAGED escalation changed the store:\n%s\n%s", before, after)
+	}
+	// MANAGED with an outcome that is not ESCALATE is answered as usual.
+	s, _ = x.intent(t, intentSpec{amount: 10000, mutate: managed})
 	r := x.bind(t, s, nil)
-	noGrant(t, r, "ESCALATE", "ENFORCEMENT")
+	noGrant(t, r, "BLOCK", "ENFORCEMENT")
 	if r.str("escalation_mode") != "MANAGED" {
 		t.Fatalf("escalation_mode: %s", r)
 	}
