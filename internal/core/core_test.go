@@ -12,6 +12,7 @@ import (
 	"github.com/clearancehq/clearance/claim"
 	"github.com/clearancehq/clearance/idempotency"
 	"github.com/clearancehq/clearance/internal/coded"
+	"github.com/clearancehq/clearance/internal/outbound"
 	"github.com/clearancehq/clearance/internal/strictjson"
 	"github.com/clearancehq/clearance/policy"
 	"github.com/clearancehq/clearance/registry"
@@ -54,6 +55,20 @@ func TestTranslate(t *testing.T) {
 	}
 	if err := TranslateInput(errors.New("odd input")); !errors.Is(err, ErrInvalidRequest) {
 		t.Errorf("TranslateInput of an unknown error = %v, want 400", err)
+	}
+}
+
+func TestKindOfOutbound(t *testing.T) {
+	for _, c := range []struct{ err, kind error }{
+		{outbound.ErrInvalidURL, ErrInvalidRequest},
+		{outbound.ErrBlockedDestination, ErrInvalidRequest},
+		{outbound.ErrRedirect, ErrUnavailable},
+		{outbound.ErrResponseTooLarge, ErrUnavailable},
+		{fmt.Errorf("GET x: %w: %w", outbound.ErrUnreachable, errors.New("reset")), ErrUnavailable},
+	} {
+		if k, ok := KindOf(c.err); !ok || k != c.kind {
+			t.Errorf("KindOf(%v) = %v, want %v", c.err, k, c.kind)
+		}
 	}
 }
 

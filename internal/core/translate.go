@@ -8,6 +8,7 @@ import (
 	"github.com/clearancehq/clearance/claim"
 	"github.com/clearancehq/clearance/grant"
 	"github.com/clearancehq/clearance/idempotency"
+	"github.com/clearancehq/clearance/internal/outbound"
 	"github.com/clearancehq/clearance/internal/strictjson"
 	"github.com/clearancehq/clearance/jobs"
 	"github.com/clearancehq/clearance/ledger"
@@ -116,6 +117,14 @@ var kindOf = []struct{ sentinel, kind error }{
 	{jobs.ErrNotDue, ErrConflict},
 	{jobs.ErrNotOwner, ErrConflict},
 	{jobs.ErrLeaseExpired, ErrConflict},
+
+	// Outbound HTTP: a destination a caller registers is its input; an
+	// answer that cannot be had is a dependency's failure.
+	{outbound.ErrInvalidURL, ErrInvalidRequest},
+	{outbound.ErrBlockedDestination, ErrInvalidRequest},
+	{outbound.ErrRedirect, ErrUnavailable},
+	{outbound.ErrResponseTooLarge, ErrUnavailable},
+	{outbound.ErrUnreachable, ErrUnavailable},
 
 	// Storage. A record a lookup did not find: the caller re-codes it when
 	// its absence means something else (an unknown grant is a conflict).
