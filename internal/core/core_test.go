@@ -39,6 +39,9 @@ func TestTranslate(t *testing.T) {
 		{"a bundle that does not validate is 422", &policy.ValidationError{Problems: []policy.Problem{{RuleID: "r", Field: "rules[0]", Message: "m"}}}, ErrUnprocessable, CodePolicyInvalid, "rules[0]"},
 		{"a store failure is 503", fmt.Errorf("read: %w", storeDown), ErrUnavailable, CodeStoreUnavailable, ""},
 		{"a wrapped corrupt record is 503", fmt.Errorf("x: %w", store.ErrCorrupt), ErrUnavailable, CodeStoreUnavailable, ""},
+		{"a kinded feature error keeps its kind and code", fmt.Errorf("x: %w", kindedErr{"APPROVAL_X", ErrConflict}), ErrConflict, "APPROVAL_X", ""},
+		{"and its code when unavailable", kindedErr{"APPROVAL_DOWN", ErrUnavailable}, ErrUnavailable, "APPROVAL_DOWN", ""},
+		{"a kinded error without a Kind is a 503", kindedErr{"ODD", errors.New("not a kind")}, ErrUnavailable, CodeStoreUnavailable, ""},
 	} {
 		err := Translate("op", c.err)
 		var e *Error
@@ -58,6 +61,16 @@ func TestTranslate(t *testing.T) {
 	}
 }
 
+// kindedErr is a feature's error that names its own Kind.
+type kindedErr struct {
+	code string
+	kind error
+}
+
+func (e kindedErr) Error() string { return e.code }
+func (e kindedErr) Code() string  { return e.code }
+func (e kindedErr) Kind() error   { return e.kind }
+
 func TestKindOfOutbound(t *testing.T) {
 	for _, c := range []struct{ err, kind error }{
 		{outbound.ErrInvalidURL, ErrInvalidRequest},
@@ -69,6 +82,9 @@ func TestKindOfOutbound(t *testing.T) {
 		if k, ok := KindOf(c.err); !ok || k != c.kind {
 			t.Errorf("KindOf(%v) = %v, want %v", c.err, k, c.kind)
 		}
+	}
+	if k, ok := KindOf(kindedErr{"X", ErrNotFound}); !ok || k != ErrNotFound {
+		t.Errorf("a kinded error: %v %v", k, ok)
 	}
 }
 
