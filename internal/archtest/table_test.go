@@ -90,6 +90,9 @@ var packages = map[string]rule{
 	// grant claims are decide's.
 	"execution": {layer: features, peers: []string{"decide"}},
 	"audit":     {layer: features},
+	// approval is Clearance's side of the approval-service protocol, over
+	// internal/outbound.
+	"approval": {layer: features},
 
 	// export anchors packs in checkpoints the audit feature signs.
 	"export": {layer: features, peers: []string{"audit"}},
@@ -112,6 +115,7 @@ var packages = map[string]rule{
 	"artifact/artifacttest":       {layer: suite},
 	"idempotency/idempotencytest": {layer: suite},
 	"jobs/jobstest":               {layer: suite},
+	"approval/approvaltest":       {layer: suite}, // an in-memory approval service
 	"store/storetest": {layer: suite, // All composes every record suite
 		peers: []string{"ledger/ledgertest", "claim/claimtest", "dossier/dossiertest", "artifact/artifacttest",
 			"idempotency/idempotencytest", "jobs/jobstest"}},
