@@ -87,6 +87,9 @@ func checkFile(path, relPath, pkg string, r rule, module string, table map[strin
 			timeNames[name] = true
 		}
 		if target, ok := inModule(module, p); ok {
+			if allowed(table, pkg, target) && isPure && !pureRule(table[target]) {
+				vs = append(vs, violation{"impure-import", pkg, relPath, fmt.Sprintf("pure package %s imports %s, which does I/O", displayPkg(pkg), displayPkg(target))})
+			}
 			if !allowed(table, pkg, target) {
 				why := ""
 				if slices.Contains(r.deny, target) {
@@ -144,7 +147,7 @@ func allowed(table map[string]rule, pkg, target string) bool {
 	return to.layer != from.layer && slices.Contains(mayImport[from.layer], to.layer)
 }
 
-func pureRule(r rule) bool { return r.pure || r.layer == leaf || r.layer == pure }
+func pureRule(r rule) bool { return !r.io && (r.pure || r.layer == leaf || r.layer == pure) }
 
 func forbidden(p string) bool {
 	for _, f := range forbiddenInPure {

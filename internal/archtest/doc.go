@@ -7,7 +7,9 @@
 // longer exists, an import the table does not allow, and, in pure packages,
 // on I/O, storage or randomness imports and on reading or waiting on the
 // clock (time.Now, Since, Until, After, Tick, NewTicker, NewTimer,
-// AfterFunc, Sleep). The checker takes a root directory, and a test runs it
+// AfterFunc, Sleep). A leaf marked io (internal/outbound, the outbound HTTP
+// client) is exempt from that discipline, and no pure package may import
+// it. The checker takes a root directory, and a test runs it
 // on a small planted module to show each rule reports what it should.
 //
 // A new folder is placed in the table on purpose, in the same change.

@@ -4,7 +4,7 @@ package archtest
 // another layer only when mayImport says so; within its own layer only the
 // packages its entry names in peers.
 const (
-	leaf     = "leaf"     // internal/ leaves: canon, strictjson, coded
+	leaf     = "leaf"     // internal/ leaves: canon, strictjson, coded, outbound
 	pure     = "pure"     // formats and rules: no storage, net/http, clock or randomness
 	records  = "records"  // rules over a Tx the consumer declares
 	storage  = "storage"  // the store contract
@@ -36,10 +36,13 @@ var mayImport = map[string][]string{
 }
 
 // rule places one package. Packages of the leaf and pure layers are pure;
-// pure marks a package of another layer that keeps the same discipline.
+// pure marks a package of another layer that keeps the same discipline, and
+// io a leaf that does not: it talks to the network, so no pure package may
+// import it.
 type rule struct {
 	layer string
 	pure  bool
+	io    bool
 	peers []string // same-layer packages it may import
 	deny  []string // packages its layer would allow but it may not import
 }
@@ -51,6 +54,8 @@ var packages = map[string]rule{
 	"internal/strictjson": {layer: leaf},
 	"internal/coded":      {layer: leaf},
 	"internal/jsonw":      {layer: leaf},
+	// The one outbound HTTP client (DESIGN §10): standard library only.
+	"internal/outbound": {layer: leaf, io: true},
 
 	"policy":  {layer: pure},
 	"grant":   {layer: pure},
@@ -85,6 +90,10 @@ var packages = map[string]rule{
 	// grant claims are decide's.
 	"execution": {layer: features, peers: []string{"decide"}},
 	"audit":     {layer: features},
+	// approval is Clearance's side of the approval-service protocol, over
+	// internal/outbound.
+	"approval": {layer: features},
+
 	// export anchors packs in checkpoints the audit feature signs.
 	"export": {layer: features, peers: []string{"audit"}},
 
@@ -106,6 +115,7 @@ var packages = map[string]rule{
 	"artifact/artifacttest":       {layer: suite},
 	"idempotency/idempotencytest": {layer: suite},
 	"jobs/jobstest":               {layer: suite},
+	"approval/approvaltest":       {layer: suite}, // an in-memory approval service
 	"store/storetest": {layer: suite, // All composes every record suite
 		peers: []string{"ledger/ledgertest", "claim/claimtest", "dossier/dossiertest", "artifact/artifacttest",
 			"idempotency/idempotencytest", "jobs/jobstest"}},

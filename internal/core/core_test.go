@@ -12,6 +12,7 @@ import (
 	"github.com/clearancehq/clearance/claim"
 	"github.com/clearancehq/clearance/idempotency"
 	"github.com/clearancehq/clearance/internal/coded"
+	"github.com/clearancehq/clearance/internal/outbound"
 	"github.com/clearancehq/clearance/internal/strictjson"
 	"github.com/clearancehq/clearance/policy"
 	"github.com/clearancehq/clearance/registry"
@@ -38,6 +39,9 @@ func TestTranslate(t *testing.T) {
 		{"a bundle that does not validate is 422", &policy.ValidationError{Problems: []policy.Problem{{RuleID: "r", Field: "rules[0]", Message: "m"}}}, ErrUnprocessable, CodePolicyInvalid, "rules[0]"},
 		{"a store failure is 503", fmt.Errorf("read: %w", storeDown), ErrUnavailable, CodeStoreUnavailable, ""},
 		{"a wrapped corrupt record is 503", fmt.Errorf("x: %w", store.ErrCorrupt), ErrUnavailable, CodeStoreUnavailable, ""},
+		{"a kinded feature error keeps its kind and code", fmt.Errorf("x: %w", kindedErr{"APPROVAL_X", ErrConflict}), ErrConflict, "APPROVAL_X", ""},
+		{"and its code when unavailable", kindedErr{"APPROVAL_DOWN", ErrUnavailable}, ErrUnavailable, "APPROVAL_DOWN", ""},
+		{"a kinded error without a Kind is a 503", kindedErr{"ODD", errors.New("not a kind")}, ErrUnavailable, CodeStoreUnavailable, ""},
 	} {
 		err := Translate("op", c.err)
 		var e *Error
@@ -54,6 +58,33 @@ func TestTranslate(t *testing.T) {
 	}
 	if err := TranslateInput(errors.New("odd input")); !errors.Is(err, ErrInvalidRequest) {
 		t.Errorf("TranslateInput of an unknown error = %v, want 400", err)
+	}
+}
+
+// kindedErr is a feature's error that names its own Kind.
+type kindedErr struct {
+	code string
+	kind error
+}
+
+func (e kindedErr) Error() string { return e.code }
+func (e kindedErr) Code() string  { return e.code }
+func (e kindedErr) Kind() error   { return e.kind }
+
+func TestKindOfOutbound(t *testing.T) {
+	for _, c := range []struct{ err, kind error }{
+		{outbound.ErrInvalidURL, ErrInvalidRequest},
+		{outbound.ErrBlockedDestination, ErrInvalidRequest},
+		{outbound.ErrRedirect, ErrUnavailable},
+		{outbound.ErrResponseTooLarge, ErrUnavailable},
+		{fmt.Errorf("GET x: %w: %w", outbound.ErrUnreachable, errors.New("reset")), ErrUnavailable},
+	} {
+		if k, ok := KindOf(c.err); !ok || k != c.kind {
+			t.Errorf("KindOf(%v) = %v, want %v", c.err, k, c.kind)
+		}
+	}
+	if k, ok := KindOf(kindedErr{"X", ErrNotFound}); !ok || k != ErrNotFound {
+		t.Errorf("a kinded error: %v %v", k, ok)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/clearancehq/clearance/claim"
 	"github.com/clearancehq/clearance/grant"
 	"github.com/clearancehq/clearance/idempotency"
+	"github.com/clearancehq/clearance/internal/outbound"
 	"github.com/clearancehq/clearance/internal/strictjson"
 	"github.com/clearancehq/clearance/jobs"
 	"github.com/clearancehq/clearance/ledger"
@@ -117,6 +118,14 @@ var kindOf = []struct{ sentinel, kind error }{
 	{jobs.ErrNotOwner, ErrConflict},
 	{jobs.ErrLeaseExpired, ErrConflict},
 
+	// Outbound HTTP: a destination a caller registers is its input; an
+	// answer that cannot be had is a dependency's failure.
+	{outbound.ErrInvalidURL, ErrInvalidRequest},
+	{outbound.ErrBlockedDestination, ErrInvalidRequest},
+	{outbound.ErrRedirect, ErrUnavailable},
+	{outbound.ErrResponseTooLarge, ErrUnavailable},
+	{outbound.ErrUnreachable, ErrUnavailable},
+
 	// Storage. A record a lookup did not find: the caller re-codes it when
 	// its absence means something else (an unknown grant is a conflict).
 	{store.ErrNotFound, ErrNotFound},
@@ -126,11 +135,15 @@ var kindOf = []struct{ sentinel, kind error }{
 }
 
 // KindOf returns the Kind of the first row whose sentinel err wraps, and
-// whether there is one. An *Error answers its own Kind.
+// whether there is one. An *Error, and a feature's kinded error, answers
+// its own Kind.
 func KindOf(err error) (error, bool) {
 	var ee *Error
 	if errors.As(err, &ee) {
 		return ee.Kind, true
+	}
+	if k, ok := kindedOf(err); ok {
+		return k.Kind(), true
 	}
 	for _, row := range kindOf {
 		if errors.Is(err, row.sentinel) {
@@ -143,10 +156,35 @@ func KindOf(err error) (error, bool) {
 // coder is the coded error shape of the domain packages (internal/coded).
 type coder interface{ Code() string }
 
+// kinded is the coded error of a feature package that names its own Kind:
+// the kernel cannot import features, so such a package maps its sentinels
+// to Kinds in a kindOf table of its own errors.go (which
+// TestEverySentinelHasARow reads) and its errors carry the result.
+type kinded interface {
+	Code() string
+	Kind() error
+}
+
+// kindedOf finds a kinded error in err's chain whose Kind is one of the
+// Kinds.
+func kindedOf(err error) (kinded, bool) {
+	var k kinded
+	if !errors.As(err, &k) {
+		return nil, false
+	}
+	switch k.Kind() {
+	case ErrInvalidRequest, ErrUnauthenticated, ErrForbidden, ErrNotFound, ErrConflict, ErrUnprocessable, ErrUnavailable:
+		return k, true
+	}
+	return nil, false
+}
+
 // Translate turns any error an entry point meets into the *Error it
 // returns: an *Error passes through; a strict-JSON, policy input or bundle
 // validation error keeps its code and fields; a coded domain error takes
-// the Kind of its sentinel's row and its own code; anything else — above
+// the Kind of its sentinel's row and its own code; a feature's kinded error
+// keeps its Kind and code (also a 503: the dependency it names is not the
+// store); anything else — above
 // all a storage failure — is STORE_UNAVAILABLE (503), which never
 // authorizes. op names the operation in the detail of a 503.
 func Translate(op string, err error) error {
@@ -176,6 +214,9 @@ func translate(err error) (*Error, bool) {
 	var ee *Error
 	if errors.As(err, &ee) {
 		return ee, true
+	}
+	if k, ok := kindedOf(err); ok {
+		return &Error{Kind: k.Kind(), Code: k.Code(), Detail: err.Error(), Err: err}, true
 	}
 	var se *strictjson.Error
 	if errors.As(err, &se) {
