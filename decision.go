@@ -36,6 +36,9 @@ type Dossier = dossier.Body
 // request named.
 type DossierActor = dossier.Actor
 
+// DossierApproval is the verified approval a decision was evaluated with.
+type DossierApproval = dossier.Approval
+
 // MaxKeyLength bounds Idempotency-Key and correlation ids.
 const MaxKeyLength = core.MaxKeyLength
 

@@ -9,15 +9,18 @@ import (
 	"time"
 
 	"github.com/clearancehq/clearance/admin"
+	"github.com/clearancehq/clearance/approval"
 	"github.com/clearancehq/clearance/audit"
 	"github.com/clearancehq/clearance/claim"
 	"github.com/clearancehq/clearance/decide"
+	"github.com/clearancehq/clearance/escalation"
 	"github.com/clearancehq/clearance/evidence"
 	"github.com/clearancehq/clearance/execution"
 	"github.com/clearancehq/clearance/export"
 	"github.com/clearancehq/clearance/grant"
 	"github.com/clearancehq/clearance/internal/canon"
 	"github.com/clearancehq/clearance/internal/core"
+	"github.com/clearancehq/clearance/internal/outbound"
 	"github.com/clearancehq/clearance/internal/strictjson"
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/policies"
@@ -88,6 +91,21 @@ type Options struct {
 	// MaxJSONElements bounds the elements of any one JSON array decoded
 	// from a request; 0 means DefaultMaxJSONElements.
 	MaxJSONElements int
+
+	// ApprovalServices names each org's approval service (managed
+	// escalations and approval evidence); nil means none: escalation.mode
+	// MANAGED answers 503 APPROVAL_SERVICE_NOT_CONFIGURED and approval
+	// evidence is refused.
+	ApprovalServices approval.Directory
+	// ApprovalClient reaches approval services; nil means approval.NewHTTP
+	// over the outbound client (TLS, no redirects, SSRF guard).
+	ApprovalClient approval.Service
+	// AllowPrivateDestinations lets outbound calls reach loopback, private
+	// and link-local addresses: development and tests on one machine only.
+	AllowPrivateDestinations bool
+	// EscalationTTL is how long a managed escalation waits for its
+	// approval; 0 means escalation.DefaultTTL.
+	EscalationTTL time.Duration
 }
 
 // Defaults of Options. DefaultMaxClockSkew is the clock skew tolerated
@@ -169,6 +187,9 @@ type Engine struct {
 	Execution *execution.Service
 	// Exports queues, builds and serves validation packs.
 	Exports *export.Service
+	// Escalations runs managed escalations and verifies approvals with
+	// the approval services.
+	Escalations *escalation.Service
 }
 
 // Open returns an Engine over backend. The Engine does not own the backend:
@@ -190,12 +211,23 @@ func Open(backend store.Backend, opts Options) (*Engine, error) {
 	}
 	e := &Engine{store: st, deps: deps, opts: opts, keys: keys, Admin: admin.New(deps), Audit: audit.New(deps)}
 	e.Policies = policies.New(deps)
+	client := opts.ApprovalClient
+	if client == nil {
+		client = approval.NewHTTP(outbound.New(outbound.Options{AllowPrivate: opts.AllowPrivateDestinations}), approval.HTTPOptions{})
+	}
+	e.Escalations = escalation.New(deps, escalation.Config{Directory: opts.ApprovalServices, Client: client, TTL: opts.EscalationTTL})
+	var approvals decide.Approvals
+	var claimApprovals execution.Approvals
+	if opts.ApprovalServices != nil {
+		approvals, claimApprovals = e.Escalations, e.Escalations
+	}
 	e.Decide = decide.New(deps, decide.Config{Policies: e.Policies, StillActive: policies.StillActive,
-		GrantTTL: opts.GrantTTL, IntentMaxAge: opts.IntentMaxAge})
+		GrantTTL: opts.GrantTTL, IntentMaxAge: opts.IntentMaxAge, Approvals: approvals})
+	e.Escalations.UseDecide(e.Decide)
 	e.Evidence = evidence.New(deps, evidence.Config{Audit: e.Audit, ProducerKey: opts.ProducerKey})
 	e.ShareLinks = sharelink.New(deps, sharelink.Config{Secret: opts.ShareSecret})
 	e.Execution = execution.New(deps, execution.Config{Policies: e.Policies, StillActive: policies.StillActive,
-		ClaimLease: opts.ClaimLease})
+		ClaimLease: opts.ClaimLease, Approvals: claimApprovals})
 	e.Exports = export.New(deps, export.Config{Ledger: e.Audit, Secret: opts.ExportSecret})
 	return e, nil
 }

@@ -47,7 +47,10 @@ func goldenDossier() Dossier {
 		IdempotencyKey: "idem-1", CorrelationID: "corr-1", RequestID: "req-1",
 		CreatedAt: goldenAt.Format(timeFormat), LedgerSeq: 42, GrantID: goldenGrant,
 		ChainID: "chain-1", ParentDecisionID: "0190f4b2-0000-7000-8000-0000000000d0",
-		PolicyPin: "2", ActivePolicyVersion: "3",
+		PolicyPin: "2", ActivePolicyVersion: "3", EscalationID: "0190f4b2-0000-7000-8000-0000000000e1",
+		Approval: &DossierApproval{Issuer: "https://approvals.example", RequestID: "req_1", ReceiptID: "rct_1",
+			Receipt: "eyJhbGciOiJFZERTQSJ9.e30.c2ln", Approver: "ana@example.com", Presence: "webauthn-uv",
+			DecidedAt: "2026-03-01T12:00:00Z"},
 	}
 }
 
@@ -121,6 +124,9 @@ var goldenElsewhere = []struct{ kind, pkg, name string }{
 	{ledger.KindShareLinksRevoked, "sharelink", "share_links_revoked"},
 	{ledger.KindExportRequested, "export", "export_requested"},
 	{ledger.KindExportCompleted, "export", "export_succeeded"},
+	// Every escalation.* kind is a transition record.
+	{ledger.KindEscalationOpened, "escalation", "escalation_transition"},
+	{ledger.KindApprovalUsed, "escalation", "approval_used"},
 }
 
 // TestGoldenLedgerPayloads pins the RFC 8785 bytes of every record whose

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/clearancehq/clearance/escalation"
 	"github.com/clearancehq/clearance/execution"
 )
 
@@ -15,7 +16,9 @@ import (
 // validation packs (handing a build in progress back when ctx ends), and
 // the expiry worker records the claims of this Engine whose lease passed
 // without a finalization as INDETERMINATE (each
-// execution.DefaultExpiryInterval).
+// execution.DefaultExpiryInterval), and the escalation worker expires
+// managed escalations past their deadline and retries the approval checks
+// an approval service could not answer (each escalation.DefaultPoll).
 //
 // A server runs it for as long as it serves; an embedder that does not run
 // it gets no checkpoints but the ones it seals (Audit.SealLedger) and no
@@ -29,6 +32,7 @@ func (e *Engine) Run(ctx context.Context) {
 		func(ctx context.Context) { e.Admin.RunKeyRevocations(ctx, DefaultKeyRevocationInterval) },
 		func(ctx context.Context) { e.Exports.Run(ctx, e.opts.ExportWorker) },
 		func(ctx context.Context) { e.Execution.RunExpiry(ctx, execution.DefaultExpiryInterval) },
+		func(ctx context.Context) { e.Escalations.Run(ctx, escalation.DefaultPoll) },
 	} {
 		wg.Go(func() { work(ctx) })
 	}

@@ -56,7 +56,11 @@ func (s *Service) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, err
 	if err != nil {
 		return ClaimResult{}, err
 	}
-	version, err := s.checkCurrentPolicy(ctx, g, intent)
+	approval, err := s.recheckApproval(ctx, g)
+	if err != nil {
+		return ClaimResult{}, err
+	}
+	version, err := s.checkCurrentPolicy(ctx, g, intent, approval)
 	if err != nil {
 		return ClaimResult{}, err
 	}
@@ -133,14 +137,28 @@ func (s *Service) checkDossier(ctx context.Context, g claim.Grant) error {
 	return nil
 }
 
-// checkCurrentPolicy re-evaluates g's bound intent under the org's version
-// active now, whatever the intent pins, and returns that version; any answer
-// but ALLOW in ENFORCEMENT is a stale authorization.
-func (s *Service) checkCurrentPolicy(ctx context.Context, g claim.Grant, intent decide.ExecutionIntent) (string, error) {
+// recheckApproval resolves again, with the approval service, the approval
+// g was issued on; nil for a grant issued without one.
+func (s *Service) recheckApproval(ctx context.Context, g claim.Grant) (*policy.Approval, error) {
+	if g.Approval == nil {
+		return nil, nil
+	}
+	if s.cfg.Approvals == nil {
+		return nil, core.New(core.ErrConflict, core.CodeStaleAuthorization, "the grant was issued on an approval that cannot be resolved again: no approval service is configured")
+	}
+	return s.cfg.Approvals.Recheck(ctx, g.OrgID, *g.Approval, g.IntentHash)
+}
+
+// checkCurrentPolicy re-evaluates g's bound intent, with the approval it
+// was issued on (if any) as evidence, under the org's version active now,
+// whatever the intent pins, and returns that version; any answer but ALLOW
+// in ENFORCEMENT is a stale authorization.
+func (s *Service) checkCurrentPolicy(ctx context.Context, g claim.Grant, intent decide.ExecutionIntent, approval *policy.Approval) (string, error) {
 	in, err := decide.IntentInput(intent, "", s.d.Now())
 	if err != nil {
 		return "", core.New(core.ErrConflict, core.CodeStaleAuthorization, "the bound intent cannot be re-evaluated")
 	}
+	in.Approval = approval
 	res, err := s.cfg.Policies.Resolve(ctx, g.OrgID, "")
 	if err != nil {
 		var ee *core.Error

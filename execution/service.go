@@ -4,8 +4,10 @@ import (
 	"context"
 	"time"
 
+	"github.com/clearancehq/clearance/claim"
 	"github.com/clearancehq/clearance/decide"
 	"github.com/clearancehq/clearance/internal/core"
+	"github.com/clearancehq/clearance/policy"
 	"github.com/clearancehq/clearance/store"
 )
 
@@ -19,6 +21,19 @@ type Config struct {
 	StillActive func(ctx context.Context, tx store.Tx, version string) error
 	// ClaimLease is a claim's lease (whole seconds, at least claim.MinLease).
 	ClaimLease time.Duration
+	// Approvals resolves again, at claim time, the approval a grant was
+	// issued on; nil: no approval service (such grants are not claimable).
+	Approvals Approvals
+}
+
+// Approvals re-resolves approvals for claims (the escalation feature
+// implements it).
+type Approvals interface {
+	// Recheck asks the approval service again about a: the approval as
+	// evidence while it still stands; a core conflict (409) once it is
+	// revoked or otherwise no longer an approval of this intent; core
+	// unavailable (503) when the service cannot be reached.
+	Recheck(ctx context.Context, orgID string, a claim.Approval, intentHash string) (*policy.Approval, error)
 }
 
 // Service verifies, claims, finalizes and reconciles grants, and records

@@ -53,6 +53,15 @@ const (
 	// KindShareLinksRevoked: every dossier share link of the org was
 	// revoked (the org's share epoch moved on).
 	KindShareLinksRevoked = "share_links.revoked"
+
+	// KindEscalationOpened: a managed escalation opened its approval
+	// request (subject: the escalation id). Its later transitions are
+	// "escalation." + the lowercase state: escalation.verifying,
+	// escalation.grant_ready, escalation.denied, escalation.expired,
+	// escalation.cancelled, escalation.failed.
+	KindEscalationOpened = "escalation.opened"
+	// KindApprovalUsed: an approval receipt became evidence for one intent.
+	KindApprovalUsed = "approval.used"
 )
 
 // Head is the newest entry of an org's ledger; the zero Head is an empty ledger.

@@ -26,6 +26,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/clearancehq/clearance"
+	"github.com/clearancehq/clearance/approval/approvaltest"
 	"github.com/clearancehq/clearance/grant"
 	"github.com/clearancehq/clearance/internal/canon"
 	"github.com/clearancehq/clearance/server"
@@ -255,7 +256,11 @@ func TestBadInputOnEveryRoute(t *testing.T) {
 	t.Parallel()
 	table := readRouteTable(t)
 
-	x := newExecEnv(t, bandsBundle)
+	var fake *approvaltest.Service
+	x := newExecEnvWith(t, bandsBundle, func(x *execEnv) {
+		fake = approvaltest.New(t, approvaltest.Options{Now: x.clock})
+		x.approvals = fakeDirectory{fake}
+	})
 	s := &badSuite{t: t, x: x, a: x.o, scoped: map[string]string{},
 		byCategory: map[string]int{}, byCode: map[string]int{}, byRoute: map[string]int{}}
 	s.b = x.createOrg("Foreign")
@@ -280,6 +285,12 @@ func TestBadInputOnEveryRoute(t *testing.T) {
 	fclaim := x.claimed(t, fg)
 	fc := fclaim.str("claim_token")
 	jws, _ := x.intent(t, intentSpec{}) // signed, never bound: enforce-and-bind
+	// Managed escalations: one to read and complete, one to cancel.
+	escalate := func() string {
+		j, _ := x.intent(t, intentSpec{amount: 2000, mutate: managedIntent})
+		return x.bind(t, j, nil).want(t, http.StatusOK).str("managed_escalation.escalation_id")
+	}
+	esc, escCancel := escalate(), escalate()
 	newAgent, newProvider := mustKey(t, 62), mustKey(t, 63)
 	ev := s.evidenceTargets(dec, decB) // decides and claims: before the ledgers are sealed
 	exp := s.exportTargets()           // builds validation packs: before the ledgers are sealed
@@ -293,6 +304,7 @@ func TestBadInputOnEveryRoute(t *testing.T) {
 		decisionB: decB.str("decision_id"), jws: jws, g: g, g2: g2, fg: fg, fc: fc, rg: rg,
 		attestation: fclaim.str("claim_attestation"), spareAgent: spareAgent.KID(), spareProvider: spareProvider.KID(), ev: ev,
 		newAgent: newAgent, newProvider: newProvider, treeSize: strconv.FormatUint(uint64(treeSize), 10),
+		esc: esc, escCancel: escCancel,
 	})
 	for pattern, spec := range s.exportSpecs(exp) {
 		specs[pattern] = spec
@@ -672,6 +684,7 @@ type specArgs struct {
 	spareAgent, spareProvider                  string
 	newAgent, newProvider                      grant.Key
 	ev                                         evidenceArgs // targets of the chain, override and dispatch routes
+	esc, escCancel                             string       // pending managed escalations of org a
 }
 
 // lit is a JSON string literal.
@@ -1016,6 +1029,19 @@ func (s *badSuite) specs(a specArgs) map[string]routeSpec {
 					out = append(out, c)
 				}
 				return append(out, signedExtra(q)...)
+			}},
+		"GET /v1/authority/escalations/{escalationId}": {org: orgQuery, params: map[string]string{"escalationId": a.esc},
+			paramCodes: []string{"ESCALATION_NOT_FOUND", "INVALID_ESCALATION_ID"}},
+		"DELETE /v1/authority/escalations/{escalationId}": {org: orgQuery, params: map[string]string{"escalationId": a.escCancel},
+			paramCodes: []string{"ESCALATION_NOT_FOUND", "INVALID_ESCALATION_ID"}},
+		"POST /v1/authority/presence-completions": {org: orgBody, foreign: true, body: `{"escalation_id":` + lit(a.esc) + `}`,
+			idents: []string{`{"escalation_id":@@}`, `{"escalation_id":` + lit(a.esc) + `,"request_id":@@}`},
+			extra: func(q req) []badCase {
+				out := s.values(q, []string{`{}`, `{"escalation_id":"not-a-uuid"}`, `{"escalation_id":` + lit(strings.ToUpper(a.esc)) + `}`,
+					`{"escalation_id":` + lit(a.esc) + `,"request_id":"another-request"}`,
+					`{"escalation_id":` + lit(a.esc) + `,"request_id":` + lit(strings.Repeat("r", 201)) + `}`,
+					`{"escalation_id":` + lit(a.esc) + `,"receipt":"a.b.c"}`})
+				return append(out, s.variant(q, catValue, "an unknown escalation", `{"escalation_id":`+lit(unknownID)+`}`, "ESCALATION_NOT_FOUND"))
 			}},
 		"POST /v1/execution/verify-token":                      verifySpec,
 		"POST /v1/execution/claim-token":                       claimSpec,

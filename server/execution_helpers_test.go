@@ -19,6 +19,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/clearancehq/clearance"
+	"github.com/clearancehq/clearance/approval"
 	"github.com/clearancehq/clearance/grant"
 	"github.com/clearancehq/clearance/internal/canon"
 	"github.com/clearancehq/clearance/ledger"
@@ -71,6 +72,9 @@ type execEnv struct {
 	provider grant.Key
 	seq      atomic.Int64
 	tr       *http.Transport
+	// approvals names the approval services (nil: none), set by the setup
+	// of newExecEnvWith.
+	approvals approval.Directory
 }
 
 // testSeed is a deterministic 32-byte Ed25519 seed.
@@ -93,10 +97,19 @@ func mustKey(t testing.TB, b byte) grant.Key {
 // bundle is bundle ("" keeps the starter policy, SHADOW).
 func newExecEnv(t testing.TB, bundle string) *execEnv {
 	t.Helper()
+	return newExecEnvWith(t, bundle, nil)
+}
+
+// newExecEnvWith is newExecEnv with setup applied before the server opens.
+func newExecEnvWith(t testing.TB, bundle string, setup func(x *execEnv)) *execEnv {
+	t.Helper()
 	x := &execEnv{now: &atomic.Int64{}}
 	x.now.Store(execStart.UnixNano())
 	x.env = &env{t: t, dbDir: filepath.Join(t.TempDir(), "db"),
 		opts: server.Options{RateLimit: -1}}
+	if setup != nil {
+		setup(x)
+	}
 	x.ring = grant.NewKeyRing(mustKey(t, 1))
 	x.open(x.ring)
 	secret, err := x.engine.Admin.NewPlatformSecret()
@@ -136,7 +149,7 @@ func (x *execEnv) open(ring *grant.KeyRing) {
 	t.Helper()
 	st := openBackend(t, x.dbDir, x.clock)
 	eng, err := clearance.Open(st, clearance.Options{Now: x.clock, GrantKeys: ring, LedgerKey: testLedgerKey(t),
-		ShareSecret: testShareSecret})
+		ShareSecret: testShareSecret, ApprovalServices: x.approvals, AllowPrivateDestinations: x.approvals != nil})
 	if err != nil {
 		t.Fatalf("open engine: %v", err)
 	}

@@ -58,6 +58,11 @@ func (s *Server) routes() []route {
 
 		// Agent-safe execution: grant → claim → finalize.
 		{pattern: "POST /v1/authority/enforce-and-bind", auth: authKey, scopes: scopeDecisionWrite, handle: (*Server).enforceAndBind},
+		{pattern: "GET /v1/authority/escalations/{escalationId}", auth: authKey, scopes: scopeExecRead, handle: (*Server).escalationStatus},
+		{pattern: "DELETE /v1/authority/escalations/{escalationId}", auth: authKey, scopes: scopeDecisionWrite, handle: (*Server).cancelEscalation},
+		// A service-to-service hint: it only makes Clearance ask the
+		// approval service now; it never authorizes anything by itself.
+		{pattern: "POST /v1/authority/presence-completions", auth: authKey, scopes: scopeDecisionWrite, handle: (*Server).presenceCompletion},
 		{pattern: "POST /v1/execution/verify-token", auth: authKey, scopes: scopeExecRead, handle: (*Server).verifyToken},
 		{pattern: "POST /v1/execution/claim-token", auth: authKey, scopes: scopeDecisionWrite, refusal: claimRefusal, handle: (*Server).claimToken},
 		{pattern: "POST /v1/execution/consume-token", auth: authKey, scopes: scopeDecisionWrite, refusal: claimRefusal, handle: (*Server).claimToken},

@@ -135,6 +135,14 @@ func New(t TB, o Options) *Service {
 // Issuer is the iss of the fake's receipts.
 func (s *Service) Issuer() string { return s.issuer }
 
+// AddCredential accepts credential for org from now on (for orgs a test
+// creates after the fake started).
+func (s *Service) AddCredential(credential, org string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.orgs[credential] = org
+}
+
 // SetSigner makes k sign the receipts of later decisions; Publish decides
 // which keys the JWKS lists.
 func (s *Service) SetSigner(k grant.Signer) {
@@ -273,7 +281,9 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cred, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	s.mu.Lock()
 	org, known := s.orgs[cred]
+	s.mu.Unlock()
 	if !ok || !known {
 		Problem(w, http.StatusUnauthorized, "UNAUTHENTICATED", "a valid bearer credential is required")
 		return

@@ -84,6 +84,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	maxJSONElements := fs.Int("max-json-elements", clearance.DefaultMaxJSONElements, "most elements of one JSON array in a request")
 	shareFile := fs.String("share-secret-file", env("CLEARANCE_SHARE_SECRET_FILE", ""), "dossier share-link secret file (0600, at least 32 characters); empty means "+shareSecretFile+" in the data directory, created on first start (env CLEARANCE_SHARE_SECRET_FILE)")
 	exportFile := fs.String("export-secret-file", env("CLEARANCE_EXPORT_SECRET_FILE", ""), "validation-pack HMAC secret file (0600); empty means "+exportSecretFile+" in the data directory, created on first start (env CLEARANCE_EXPORT_SECRET_FILE)")
+	var approvals approvalFlags
+	fs.StringVar(&approvals.url, "approval-url", env("CLEARANCE_APPROVAL_URL", ""), "base URL of the approval service of managed escalations, for every org; empty means none (env CLEARANCE_APPROVAL_URL)")
+	fs.StringVar(&approvals.credentialFile, "approval-credential-file", env("CLEARANCE_APPROVAL_CREDENTIAL_FILE", ""), "file (0600) holding the credential presented to --approval-url (env CLEARANCE_APPROVAL_CREDENTIAL_FILE)")
+	fs.StringVar(&approvals.issuer, "approval-issuer", env("CLEARANCE_APPROVAL_ISSUER", ""), "the iss of --approval-url's receipts; empty means the URL itself (env CLEARANCE_APPROVAL_ISSUER)")
+	fs.StringVar(&approvals.configFile, "approval-config", env("CLEARANCE_APPROVAL_CONFIG", ""), "JSON file naming per-org approval services {default, orgs: {org_id: {base_url, credential_file, issuer, disabled}}} (env CLEARANCE_APPROVAL_CONFIG)")
+	allowPrivate := fs.Bool("allow-private-destinations", false, "let outbound calls (approval services) reach loopback, private and link-local addresses: development and tests on one machine only")
+	escalationTTL := fs.Duration("escalation-ttl", 0, "how long a managed escalation waits for its approval before it expires; 0 means 15m")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -103,7 +110,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := runServer(ctx, log, serveConfig{data: *data, addr: *addr, metricsAddr: *metricsAddr, store: *storeURL, rateLimit: *rateLimit,
 		rateBurst: *rateBurst, maxBody: *maxBody, grantKeyFile: *grantKeyFile, ledgerKeyFile: *ledgerKeyFile, grantTTL: *grantTTL, claimLease: *claimLease,
 		shareSecretFile: *shareFile, exportSecretFile: *exportFile, keyReloadInterval: *keyReload, intentMaxAge: *intentMaxAge,
-		maxClockSkew: *maxClockSkew, maxJSONMembers: *maxJSONMembers, maxJSONElements: *maxJSONElements}); err != nil {
+		maxClockSkew: *maxClockSkew, maxJSONMembers: *maxJSONMembers, maxJSONElements: *maxJSONElements,
+		approvals: approvals, allowPrivate: *allowPrivate, escalationTTL: *escalationTTL}); err != nil {
 		log.Error("server stopped", "error", err.Error())
 		return 1
 	}
@@ -128,6 +136,9 @@ type serveConfig struct {
 	maxClockSkew      time.Duration
 	maxJSONMembers    int
 	maxJSONElements   int
+	approvals         approvalFlags
+	allowPrivate      bool
+	escalationTTL     time.Duration
 }
 
 func runServer(ctx context.Context, log *slog.Logger, cfg serveConfig) error {
@@ -141,6 +152,13 @@ func runServer(ctx context.Context, log *slog.Logger, cfg serveConfig) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
+	approvalServices, err := cfg.approvals.directory()
+	if err != nil {
+		return err
+	}
+	if cfg.allowPrivate {
+		log.Warn("--allow-private-destinations is on: outbound calls may reach loopback, private and link-local addresses; never in production")
+	}
 	grantKeys, err := openGrantKeys(log, dataDir, cfg.grantKeyFile)
 	if err != nil {
 		return err
@@ -181,7 +199,8 @@ func runServer(ctx context.Context, log *slog.Logger, cfg serveConfig) error {
 	}
 	engine, err := clearance.Open(backend, clearance.Options{Logger: log, ShareSecret: shareSecret, GrantKeys: grantKeys.ring, LedgerKey: ledgerKey,
 		ProducerKey: producer, GrantTTL: cfg.grantTTL, ClaimLease: cfg.claimLease, ExportSecret: exportSecret,
-		IntentMaxAge: cfg.intentMaxAge, MaxClockSkew: cfg.maxClockSkew, MaxJSONMembers: cfg.maxJSONMembers, MaxJSONElements: cfg.maxJSONElements})
+		IntentMaxAge: cfg.intentMaxAge, MaxClockSkew: cfg.maxClockSkew, MaxJSONMembers: cfg.maxJSONMembers, MaxJSONElements: cfg.maxJSONElements,
+		ApprovalServices: approvalServices, AllowPrivateDestinations: cfg.allowPrivate, EscalationTTL: cfg.escalationTTL})
 	if err != nil {
 		return err
 	}

@@ -93,6 +93,9 @@ var packages = map[string]rule{
 	// approval is Clearance's side of the approval-service protocol, over
 	// internal/outbound.
 	"approval": {layer: features},
+	// escalation concludes managed escalations through decide (the fresh
+	// evaluation and its grant) and reaches approval services by approval.
+	"escalation": {layer: features, peers: []string{"decide", "approval"}},
 
 	// export anchors packs in checkpoints the audit feature signs.
 	"export": {layer: features, peers: []string{"audit"}},
