@@ -227,8 +227,10 @@ type kidSigner struct {
 	key grant.Key
 }
 
-func (k kidSigner) KeyID() string                   { return k.kid }
-func (k kidSigner) Sign(msg []byte) ([]byte, error) { return ed25519.Sign(ed25519.NewKeyFromSeed(k.key.Seed()), msg), nil }
+func (k kidSigner) KeyID() string { return k.kid }
+func (k kidSigner) Sign(msg []byte) ([]byte, error) {
+	return ed25519.Sign(ed25519.NewKeyFromSeed(k.key.Seed()), msg), nil
+}
 
 func TestEscalationApprovalServiceDown(t *testing.T) {
 	t.Parallel()
