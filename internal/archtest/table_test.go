@@ -87,6 +87,12 @@ var packages = map[string]rule{
 	"audit":     {layer: features},
 	// export anchors packs in checkpoints the audit feature signs.
 	"export": {layer: features, peers: []string{"audit"}},
+	// The reference approval service: a service of its own, shipped beside
+	// Clearance as cmd/clearance-approver, that signs receipts with grant
+	// and decodes bodies with internal/strictjson. The features layer allows
+	// that (it uses no store and no kernel); it is not part of the engine,
+	// so no feature names it as a peer.
+	"approver": {layer: features},
 
 	// Still the feature monolith: the facade it is to become is its layer.
 	"": {layer: facade},
