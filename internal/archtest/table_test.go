@@ -102,6 +102,7 @@ var packages = map[string]rule{
 	"cmd/clearance/internal/keyfile": {layer: cmdlib},
 	"cmd/clearance/internal/load":    {layer: cmdlib},
 	"cmd/clearance":                  {layer: cmd},
+	"cmd/clearance-approver":         {layer: cmd}, // the reference approval service
 
 	"examples/embed":             {layer: example},
 	"examples/verifyattestation": {layer: example},
