@@ -52,6 +52,7 @@ func (c *fakeClock) Advance(d time.Duration) {
 
 type harness struct {
 	t         *testing.T
+	base      string // the service's public URL
 	svc       *Service
 	clock     *fakeClock
 	key       grant.Key
@@ -70,7 +71,7 @@ func testKey(t testing.TB) grant.Key {
 
 func newHarness(t *testing.T, mods ...func(*Options)) *harness {
 	t.Helper()
-	h := &harness{t: t, clock: &fakeClock{t: testStart}, key: testKey(t)}
+	h := &harness{t: t, base: testPublicURL, clock: &fakeClock{t: testStart}, key: testKey(t)}
 	opts := Options{
 		PublicURL:   testPublicURL,
 		Issuer:      "https://approvals.example.test/issuer",
@@ -208,9 +209,9 @@ func (h *harness) get(cred, id string) ApprovalRequest {
 // path is the local path of a public URL of the service.
 func (h *harness) path(u string) string {
 	h.t.Helper()
-	p, ok := strings.CutPrefix(u, testPublicURL)
+	p, ok := strings.CutPrefix(u, h.base)
 	if !ok {
-		h.t.Fatalf("%q is not under %s", u, testPublicURL)
+		h.t.Fatalf("%q is not under %s", u, h.base)
 	}
 	return p
 }

@@ -57,7 +57,8 @@
     if (e && e.name === 'NotAllowedError') {
       return 'The passkey ceremony was cancelled or refused (a passkey with PIN, fingerprint or face is required). Nothing was recorded.';
     }
-    return 'Refused: ' + (e && e.message ? e.message : String(e)) + ' Nothing was recorded.';
+    var msg = (e && e.message ? e.message : String(e)).replace(/[.\s]*$/, '.');
+    return 'Refused: ' + msg + ' Nothing was recorded.';
   }
 
   // Registration (enrollment page).
@@ -139,7 +140,7 @@
       } catch (e) {
         if (e && (e.code === 'ALREADY_DECIDED' || e.code === 'REQUEST_EXPIRED' || e.code === 'REQUEST_CANCELLED')) {
           decide.hidden = true;
-          show('Refused: ' + e.message, 'error');
+          show('Refused: ' + e.message.replace(/[.\s]*$/, '.'), 'error');
           return;
         }
         buttons.forEach(function (b) { b.disabled = false; });
