@@ -493,6 +493,19 @@ func TestPages(t *testing.T) {
 	if res := serve(h.svc, http.MethodGet, "/nowhere", "", nil, ""); res.Status != http.StatusNotFound || res.code(t) != CodeNotFound {
 		t.Errorf("unknown route: %d", res.Status)
 	}
+	for _, c := range []struct{ method, path, allow string }{
+		{http.MethodGet, "/v1/approval-requests", "POST"},
+		{http.MethodPut, "/v1/approval-requests/" + r.RequestID, "GET, DELETE"},
+		{http.MethodGet, "/v1/approval-requests/" + r.RequestID + "/revoke", "POST"},
+		{http.MethodDelete, "/.well-known/jwks.json", "GET, HEAD"},
+		{http.MethodGet, h.path(r.ApprovalURL) + "/finish", "POST"},
+		{http.MethodPost, h.path(r.ApprovalURL), "GET, HEAD"},
+	} {
+		res := serve(h.svc, c.method, c.path, credA, nil, "")
+		if res.Status != http.StatusMethodNotAllowed || res.code(t) != CodeMethodNotAllowed || res.Header.Get("Allow") != c.allow {
+			t.Errorf("%s %s: %d %v %s", c.method, c.path, res.Status, res.Header, res.Body)
+		}
+	}
 }
 
 func TestNewRefusesBadOptions(t *testing.T) {
@@ -506,14 +519,20 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		"IP RP ID":         {SigningKey: key, PublicURL: "http://127.0.0.1:8090"},
 		"short credential": {SigningKey: key, PublicURL: testPublicURL, Credentials: map[string]string{"short": orgA}},
 		"empty org":        {SigningKey: key, PublicURL: testPublicURL, Credentials: map[string]string{credA: ""}},
+		"credential twice": {SigningKey: key, PublicURL: testPublicURL, Credentials: map[string]string{credA: orgA},
+			CredentialHashes: map[[32]byte]string{HashCredential(credA): orgB}},
 	} {
 		if _, err := New(o); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
-	svc, err := New(Options{SigningKey: key, PublicURL: "http://localhost:8090", Credentials: map[string]string{credA: orgA}})
+	svc, err := New(Options{SigningKey: key, PublicURL: "http://localhost:8090", Credentials: map[string]string{credA: orgA},
+		CredentialHashes: map[[32]byte]string{HashCredential(credB): orgB}})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if res := serve(svc, http.MethodGet, "/v1/approval-requests/apr_x", credB, nil, ""); res.Status != http.StatusNotFound {
+		t.Errorf("a credential given by its hash: %d %s", res.Status, res.Body)
 	}
 	if svc.Issuer() != "http://localhost:8090" || svc.KeyID() != key.KID() {
 		t.Errorf("defaults: issuer %q kid %q", svc.Issuer(), svc.KeyID())

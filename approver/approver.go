@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -205,6 +206,9 @@ func New(opts Options) (*Service, error) {
 		s.creds = append(s.creds, credEntry{HashCredential(cred), org})
 	}
 	for h, org := range opts.CredentialHashes {
+		if slices.ContainsFunc(s.creds, func(c credEntry) bool { return c.hash == h }) {
+			return nil, fmt.Errorf("approver: a credential of org %q is given twice", org)
+		}
 		if err := checkText("org id", org, 200); err != nil {
 			return nil, fmt.Errorf("approver: credentials: %s", err.detail)
 		}
@@ -252,6 +256,27 @@ func (s *Service) routes() {
 	m.HandleFunc("POST /approve/{token}/begin", s.page(s.approveBegin))
 	m.HandleFunc("POST /approve/{token}/finish", s.page(s.approveFinish))
 	m.HandleFunc("GET /assets/{name}", s.serveAsset)
+	// Another method on a known path: a problem body rather than the
+	// mux's plain-text 405.
+	for path, allow := range map[string]string{
+		"/v1/approval-requests":                     "POST",
+		"/v1/approval-requests/{request_id}":        "GET, DELETE",
+		"/v1/approval-requests/{request_id}/revoke": "POST",
+		"/v1/approvers":                             "POST",
+		"/.well-known/jwks.json":                    "GET, HEAD",
+		"/enroll/{token}":                           "GET, HEAD",
+		"/enroll/{token}/begin":                     "POST",
+		"/enroll/{token}/finish":                    "POST",
+		"/approve/{token}":                          "GET, HEAD",
+		"/approve/{token}/begin":                    "POST",
+		"/approve/{token}/finish":                   "POST",
+		"/assets/{name}":                            "GET, HEAD",
+	} {
+		m.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", allow)
+			writeProblem(w, refuse(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "%s is not allowed here; use %s", r.Method, allow))
+		})
+	}
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, refuse(http.StatusNotFound, CodeNotFound, "no such route"))
 	})

@@ -18,6 +18,8 @@ const (
 	CodeNotFound = "NOT_FOUND"
 	// CodeLinkInvalid: an approval or enrollment link that is unknown, used or expired (404).
 	CodeLinkInvalid = "LINK_INVALID"
+	// CodeMethodNotAllowed: the path is known, the method is not (405).
+	CodeMethodNotAllowed = "METHOD_NOT_ALLOWED"
 	// CodeBodyTooLarge: the request body is over the limit (413).
 	CodeBodyTooLarge = "BODY_TOO_LARGE"
 	// CodeMissingField: a required member is absent or empty (400).
