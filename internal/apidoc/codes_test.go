@@ -21,6 +21,9 @@ import (
 var notProblemCodes = map[string]string{
 	"capsule": "finding codes of the Capsule draft, reported in verification results",
 	"cmd":     "the load generator's client-side classes of responses",
+	// The approval service's codes are its own API's (docs/approver.md),
+	// not Clearance's.
+	"approver": "the reference approval service's own problem codes",
 }
 
 // codeArgs are the constructors that take a problem code, by the package

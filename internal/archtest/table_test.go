@@ -99,6 +99,12 @@ var packages = map[string]rule{
 
 	// export anchors packs in checkpoints the audit feature signs.
 	"export": {layer: features, peers: []string{"audit"}},
+	// The reference approval service: a service of its own, shipped beside
+	// Clearance as cmd/clearance-approver, that signs receipts with grant
+	// and decodes bodies with internal/strictjson. The features layer allows
+	// that (it uses no store and no kernel); it is not part of the engine,
+	// so no feature names it as a peer.
+	"approver": {layer: features},
 
 	// Still the feature monolith: the facade it is to become is its layer.
 	"": {layer: facade},
@@ -108,6 +114,7 @@ var packages = map[string]rule{
 	"cmd/clearance/internal/keyfile": {layer: cmdlib},
 	"cmd/clearance/internal/load":    {layer: cmdlib},
 	"cmd/clearance":                  {layer: cmd},
+	"cmd/clearance-approver":         {layer: cmd}, // the reference approval service
 
 	"examples/embed":             {layer: example},
 	"examples/verifyattestation": {layer: example},
