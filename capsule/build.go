@@ -79,6 +79,39 @@ type Evidence struct {
 	// Grant is the execution grant issued with the decision; nil when none
 	// was (every outcome but ALLOW, and SHADOW).
 	Grant *Grant
+
+	// Approval is the human approval the decision was evaluated with (a
+	// managed escalation's fresh evaluation, or evidence presented with the
+	// intent); nil when none. An ALLOW with one was disposed by a human.
+	Approval *Approval
+	// Escalation is the managed escalation this ESCALATE opened; nil when
+	// none. Its verdict is hitl_dispatched, and once the escalation ended a
+	// second capsule supersedes it with how.
+	Escalation *Escalation
+}
+
+// Approval is a verified approval: which service's receipt recorded it.
+type Approval struct {
+	Issuer, RequestID, ReceiptID string
+}
+
+// Escalation is a managed escalation and, once it ended, how.
+type Escalation struct {
+	EscalationID string
+	// State is the escalation's state; its end is one of GRANT_READY,
+	// DENIED, EXPIRED, CANCELLED or FAILED, at ConcludedAt.
+	State              string
+	ConcludedAt        time.Time
+	ResolvedDecisionID string // the fresh decision, when there was one
+}
+
+// Ended reports whether the escalation reached a final state.
+func (e *Escalation) Ended() bool {
+	switch e.State {
+	case "GRANT_READY", "DENIED", "EXPIRED", "CANCELLED", "FAILED":
+		return !e.ConcludedAt.IsZero()
+	}
+	return false
 }
 
 // Grant is an issued execution grant and, once it has one, its
@@ -153,6 +186,13 @@ func Build(e Evidence) ([]Sealed, error) {
 		return nil, err
 	}
 	out := []Sealed{verdict}
+	if esc := e.Escalation; esc != nil && esc.Ended() && e.Mode == ModeEnforcement {
+		ended, err := Seal(e.escalationCapsule(verdict.ID, esc))
+		if err != nil {
+			return nil, err
+		}
+		return append(out, ended), nil
+	}
 	if e.Grant == nil || e.Grant.Finalization == nil {
 		return out, nil
 	}
@@ -325,8 +365,46 @@ func (e *Evidence) disposition() Disposition {
 		// Observed, not enforced: nothing was stopped or routed, so no
 		// terminal reason-class is claimed.
 		d.VerdictClass = ""
+		return d
+	}
+	if e.Outcome == OutcomeEscalate && e.Escalation != nil {
+		d.VerdictClass = VerdictHITLDispatched // routed to a human approver
+	}
+	if e.Outcome == OutcomeAllow && e.Approval != nil {
+		// A human approved with presence; the policy accepted on it.
+		d.Approver, d.HumanDisposed, d.Authority = ApproverHuman, true, "" // authority is a non-human's
 	}
 	return d
+}
+
+// escalationCapsule closes a managed escalation's chain (supersedes the
+// hitl_dispatched verdict): a human approved (resolved; the action runs
+// under the fresh decision) or denied, or the escalation expired, was
+// cancelled or failed.
+func (e *Evidence) escalationCapsule(parent ID, esc *Escalation) Capsule {
+	d := Disposition{Approver: ApproverPolicy, Decision: DecisionReject, Authority: e.Policy.BundleDigest}
+	switch esc.State {
+	case "GRANT_READY":
+		d = Disposition{Approver: ApproverHuman, HumanDisposed: true, Decision: DecisionAccept, VerdictClass: VerdictResolved}
+	case "DENIED":
+		d = Disposition{Approver: ApproverHuman, HumanDisposed: true, Decision: DecisionReject, VerdictClass: VerdictDenied}
+	case "EXPIRED":
+		d.VerdictClass = VerdictExpired
+	case "CANCELLED":
+		d.VerdictClass = VerdictResolved
+	default: // FAILED: the approval did not verify, or the policy refused on it
+		d.VerdictClass = VerdictDenied
+	}
+	ext := e.extension()
+	ext.Escalation = &EscalationRef{EscalationID: esc.EscalationID, State: esc.State, ConcludedAt: timestamp(esc.ConcludedAt),
+		ResolvedDecisionID: esc.ResolvedDecisionID}
+	return Capsule{
+		ActionID: e.DecisionID + "/escalation", ActionType: ActionDecide, Operator: e.Operator, Developer: e.Developer,
+		Timestamp:   timestamp(esc.ConcludedAt),
+		Disposition: d,
+		Chain:       &Chain{ParentCapsuleID: parent.String(), Relation: RelationSupersedes},
+		Clearance:   ext,
+	}
 }
 
 // reasonDigest is the JSON digest of the structured reason object
@@ -364,6 +442,9 @@ func (e *Evidence) verdictCapsule() Capsule {
 		ext.Policy = &p
 	}
 	ext.IntentDigest = e.IntentDigest
+	if esc := e.Escalation; esc != nil {
+		ext.Escalation = &EscalationRef{EscalationID: esc.EscalationID}
+	}
 	if g := e.Grant; g != nil {
 		ext.Grant = &GrantRef{GrantID: g.GrantID, IssuedAt: timestamp(g.IssuedAt), ExpiresAt: timestampOrEmpty(g.ExpiresAt), PayloadDigest: g.PayloadDigest}
 	}
@@ -381,7 +462,11 @@ func (e *Evidence) verdictCapsule() Capsule {
 }
 
 func (e *Evidence) extension() *Extension {
-	return &Extension{Profile: ExtensionProfile, DecisionID: e.DecisionID, DossierID: e.DossierID}
+	ext := &Extension{Profile: ExtensionProfile, DecisionID: e.DecisionID, DossierID: e.DossierID}
+	if a := e.Approval; a != nil { // every capsule of the decision names it
+		ext.Approval = &ApprovalRef{Issuer: a.Issuer, RequestID: a.RequestID, ReceiptID: a.ReceiptID}
+	}
+	return ext
 }
 
 // effect builds the Effect Record of a reported outcome. Nothing here is

@@ -450,3 +450,79 @@ func TestGolden(t *testing.T) {
 		t.Errorf("golden capsules differ (-want +got):\n%s", d)
 	}
 }
+
+// A managed escalation: the ESCALATE verdict is hitl_dispatched; once the
+// escalation ended, a capsule superseding it says how and who disposed of
+// it (a human for an approval or a denial with presence, the policy for an
+// expiry, a cancellation or a failure); an ALLOW evaluated with a verified
+// approval was disposed by a human.
+func TestBuildManagedEscalation(t *testing.T) {
+	escalated := func(state string) capsule.Evidence {
+		e := decision(capsule.OutcomeEscalate, capsule.ModeEnforcement)
+		e.Escalation = &capsule.Escalation{EscalationID: "0190f4b2-0000-7000-8000-0000000000e1", State: state}
+		if state != "PENDING_APPROVAL" {
+			e.Escalation.ConcludedAt = t0.Add(time.Minute)
+			e.Escalation.ResolvedDecisionID = "0190f4b2-0000-7000-8000-0000000000d9"
+		}
+		return e
+	}
+	approved := decision(capsule.OutcomeAllow, capsule.ModeEnforcement)
+	approved.Approval = &capsule.Approval{Issuer: "https://approvals.example", RequestID: "req_1", ReceiptID: "rct_1"}
+	type step struct {
+		verdict  capsule.VerdictClass
+		decision capsule.Decision
+		approver capsule.Approver
+		human    bool
+	}
+	for _, c := range []struct {
+		name  string
+		ev    capsule.Evidence
+		steps []step
+	}{
+		{"pending", escalated("PENDING_APPROVAL"), []step{{capsule.VerdictHITLDispatched, capsule.DecisionNeedsInput, capsule.ApproverPolicy, false}}},
+		{"approved", escalated("GRANT_READY"), []step{{capsule.VerdictHITLDispatched, capsule.DecisionNeedsInput, capsule.ApproverPolicy, false},
+			{capsule.VerdictResolved, capsule.DecisionAccept, capsule.ApproverHuman, true}}},
+		{"denied", escalated("DENIED"), []step{{capsule.VerdictHITLDispatched, capsule.DecisionNeedsInput, capsule.ApproverPolicy, false},
+			{capsule.VerdictDenied, capsule.DecisionReject, capsule.ApproverHuman, true}}},
+		{"expired", escalated("EXPIRED"), []step{{capsule.VerdictHITLDispatched, capsule.DecisionNeedsInput, capsule.ApproverPolicy, false},
+			{capsule.VerdictExpired, capsule.DecisionReject, capsule.ApproverPolicy, false}}},
+		{"cancelled", escalated("CANCELLED"), []step{{capsule.VerdictHITLDispatched, capsule.DecisionNeedsInput, capsule.ApproverPolicy, false},
+			{capsule.VerdictResolved, capsule.DecisionReject, capsule.ApproverPolicy, false}}},
+		{"failed", escalated("FAILED"), []step{{capsule.VerdictHITLDispatched, capsule.DecisionNeedsInput, capsule.ApproverPolicy, false},
+			{capsule.VerdictDenied, capsule.DecisionReject, capsule.ApproverPolicy, false}}},
+		{"allowed on an approval", approved, []step{{"", capsule.DecisionAccept, capsule.ApproverHuman, true}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			built, err := capsule.Build(c.ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(built) != len(c.steps) {
+				t.Fatalf("%d capsules, want %d", len(built), len(c.steps))
+			}
+			raws := make([][]byte, len(built))
+			for i, s := range built {
+				raws[i] = s.JSON
+				var w wire
+				if err := json.Unmarshal(s.JSON, &w); err != nil {
+					t.Fatal(err)
+				}
+				got := step{w.Disposition.VerdictClass, w.Disposition.Decision, w.Disposition.Approver, w.Disposition.HumanDisposed}
+				if got != c.steps[i] {
+					t.Errorf("capsule %d: %+v, want %+v", i, got, c.steps[i])
+				}
+				if i > 0 && (w.Chain == nil || w.Chain.Relation != capsule.RelationSupersedes || w.Chain.ParentCapsuleID != built[0].ID.String()) {
+					t.Errorf("capsule %d does not supersede the verdict: %+v", i, w.Chain)
+				}
+				if w.Effect != nil || w.Assurance.EffectMode != capsule.EffectModeNotApplicable {
+					t.Errorf("capsule %d claims an effect", i)
+				}
+			}
+			for i, res := range capsule.VerifyLedger(raws) {
+				if !res.OK || len(res.Findings) != 0 {
+					t.Errorf("ledger capsule %d: ok=%v findings %+v", i, res.OK, res.Findings)
+				}
+			}
+		})
+	}
+}

@@ -254,6 +254,27 @@ type Extension struct {
 	Grant          *GrantRef          `json:"grant,omitempty"`
 	Finalization   *FinalizationRef   `json:"finalization,omitempty"`
 	Reconciliation *ReconciliationRef `json:"reconciliation,omitempty"`
+	// Approval names the human approval the decision was evaluated with.
+	Approval *ApprovalRef `json:"approval,omitempty"`
+	// Escalation is the managed escalation the decision opened (on the
+	// verdict) or how it ended (on the escalation capsule).
+	Escalation *EscalationRef `json:"escalation,omitempty"`
+}
+
+// ApprovalRef names a sealed approval receipt of an approval service; the
+// receipt itself is in the dossier.
+type ApprovalRef struct {
+	Issuer    string `json:"issuer"`
+	RequestID string `json:"request_id"`
+	ReceiptID string `json:"receipt_id"`
+}
+
+// EscalationRef is a managed escalation.
+type EscalationRef struct {
+	EscalationID       string `json:"escalation_id"`
+	State              string `json:"state,omitempty"`
+	ConcludedAt        string `json:"concluded_at,omitempty"`
+	ResolvedDecisionID string `json:"resolved_decision_id,omitempty"`
 }
 
 // PolicyRef is the policy snapshot of a decision.

@@ -3,6 +3,7 @@ package escalation
 import (
 	"context"
 
+	"github.com/clearancehq/clearance/capsule"
 	"github.com/clearancehq/clearance/internal/core"
 	"github.com/clearancehq/clearance/store"
 )
@@ -135,4 +136,18 @@ func notFound(err error) error {
 		return core.New(core.ErrNotFound, CodeEscalationNotFound, "no escalation of this organization has this id")
 	}
 	return core.Translate("escalation", err)
+}
+
+// Capsule is the org's escalation id as the capsules of its ESCALATE
+// decision show it: its state and, once final, when it ended.
+func (s *Service) Capsule(ctx context.Context, orgID, id string) (capsule.Escalation, error) {
+	r, err := read(ctx, s.d.Store, orgID, id)
+	if err != nil {
+		return capsule.Escalation{}, err
+	}
+	out := capsule.Escalation{EscalationID: r.EscalationID, State: string(r.State), ResolvedDecisionID: r.ResolvedDecisionID}
+	if r.State.Final() {
+		out.ConcludedAt = r.UpdatedAt
+	}
+	return out, nil
 }

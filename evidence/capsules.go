@@ -11,6 +11,7 @@ import (
 	"github.com/clearancehq/clearance/dossier"
 	"github.com/clearancehq/clearance/grant"
 	"github.com/clearancehq/clearance/internal/core"
+	"github.com/clearancehq/clearance/policy"
 )
 
 // CapsuleProfile names the capsule draft every export is pinned to.
@@ -79,6 +80,16 @@ func (s *Service) capsuleEvidence(ctx context.Context, d dossier.Body, digest st
 		EvaluationFailed: d.EvaluationError != "", IntentDigest: d.IntentDigest, DecidedAt: decided,
 		Policy: capsule.PolicyRef{BundleID: d.PolicySnapshot.BundleID, PolicyVersion: d.PolicySnapshot.PolicyVersion,
 			BundleDigest: d.PolicySnapshot.BundleDigest, Evaluator: d.PolicySnapshot.Evaluator},
+	}
+	if a := d.Approval; a != nil {
+		ev.Approval = &capsule.Approval{Issuer: a.Issuer, RequestID: a.RequestID, ReceiptID: a.ReceiptID}
+	}
+	if d.EscalationID != "" && d.Outcome == policy.OutcomeEscalate && s.cfg.Escalation != nil {
+		esc, err := s.cfg.Escalation(ctx, d.OrgID, d.EscalationID)
+		if err != nil {
+			return capsule.Evidence{}, core.Unavailable("read escalation", err)
+		}
+		ev.Escalation = &esc
 	}
 	if d.GrantID == "" {
 		return ev, nil

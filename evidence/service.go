@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"context"
+	"github.com/clearancehq/clearance/capsule"
 
 	"github.com/clearancehq/clearance/grant"
 	"github.com/clearancehq/clearance/internal/core"
@@ -23,6 +24,9 @@ type Config struct {
 	// ProducerKey signs the COSE producer envelopes of capsules; the zero
 	// Key means the active grant key.
 	ProducerKey grant.Key
+	// Escalation reads the managed escalation a decision opened, as its
+	// capsules show it (the escalation feature); nil: capsules show none.
+	Escalation func(ctx context.Context, orgID, escalationID string) (capsule.Escalation, error)
 }
 
 // Service reads and extends the evidence of decisions. Create it with New.

@@ -13,6 +13,7 @@ import (
 	"github.com/clearancehq/clearance/approval"
 	"github.com/clearancehq/clearance/approval/approvaltest"
 	"github.com/clearancehq/clearance/grant"
+	"github.com/clearancehq/clearance/server"
 )
 
 // approvalBundle escalates amounts from 1,000 unless a verified approval
@@ -166,6 +167,29 @@ func TestEscalationApprovedToGrantReadyClaimFinalize(t *testing.T) {
 	g := issued{token: done.str("execution_token"), hash: bind.str("intent_hash"), grantID: done.str("grant_id")}
 	c := e.claimed(t, g)
 	e.finalize(t, g.token, c.str("claim_token"), "COMMITTED", nil).want(t, http.StatusOK)
+
+	// The capsules: the ESCALATE's chain ends with a human's resolution
+	// superseding its hitl_dispatched verdict; the fresh decision was
+	// disposed by a human and names the receipt.
+	capsuleOf := func(dossier string) map[string]any {
+		t.Helper()
+		r := e.req(t, "GET", pathDossiers+dossier+"/agent-action-capsule?org_id="+e.o.ID, e.o.Key, nil, nil).want(t, http.StatusOK)
+		if r.Header.Get(server.HeaderClass1Verified) != "true" {
+			t.Fatalf("the capsule of %s failed Class 1", dossier)
+		}
+		return r.JSON
+	}
+	closed := capsuleOf(bind.str("dossier_id"))
+	if lookup(closed, "disposition.verdict_class") != "resolved" || lookup(closed, "disposition.human_disposed") != true ||
+		lookup(closed, "chain.relation") != "supersedes" || lookup(closed["com.github.clearancehq"], "escalation.state") != "GRANT_READY" ||
+		lookup(closed["com.github.clearancehq"], "escalation.resolved_decision_id") != done.str("resolved_decision_id") {
+		t.Fatalf("the escalation's capsule: %v", closed)
+	}
+	resolved := capsuleOf(done.str("resolved_dossier_id"))
+	if lookup(resolved, "disposition.approver") != "human" || lookup(resolved, "disposition.human_disposed") != true ||
+		lookup(resolved["com.github.clearancehq"], "approval.request_id") != req {
+		t.Fatalf("the resolved decision's capsule: %v", resolved)
+	}
 	e.ledgerOK(t)
 }
 
