@@ -98,22 +98,11 @@ func (s *Service) EnforceAndBind(ctx context.Context, req AuthorityRequest) (Aut
 	if err := s.resolveAndEvaluate(ctx, &b); err != nil {
 		return AuthorityDecision{}, err
 	}
-	if !b.authorize && intent.Escalation.Mode == EscalationManaged && b.pd.Outcome == policy.OutcomeEscalate &&
-		b.d.Mode == policy.ModeEnforcement && b.pd.Err == nil {
-		if s.cfg.Approvals == nil {
-			return AuthorityDecision{}, core.New(core.ErrUnavailable, CodeApprovalServiceNotConfigured, "escalation.mode MANAGED needs an approval service, and none is configured for this organization")
-		}
-		m, err := s.cfg.Approvals.OpenEscalation(ctx, ManagedEscalation{
-			EscalationID: EscalationIDOf(req.OrgID, dr.intentDigest), OrgID: req.OrgID, IntentID: intent.IntentID,
-			IntentHash: dr.intentDigest, Intent: intent, Payload: payload, SignedIntent: req.SignedIntent,
-			RequestedMode: req.Mode, Principal: req.Principal, CorrelationID: req.CorrelationID,
-			DecisionID: b.d.DecisionID, DossierID: b.d.DossierID, CreatedAt: dr.now,
-		})
-		if err != nil {
+	if managed := !b.authorize && intent.Escalation.Mode == EscalationManaged && b.pd.Outcome == policy.OutcomeEscalate &&
+		b.d.Mode == policy.ModeEnforcement && b.pd.Err == nil; managed {
+		if err := s.openEscalation(ctx, &b, req, payload); err != nil {
 			return AuthorityDecision{}, err
 		}
-		b.managed = &m
-		b.d.EscalationID = m.EscalationID
 	}
 	out, err := s.bind(ctx, &b, nil)
 	if errors.Is(err, idempotency.ErrKeyReused) {
@@ -128,6 +117,38 @@ func (s *Service) EnforceAndBind(ctx context.Context, req AuthorityRequest) (Aut
 		}
 	}
 	return out, nil
+}
+
+// openEscalation opens the managed escalation of b's ESCALATE at the
+// approval service, to be recorded with the decision. A retried intent is
+// answered as recorded without asking the service again, and another
+// intent under a bound intent_id is refused before any request is opened.
+func (s *Service) openEscalation(ctx context.Context, b *binding, req AuthorityRequest, payload json.RawMessage) error {
+	if s.cfg.Approvals == nil {
+		return core.New(core.ErrUnavailable, CodeApprovalServiceNotConfigured, "escalation.mode MANAGED needs an approval service, and none is configured for this organization")
+	}
+	dr, intent := b.dr, b.intent
+	recorded, err := s.recorded(ctx, dr)
+	switch {
+	case errors.Is(err, idempotency.ErrKeyReused):
+		return core.New(core.ErrConflict, CodeIntentAlreadyBound, "intent_id %q is already bound to another intent", intent.IntentID)
+	case err != nil:
+		return core.Translate("enforce and bind", err)
+	case recorded:
+		return nil // record replays the answer
+	}
+	m, err := s.cfg.Approvals.OpenEscalation(ctx, ManagedEscalation{
+		EscalationID: EscalationIDOf(dr.org, dr.intentDigest), OrgID: dr.org, IntentID: intent.IntentID,
+		IntentHash: dr.intentDigest, Intent: intent, Payload: payload, SignedIntent: req.SignedIntent,
+		RequestedMode: req.Mode, Principal: req.Principal, CorrelationID: req.CorrelationID,
+		DecisionID: b.d.DecisionID, DossierID: b.d.DossierID, CreatedAt: dr.now,
+	})
+	if err != nil {
+		return err
+	}
+	b.managed = &m
+	b.d.EscalationID = m.EscalationID
+	return nil
 }
 
 // escalationSpace is the UUID namespace of escalation ids.
@@ -314,4 +335,17 @@ func (s *Service) signer() (grant.Key, error) {
 		return grant.Key{}, err
 	}
 	return keys.Signer()
+}
+
+// recorded reports whether the draft's request was answered already (its
+// idempotency record exists), without writing anything.
+func (s *Service) recorded(ctx context.Context, dr *draft) (bool, error) {
+	var found bool
+	err := s.d.Store.Update(ctx, dr.org, func(tx store.Tx) error {
+		var prior json.RawMessage
+		var err error
+		found, err = idempotency.Replay(ctx, tx, string(dr.route), dr.key, dr.intentDigest, &prior)
+		return err
+	})
+	return found, err
 }

@@ -35,7 +35,13 @@ func (s *Service) OpenEscalation(ctx context.Context, m decide.ManagedEscalation
 	if err != nil {
 		return m, err
 	}
-	m.Deadline = m.CreatedAt.Add(s.cfg.TTL).UTC().Truncate(time.Second)
+	// The deadline counts from the signed issued_at, so that the same intent
+	// sent again opens the very same request (same body) at the service.
+	issued, err := time.Parse(time.RFC3339, m.Intent.IssuedAt)
+	if err != nil {
+		return m, core.Invalid(decide.CodeIntentMalformed, "issued_at", "intent.issued_at must be an RFC 3339 timestamp")
+	}
+	m.Deadline = issued.Add(s.cfg.TTL).UTC().Truncate(time.Second)
 	a := m.Intent.Action
 	req := approval.OpenRequest{OrgID: m.OrgID, EscalationID: m.EscalationID, IntentHash: m.IntentHash,
 		Actor:     approval.Actor{ID: m.Intent.Actor.ID, Type: m.Intent.Actor.Type},
@@ -155,12 +161,12 @@ func (s *Service) Recheck(ctx context.Context, orgID string, a claim.Approval, i
 		return nil, core.New(core.ErrConflict, CodeApprovalRevoked, "the grant's approval was issued by another approval service than the organization's")
 	}
 	v, err := approval.Verify(ctx, s.cfg.Client, ep, a.RequestID, approval.Binding{OrgID: orgID, IntentHash: intentHash})
-	if errors.Is(err, approval.ErrUnavailable) {
+	if err != nil && !errors.Is(err, approval.ErrEvidenceInvalid) && !errors.Is(err, approval.ErrNotApproved) {
 		return nil, serviceError("re-check the approval", err)
 	}
 	if err != nil || !v.Approved() || v.Receipt.ID != a.ReceiptID {
 		return nil, &core.Error{Kind: core.ErrConflict, Code: CodeApprovalRevoked,
-			Detail: "the approval the grant was issued on no longer stands at the approval service", Err: err}
+			Detail: "the approval the grant was issued on no longer stands at the approval service", Err: opaque(err)}
 	}
 	return verified(v).Input(), nil
 }
@@ -172,19 +178,30 @@ func verified(v approval.Verified) decide.VerifiedApproval {
 		Approver: r.Approver, Presence: r.Presence, DecidedAt: time.Unix(r.IssuedAt, 0).UTC()}
 }
 
-// serviceError is an approval service that could not be asked: 503,
-// nothing granted.
+// serviceError is an approval service that could not be asked, or
+// refused to answer: 503, nothing granted.
 func serviceError(op string, err error) error {
 	return &core.Error{Kind: core.ErrUnavailable, Code: decide.CodeApprovalServiceUnavailable,
-		Detail: "the approval service could not be reached to " + op, Err: err}
+		Detail: "the approval service could not be reached to " + op, Err: opaque(err)}
 }
 
-// evidenceError maps a failed verification of presented evidence: the
-// service unreachable is 503, anything else 409.
-func evidenceError(err error) error {
-	if errors.Is(err, approval.ErrUnavailable) {
-		return serviceError("verify the approval evidence", err)
+// opaque keeps err's text for the logs but not its kind: the approval
+// package's errors carry Kinds of their own, which must not decide the
+// status of the answer that wraps them.
+func opaque(err error) error {
+	if err == nil {
+		return nil
 	}
-	return &core.Error{Kind: core.ErrConflict, Code: decide.CodeApprovalUnverified,
-		Detail: "the approval evidence failed verification with the approval service", Err: err}
+	return errors.New(err.Error())
+}
+
+// evidenceError maps a failed verification of presented evidence: evidence
+// that does not prove an approval of this intent is 409; a service that
+// cannot be asked, or refuses to answer, 503.
+func evidenceError(err error) error {
+	if errors.Is(err, approval.ErrEvidenceInvalid) || errors.Is(err, approval.ErrNotApproved) {
+		return &core.Error{Kind: core.ErrConflict, Code: decide.CodeApprovalUnverified,
+			Detail: "the approval evidence failed verification with the approval service", Err: opaque(err)}
+	}
+	return serviceError("verify the approval evidence", err)
 }

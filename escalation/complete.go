@@ -81,10 +81,14 @@ func (s *Service) verify(ctx context.Context, r record) (record, error) {
 		errors.As(err, &ae)
 		to, reason := refusalOf(ae)
 		return s.conclude(ctx, r.OrgID, r.EscalationID, to, reason, nil)
-	case err != nil:
+	case errors.Is(err, approval.ErrEvidenceInvalid):
 		s.d.Logger.Warn("escalation: the approval failed verification", "org_id", r.OrgID, "escalation_id", r.EscalationID,
 			"error", err.Error())
 		return s.conclude(ctx, r.OrgID, r.EscalationID, StateFailed, ReasonEvidenceInvalid, nil)
+	case err != nil:
+		// The service refused our call or is misconfigured: nothing is
+		// known about the approval yet.
+		return s.retryLater(ctx, r, err)
 	case !v.Approved():
 		return r, nil // still pending
 	}
@@ -122,8 +126,9 @@ func (s *Service) grant(ctx context.Context, r record, a decide.VerifiedApproval
 		return r, err
 	}
 	var out record
-	_, err = s.decide.BindApproved(ctx, decide.ApprovedIntent{Escalation: m, Approval: a,
+	d, err := s.decide.BindApproved(ctx, decide.ApprovedIntent{Escalation: m, Approval: a,
 		Conclude: func(ctx context.Context, tx store.Tx, d decide.AuthorityDecision) error {
+			out = record{} // the store may run this more than once
 			cur, err := readIn(ctx, tx, r.EscalationID)
 			if err != nil {
 				return err
@@ -148,7 +153,8 @@ func (s *Service) grant(ctx context.Context, r record, a decide.VerifiedApproval
 		}})
 	var ce *core.Error
 	switch {
-	case err == nil && out.EscalationID != "":
+	case err == nil && !d.Replayed && out.EscalationID != "":
+		// Concluded by the run that committed: out is what it stored.
 		return out, nil
 	case err == nil, errors.Is(err, errFinal):
 		// Recorded by a racing verification (a replay), or ended meanwhile.
@@ -156,7 +162,9 @@ func (s *Service) grant(ctx context.Context, r record, a decide.VerifiedApproval
 	case errors.As(err, &ce) && ce.Code == CodeApprovalReceiptReused:
 		return s.conclude(ctx, r.OrgID, r.EscalationID, StateFailed, ReasonReceiptReused, nil)
 	}
-	return r, err
+	// The fresh evaluation could not be recorded now (the store, a policy
+	// activated meanwhile): the approval stands, so try again later.
+	return s.retryLater(ctx, r, err)
 }
 
 // conclude moves the org's escalation id to a final state unless it is

@@ -17,8 +17,9 @@ type Config struct {
 	// Client reaches approval services (approval.NewHTTP over the
 	// outbound client).
 	Client approval.Service
-	// TTL is how long an escalation waits for its approval; 0 means
-	// DefaultTTL.
+	// TTL is how long an escalation waits for its approval, counted from
+	// the signed intent's issued_at; 0 means DefaultTTL, and it is held
+	// between MinTTL and MaxTTL.
 	TTL time.Duration
 	// Retry is how soon a verification the approval service could not
 	// answer is tried again; 0 means DefaultRetry.
@@ -32,6 +33,9 @@ const (
 	// MaxTTL bounds Config.TTL: an approval request older than a week is
 	// not a decision about the action any more.
 	MaxTTL = 7 * 24 * time.Hour
+	// MinTTL is the shortest Config.TTL: the deadline counts from the
+	// intent's issued_at, which may be minutes old (--intent-max-age).
+	MinTTL = 10 * time.Minute
 )
 
 // Service runs managed escalations. Create it with New, then give it the
@@ -48,7 +52,7 @@ func New(d core.Deps, cfg Config) *Service {
 	if cfg.TTL <= 0 {
 		cfg.TTL = DefaultTTL
 	}
-	cfg.TTL = min(cfg.TTL, MaxTTL)
+	cfg.TTL = min(max(cfg.TTL, MinTTL), MaxTTL)
 	if cfg.Retry <= 0 {
 		cfg.Retry = DefaultRetry
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"sync"
@@ -13,6 +15,7 @@ import (
 	"github.com/clearancehq/clearance/approval"
 	"github.com/clearancehq/clearance/approval/approvaltest"
 	"github.com/clearancehq/clearance/grant"
+	"github.com/clearancehq/clearance/internal/canon"
 	"github.com/clearancehq/clearance/server"
 )
 
@@ -425,4 +428,115 @@ func TestApprovalEvidenceVerifiedAndRecheckedAtClaim(t *testing.T) {
 	e.req(t, "POST", pathBind, e.o.Key, map[string]any{"signed_intent": jws,
 		"approval_evidence": map[string]any{"request_id": "nope"}}, nil).
 		wantProblem(t, http.StatusBadRequest, "INVALID_APPROVAL_EVIDENCE")
+}
+
+// The same MANAGED intent sent again, later, is answered as recorded,
+// without a second request at the approval service; another intent under
+// the bound intent_id is refused before any request is opened for it.
+func TestEscalationIntentRetriedAndIntentIDReused(t *testing.T) {
+	t.Parallel()
+	e := newEscEnv(t)
+	jws, intentID := e.intent(t, intentSpec{amount: 2000, mutate: managedIntent})
+	first := e.bind(t, jws, nil).want(t, http.StatusOK)
+	opens := e.fake.Count("POST", "/v1/approval-requests")
+	e.advance(3 * time.Second)
+	again := e.bind(t, jws, nil).want(t, http.StatusOK)
+	if again.Header.Get(server.HeaderReplayed) != "true" ||
+		again.str("managed_escalation.escalation_id") != first.str("managed_escalation.escalation_id") {
+		t.Fatalf("a retried MANAGED intent: %s", again)
+	}
+	other, _ := e.intent(t, intentSpec{id: intentID, amount: 3000, mutate: managedIntent})
+	e.bind(t, other, nil).wantProblem(t, http.StatusConflict, "INTENT_ID_ALREADY_BOUND")
+	if n := e.fake.Count("POST", "/v1/approval-requests"); n != opens {
+		t.Fatalf("%d requests opened at the approval service, want %d", n, opens)
+	}
+}
+
+// Approval evidence obtained beforehand authorizes its own intent once the
+// service confirms it; a receipt that was evidence once is never evidence
+// for another escalation; a read-only key does not see grant tokens.
+func TestApprovalEvidenceGrantsAndReceiptsAreSingleUse(t *testing.T) {
+	t.Parallel()
+	e := newEscEnv(t)
+	// Evidence: a request opened at the service for this exact intent.
+	jws, _ := e.intent(t, intentSpec{amount: 2000})
+	hash := e.intentHashOf(t, jws)
+	cred := "cred-" + e.o.ID
+	e.fake.AddCredential(cred, e.o.ID)
+	opened := e.openAtFake(t, cred, hash)
+	receipt := e.fake.Approve(opened, "ana")
+	r := e.req(t, "POST", pathBind, e.o.Key, map[string]any{"signed_intent": jws,
+		"approval_evidence": map[string]any{"request_id": opened, "receipt": receipt}}, nil).want(t, http.StatusOK)
+	if r.str("outcome") != "ALLOW" || r.str("execution_token") == "" {
+		t.Fatalf("approval evidence: %s", r)
+	}
+	dos := e.req(t, "GET", pathDossiers+r.str("dossier_id"), e.o.Key, nil, nil).want(t, http.StatusOK)
+	if dos.str("approval.receipt") != receipt || dos.str("approval.approver") != "ana" {
+		t.Fatalf("the dossier's approval: %s", dos)
+	}
+	e.claimed(t, issued{token: r.str("execution_token"), hash: r.str("intent_hash")})
+
+	// Escalation B's request answered with a receipt whose jti is A's.
+	_, a := e.escalate(t, 2100)
+	_, b := e.escalate(t, 2200)
+	ra, rb := e.requestOf(t, a), e.requestOf(t, b)
+	e.fake.Approve(ra, "ana")
+	rec, _ := e.fake.Get(rb)
+	rec.Approver, rec.DecidedAt = "ana", e.clock()
+	rc := e.fake.ReceiptFor(rec, approvaltest.Approved)
+	rc.ID = "rcpt_" + ra
+	forged := e.fake.Sign(rc)
+	e.fake.Update(rb, func(r *approvaltest.Record) {
+		r.Status, r.Receipt, r.Approver, r.DecidedAt = approvaltest.Approved, forged, "ana", rec.DecidedAt
+	})
+	if st := e.complete(t, a).want(t, http.StatusAccepted); st.str("status") != "GRANT_READY" {
+		t.Fatalf("A: %s", st)
+	}
+	e.complete(t, b).wantProblem(t, http.StatusConflict, "ESCALATION_CONCLUDED")
+	if st := e.status(t, b); st.str("status") != "FAILED" || st.str("reason") != "APPROVAL_RECEIPT_REUSED" || st.str("execution_token") != "" {
+		t.Fatalf("B: %s", st)
+	}
+
+	// A read-only key sees GRANT_READY and the grant id, not the token.
+	ro := e.createKey(e.o, "decision:read")
+	st := e.req(t, "GET", pathEscalations+a, ro, nil, nil).want(t, http.StatusOK)
+	if st.str("status") != "GRANT_READY" || st.str("grant_id") == "" || st.str("execution_token") != "" {
+		t.Fatalf("read-only: %s", st)
+	}
+}
+
+// intentHashOf is the intent_hash of a compact JWS intent: SHA-256 of its
+// payload bytes.
+func (e *escEnv) intentHashOf(t testing.TB, jws string) string {
+	t.Helper()
+	parts := strings.Split(jws, ".")
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return canon.Digest(payload)
+}
+
+// openAtFake opens an approval request at the fake for intentHash, as an
+// approval flow outside Clearance would, and returns its id.
+func (e *escEnv) openAtFake(t testing.TB, cred, intentHash string) string {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"org_id": e.o.ID, "escalation_id": "outside-1", "intent_hash": intentHash,
+		"actor": map[string]any{"id": "agent-7", "type": "agent"}, "action": map[string]any{"type": "payment.send"},
+		"expires_at": e.clock().Add(time.Hour).Format(time.RFC3339)})
+	rq, _ := http.NewRequest(http.MethodPost, e.fake.URL+"/v1/approval-requests", bytes.NewReader(body))
+	rq.Header.Set("Authorization", "Bearer "+cred)
+	rq.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(rq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var out struct {
+		RequestID string `json:"request_id"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&out); err != nil || res.StatusCode != http.StatusCreated {
+		t.Fatalf("open at the fake: %d %v", res.StatusCode, err)
+	}
+	return out.RequestID
 }

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/clearancehq/clearance"
+	"github.com/clearancehq/clearance/tenant"
 )
 
 // escalationStatus answers a managed escalation's status.
@@ -15,6 +16,11 @@ func (s *Server) escalationStatus(c *call) error {
 	st, err := s.engine.Escalations.Get(c.r.Context(), org, c.r.PathValue("escalationId"))
 	if err != nil {
 		return err
+	}
+	if !c.principal.Allows(tenant.ScopeDecisionWrite) {
+		// The grant is a bearer credential for the action: a read-only key
+		// sees that it exists, not the token.
+		st.ExecutionToken = ""
 	}
 	return c.writeJSON(http.StatusOK, st)
 }
