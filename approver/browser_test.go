@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -18,31 +16,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/clearancehq/clearance/grant"
+	"github.com/clearancehq/clearance/internal/browsertest"
 )
-
-// chromium finds the browser: $CLEARANCE_CHROMIUM, /usr/bin/chromium, or
-// chromium on the PATH. Without one the test is skipped, unless
-// CLEARANCE_REQUIRE_BROWSER=1 (CI), where that is a failure.
-func chromium(t *testing.T) string {
-	t.Helper()
-	candidates := []string{os.Getenv("CLEARANCE_CHROMIUM"), "/usr/bin/chromium"}
-	if p, err := exec.LookPath("chromium"); err == nil {
-		candidates = append(candidates, p)
-	}
-	for _, c := range candidates {
-		if c == "" {
-			continue
-		}
-		if fi, err := os.Stat(c); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
-			return c
-		}
-	}
-	if os.Getenv("CLEARANCE_REQUIRE_BROWSER") == "1" {
-		t.Fatal("no Chromium found (CLEARANCE_CHROMIUM, /usr/bin/chromium, PATH) and CLEARANCE_REQUIRE_BROWSER=1")
-	}
-	t.Skip("no Chromium found: set CLEARANCE_CHROMIUM (CLEARANCE_REQUIRE_BROWSER=1 makes this a failure)")
-	return ""
-}
 
 // localPathOf is the path of a URL, for logs (without its token).
 func localPathOf(u string) string {
@@ -65,7 +40,7 @@ func localPathOf(u string) string {
 // the receipts are read back through the API and verified. With user
 // verification failing, the approval is refused and nothing is recorded.
 func TestBrowser(t *testing.T) {
-	bin := chromium(t)
+	browsertest.Chromium(t) // skip before setting anything up
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
@@ -107,50 +82,14 @@ func TestBrowser(t *testing.T) {
 		return r
 	}
 
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(bin),
-		chromedp.Flag("headless", "new"),
-		chromedp.NoSandbox, // the tests run as root
-		chromedp.DisableGPU,
-	)...)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(allocCtx)
-	defer cancelBrowser()
-
-	if _, err := chromedp.Call(bctx, webauthn.Enable, webauthn.EnableParams{}); err != nil {
-		t.Fatalf("WebAuthn.enable: %v", err)
-	}
-	added, err := chromedp.Call(bctx, webauthn.AddVirtualAuthenticator, webauthn.AddVirtualAuthenticatorParams{
-		Options: &webauthn.VirtualAuthenticatorOptions{
-			Protocol:                    webauthn.AuthenticatorProtocolCtap2,
-			Transport:                   webauthn.AuthenticatorTransportInternal,
-			HasResidentKey:              true,
-			HasUserVerification:         true,
-			IsUserVerified:              true,
-			AutomaticPresenceSimulation: true,
-		},
-	})
-	if err != nil {
-		t.Fatalf("WebAuthn.addVirtualAuthenticator: %v", err)
-	}
+	browser := browsertest.Start(ctx, t)
+	bctx := browser.Ctx
 
 	// outcome clicks button on the page at url and returns the text the page
 	// shows once the ceremony has ended.
 	outcome := func(url, button string) string {
 		t.Helper()
-		if err := chromedp.Do(bctx,
-			chromedp.Navigate(url),
-			chromedp.WaitVisible(chromedp.CSS(button)),
-			chromedp.Click(chromedp.CSS(button)),
-		); err != nil {
-			t.Fatalf("%s: %v", url, err)
-		}
-		text, err := chromedp.Run(bctx, chromedp.Poll[string](
-			`(() => { const t = document.getElementById('outcome').textContent; return t && !t.startsWith('Waiting') ? t : false; })()`,
-			chromedp.WithPollingTimeout(30*time.Second)))
-		if err != nil {
-			t.Fatalf("waiting for the outcome at %s: %v", url, err)
-		}
+		text := browser.Outcome(t, url, button)
 		t.Logf("%s after %s: %q", localPathOf(url), button, text)
 		return text
 	}
@@ -203,7 +142,7 @@ func TestBrowser(t *testing.T) {
 
 	// User verification fails: the ceremony is refused, nothing recorded.
 	if _, err := chromedp.Call(bctx, webauthn.SetUserVerified, webauthn.SetUserVerifiedParams{
-		AuthenticatorID: added.AuthenticatorID, IsUserVerified: false,
+		AuthenticatorID: browser.Authenticator, IsUserVerified: false,
 	}); err != nil {
 		t.Fatalf("WebAuthn.setUserVerified: %v", err)
 	}

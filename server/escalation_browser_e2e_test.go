@@ -10,41 +10,16 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/webauthn"
-	"github.com/chromedp/chromedp"
-
 	"github.com/clearancehq/clearance/approval"
 	"github.com/clearancehq/clearance/approver"
 	"github.com/clearancehq/clearance/grant"
+	"github.com/clearancehq/clearance/internal/browsertest"
 )
-
-// chromiumPath finds the browser ($CLEARANCE_CHROMIUM, /usr/bin/chromium,
-// chromium on the PATH); without one the test is skipped, unless
-// CLEARANCE_REQUIRE_BROWSER=1 (CI), where that is a failure.
-func chromiumPath(t *testing.T) string {
-	t.Helper()
-	candidates := []string{os.Getenv("CLEARANCE_CHROMIUM"), "/usr/bin/chromium"}
-	if p, err := exec.LookPath("chromium"); err == nil {
-		candidates = append(candidates, p)
-	}
-	for _, c := range candidates {
-		if fi, err := os.Stat(c); c != "" && err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
-			return c
-		}
-	}
-	if os.Getenv("CLEARANCE_REQUIRE_BROWSER") == "1" {
-		t.Fatal("no Chromium found and CLEARANCE_REQUIRE_BROWSER=1")
-	}
-	t.Skip("no Chromium found: set CLEARANCE_CHROMIUM (CLEARANCE_REQUIRE_BROWSER=1 makes this a failure)")
-	return ""
-}
 
 // lateDirectory is a Directory whose endpoint is set once the approval
 // service exists (it needs the org, which needs the server).
@@ -70,7 +45,7 @@ func (d *lateDirectory) Endpoint(context.Context, string) (approval.Endpoint, er
 // the service, and the grant of GRANT_READY is claimed and finalized. The
 // resolved dossier's receipt verifies against the service's JWKS.
 func TestEscalationPasskeyFlowInBrowser(t *testing.T) {
-	bin := chromiumPath(t)
+	browsertest.Chromium(t) // skip before setting anything up
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
@@ -118,36 +93,8 @@ func TestEscalationPasskeyFlowInBrowser(t *testing.T) {
 		return out
 	}
 
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(bin), chromedp.Flag("headless", "new"), chromedp.NoSandbox, chromedp.DisableGPU)...)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(allocCtx)
-	defer cancelBrowser()
-	if _, err := chromedp.Call(bctx, webauthn.Enable, webauthn.EnableParams{}); err != nil {
-		t.Fatalf("WebAuthn.enable: %v", err)
-	}
-	if _, err := chromedp.Call(bctx, webauthn.AddVirtualAuthenticator, webauthn.AddVirtualAuthenticatorParams{
-		Options: &webauthn.VirtualAuthenticatorOptions{Protocol: webauthn.AuthenticatorProtocolCtap2,
-			Transport: webauthn.AuthenticatorTransportInternal, HasResidentKey: true, HasUserVerification: true,
-			IsUserVerified: true, AutomaticPresenceSimulation: true},
-	}); err != nil {
-		t.Fatalf("WebAuthn.addVirtualAuthenticator: %v", err)
-	}
-	// outcome clicks button at url and returns what the page shows once the
-	// ceremony ended.
-	outcome := func(url, button string) string {
-		t.Helper()
-		if err := chromedp.Do(bctx, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS(button)), chromedp.Click(chromedp.CSS(button))); err != nil {
-			t.Fatalf("%v", err)
-		}
-		text, err := chromedp.Run(bctx, chromedp.Poll[string](
-			`(() => { const t = document.getElementById('outcome').textContent; return t && !t.startsWith('Waiting') ? t : false; })()`,
-			chromedp.WithPollingTimeout(30*time.Second)))
-		if err != nil {
-			t.Fatalf("waiting for the outcome: %v", err)
-		}
-		return text
-	}
+	browser := browsertest.Start(ctx, t)
+	outcome := func(url, button string) string { t.Helper(); return browser.Outcome(t, url, button) }
 
 	enrolled := api(http.MethodPost, "/v1/approvers", map[string]any{"approver_id": "ana@example.com", "display_name": "Ana"})
 	if text := outcome(enrolled["enrollment_url"].(string), "#register"); !strings.Contains(text, "Passkey registered") {

@@ -131,6 +131,7 @@ var packages = map[string]rule{
 			"idempotency/idempotencytest", "jobs/jobstest"}},
 	"store/pgstore/pgtest": {layer: suite},
 	"internal/archtest":    {layer: suite},
+	"internal/browsertest": {layer: suite}, // headless Chromium with a virtual WebAuthn authenticator
 	"internal/apidoc":      {layer: suite},
 	"internal/lincheck":    {layer: suite},
 	"internal/gosource":    {layer: suite},
