@@ -6,14 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"time"
 
 	"github.com/clearancehq/clearance/grant"
+	"github.com/clearancehq/clearance/internal/privatefile"
 )
 
 // Store keeps the service's durable state as one snapshot that is replaced
@@ -155,88 +154,17 @@ func readKey(path string) (grant.Key, error) {
 	return key, nil
 }
 
-// readPrivate reads a file after checking, on the open descriptor, that
-// only its owner can access it.
+// readPrivate reads a file only its owner may access (privatefile.Read).
 func readPrivate(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
+	data, err := privatefile.Read(path, maxFileSize)
+	if errors.Is(err, privatefile.ErrInsecure) || errors.Is(err, privatefile.ErrTooLarge) {
+		return nil, fmt.Errorf("approver: %w", err)
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("approver: %s is not a regular file", path)
-	}
-	if runtime.GOOS != "windows" && fi.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("approver: %s has mode %#o, want 0600 (chmod 600 %s)", path, fi.Mode().Perm(), path)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxFileSize {
-		return nil, fmt.Errorf("approver: %s is larger than %d bytes", path, maxFileSize)
-	}
-	return data, nil
+	return data, err
 }
 
-// writeAtomic writes data to path (0600) through a temporary file in the
-// same directory: write, fsync, then rename over path (replace) or
-// hard-link to path (!replace: an error wrapping fs.ErrExist if path
-// exists), then fsync the directory.
-func writeAtomic(path string, data []byte, replace bool) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer func() {
-		if f != nil {
-			_ = f.Close()
-		}
-		_ = os.Remove(tmp) // after a rename this is a harmless ENOENT
-	}()
-	if err := f.Chmod(fileMode); err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	err = f.Close()
-	f = nil
-	if err != nil {
-		return err
-	}
-	if replace {
-		err = os.Rename(tmp, path)
-	} else {
-		err = os.Link(tmp, path)
-	}
-	if err != nil {
-		var le *os.LinkError
-		if errors.As(err, &le) && errors.Is(le.Err, fs.ErrExist) {
-			return fmt.Errorf("approver: %s: %w", path, fs.ErrExist)
-		}
-		return err
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	if runtime.GOOS == "windows" {
-		return nil
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+// writeAtomic writes data to path, 0600, whole or not at all
+// (privatefile.Write; !replace refuses an existing path with fs.ErrExist).
+func writeAtomic(path string, data []byte, replace bool) error {
+	return privatefile.Write(path, data, replace)
 }

@@ -4,10 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"io"
-	"os"
-	"runtime"
 	"strings"
+
+	"github.com/clearancehq/clearance/internal/privatefile"
 )
 
 // maxSecretsFile bounds what is read from a credentials or keys file.
@@ -17,27 +16,9 @@ const maxSecretsFile = 1 << 20
 // starting with # are skipped). The file holds secrets: it must be a
 // regular file that group and others can neither read nor write.
 func readPairs(path string) ([][2]string, error) {
-	f, err := os.Open(path)
+	data, err := privatefile.Read(path, maxSecretsFile)
 	if err != nil {
 		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	if runtime.GOOS != "windows" && fi.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("%s has mode %#o: it holds secrets, make it 0600 (chmod 600 %s)", path, fi.Mode().Perm(), path)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxSecretsFile+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxSecretsFile {
-		return nil, fmt.Errorf("%s is larger than %d bytes", path, maxSecretsFile)
 	}
 	var pairs [][2]string
 	sc := bufio.NewScanner(bytes.NewReader(data))

@@ -4,7 +4,7 @@ package archtest
 // another layer only when mayImport says so; within its own layer only the
 // packages its entry names in peers.
 const (
-	leaf     = "leaf"     // internal/ leaves: canon, strictjson, coded, outbound
+	leaf     = "leaf"     // internal/ leaves: canon, strictjson, coded, outbound, privatefile
 	pure     = "pure"     // formats and rules: no storage, net/http, clock or randomness
 	records  = "records"  // rules over a Tx the consumer declares
 	storage  = "storage"  // the store contract
@@ -56,6 +56,8 @@ var packages = map[string]rule{
 	"internal/jsonw":      {layer: leaf},
 	// The one outbound HTTP client (DESIGN §10): standard library only.
 	"internal/outbound": {layer: leaf, io: true},
+	// Owner-only files written whole (keys, secrets, state): standard library only.
+	"internal/privatefile": {layer: leaf, io: true},
 
 	"policy":  {layer: pure},
 	"grant":   {layer: pure},
