@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/clearancehq/clearance/internal/canon"
 	"github.com/clearancehq/clearance/internal/core"
 	"github.com/clearancehq/clearance/internal/outbound"
+	"github.com/clearancehq/clearance/internal/secretbox"
 	"github.com/clearancehq/clearance/internal/strictjson"
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/policies"
@@ -106,6 +108,12 @@ type Options struct {
 	// EscalationTTL is how long a managed escalation waits for its
 	// approval; 0 means escalation.DefaultTTL.
 	EscalationTTL time.Duration
+	// SecretsKey seals the secrets Clearance must use again (callback
+	// signing secrets, signature-checking connector secrets) at rest with
+	// AES-256-GCM (at least secretbox.MinKeyLen bytes). Servers sharing a
+	// database need the same key. nil means such secrets cannot be stored:
+	// the routes that take one answer 503 SECRETS_NOT_CONFIGURED.
+	SecretsKey []byte
 }
 
 // Defaults of Options. DefaultMaxClockSkew is the clock skew tolerated
@@ -202,11 +210,18 @@ func Open(backend store.Backend, opts Options) (*Engine, error) {
 	if err := opts.checkShareSecret(); err != nil {
 		return nil, err
 	}
+	var secrets *secretbox.Box
+	if opts.SecretsKey != nil {
+		var err error
+		if secrets, err = secretbox.New(opts.SecretsKey); err != nil {
+			return nil, fmt.Errorf("clearance: Options.SecretsKey: %w", err)
+		}
+	}
 	st := core.NewStore(backend)
 	keys := core.NewKeys(opts.GrantKeys)
 	deps := core.Deps{
 		Store: st, Clock: core.Clock(opts.Now), IDs: core.IDs{Rand: opts.Rand}, Logger: opts.Logger,
-		Keys: keys, Issuer: opts.Issuer, LedgerKey: opts.LedgerKey, MaxClockSkew: opts.MaxClockSkew,
+		Keys: keys, Issuer: opts.Issuer, LedgerKey: opts.LedgerKey, MaxClockSkew: opts.MaxClockSkew, Secrets: secrets,
 		JSON: strictjson.Options{RejectUnknown: true, MaxMembers: opts.MaxJSONMembers, MaxElements: opts.MaxJSONElements},
 	}
 	e := &Engine{store: st, deps: deps, opts: opts, keys: keys, Admin: admin.New(deps), Audit: audit.New(deps)}

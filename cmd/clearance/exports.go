@@ -19,3 +19,17 @@ func loadExportSecret(log *slog.Logger, dataDir, file string, shared bool) ([]by
 	}
 	return loadOrCreateSecret(log, dataDir, exportSecretFile, file, "validation-pack secret")
 }
+
+// secretsKeyFile is where serve keeps the secrets key inside the data dir.
+const secretsKeyFile = "secrets.key"
+
+// loadSecretsKey returns the key that seals callback and connector secrets
+// at rest (DESIGN §10): the operator's file, or the one in the data dir,
+// created on first start. Servers sharing a database must share it, or a
+// secret sealed by one does not open on another.
+func loadSecretsKey(log *slog.Logger, dataDir, file string, shared bool) ([]byte, error) {
+	if file == "" && shared {
+		log.Warn("several servers on one database must share the secrets key: pass the same --secrets-key-file to each, or callback and connector secrets stored by one cannot be used by the others")
+	}
+	return loadOrCreateSecret(log, dataDir, secretsKeyFile, file, "secrets key")
+}

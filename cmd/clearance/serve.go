@@ -84,6 +84,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	maxJSONElements := fs.Int("max-json-elements", clearance.DefaultMaxJSONElements, "most elements of one JSON array in a request")
 	shareFile := fs.String("share-secret-file", env("CLEARANCE_SHARE_SECRET_FILE", ""), "dossier share-link secret file (0600, at least 32 characters); empty means "+shareSecretFile+" in the data directory, created on first start (env CLEARANCE_SHARE_SECRET_FILE)")
 	exportFile := fs.String("export-secret-file", env("CLEARANCE_EXPORT_SECRET_FILE", ""), "validation-pack HMAC secret file (0600); empty means "+exportSecretFile+" in the data directory, created on first start (env CLEARANCE_EXPORT_SECRET_FILE)")
+	secretsFile := fs.String("secrets-key-file", env("CLEARANCE_SECRETS_KEY_FILE", ""), "file (0600, at least 32 characters) whose key seals callback and connector secrets at rest; empty means "+secretsKeyFile+" in the data directory, created on first start. Servers sharing a database need the same file (env CLEARANCE_SECRETS_KEY_FILE)")
 	var approvals approvalFlags
 	fs.StringVar(&approvals.url, "approval-url", env("CLEARANCE_APPROVAL_URL", ""), "base URL of the approval service of managed escalations, for every org; empty means none (env CLEARANCE_APPROVAL_URL)")
 	fs.StringVar(&approvals.credentialFile, "approval-credential-file", env("CLEARANCE_APPROVAL_CREDENTIAL_FILE", ""), "file (0600) holding the credential presented to --approval-url (env CLEARANCE_APPROVAL_CREDENTIAL_FILE)")
@@ -109,7 +110,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	log := slog.New(slog.NewJSONHandler(stdout, &slog.HandlerOptions{Level: level}))
 	if err := runServer(ctx, log, serveConfig{data: *data, addr: *addr, metricsAddr: *metricsAddr, store: *storeURL, rateLimit: *rateLimit,
 		rateBurst: *rateBurst, maxBody: *maxBody, grantKeyFile: *grantKeyFile, ledgerKeyFile: *ledgerKeyFile, grantTTL: *grantTTL, claimLease: *claimLease,
-		shareSecretFile: *shareFile, exportSecretFile: *exportFile, keyReloadInterval: *keyReload, intentMaxAge: *intentMaxAge,
+		shareSecretFile: *shareFile, exportSecretFile: *exportFile, secretsKeyFile: *secretsFile, keyReloadInterval: *keyReload, intentMaxAge: *intentMaxAge,
 		maxClockSkew: *maxClockSkew, maxJSONMembers: *maxJSONMembers, maxJSONElements: *maxJSONElements,
 		approvals: approvals, allowPrivate: *allowPrivate, escalationTTL: *escalationTTL}); err != nil {
 		log.Error("server stopped", "error", err.Error())
@@ -129,6 +130,7 @@ type serveConfig struct {
 	grantTTL, claimLease time.Duration
 	shareSecretFile      string
 	exportSecretFile     string
+	secretsKeyFile       string
 	// keyReloadInterval is how often the grant key file is checked for a
 	// change; 0 means only on SIGHUP.
 	keyReloadInterval time.Duration
@@ -197,8 +199,12 @@ func runServer(ctx context.Context, log *slog.Logger, cfg serveConfig) error {
 	if err != nil {
 		return err
 	}
+	secretsKey, err := loadSecretsKey(log, dataDir, cfg.secretsKeyFile, isPostgres(cfg.store))
+	if err != nil {
+		return err
+	}
 	engine, err := clearance.Open(backend, clearance.Options{Logger: log, ShareSecret: shareSecret, GrantKeys: grantKeys.ring, LedgerKey: ledgerKey,
-		ProducerKey: producer, GrantTTL: cfg.grantTTL, ClaimLease: cfg.claimLease, ExportSecret: exportSecret,
+		ProducerKey: producer, GrantTTL: cfg.grantTTL, ClaimLease: cfg.claimLease, ExportSecret: exportSecret, SecretsKey: secretsKey,
 		IntentMaxAge: cfg.intentMaxAge, MaxClockSkew: cfg.maxClockSkew, MaxJSONMembers: cfg.maxJSONMembers, MaxJSONElements: cfg.maxJSONElements,
 		ApprovalServices: approvalServices, AllowPrivateDestinations: cfg.allowPrivate, EscalationTTL: cfg.escalationTTL})
 	if err != nil {

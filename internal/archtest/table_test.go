@@ -56,6 +56,8 @@ var packages = map[string]rule{
 	"internal/jsonw":      {layer: leaf},
 	// The one outbound HTTP client (DESIGN §10): standard library only.
 	"internal/outbound": {layer: leaf, io: true},
+	// Secrets sealed at rest (AES-256-GCM): standard library only.
+	"internal/secretbox": {layer: leaf, io: true},
 	// Owner-only files written whole (keys, secrets, state): standard library only.
 	"internal/privatefile": {layer: leaf, io: true},
 

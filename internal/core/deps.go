@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/clearancehq/clearance/internal/canon"
+	"github.com/clearancehq/clearance/internal/secretbox"
 	"github.com/clearancehq/clearance/internal/strictjson"
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/store"
@@ -24,6 +25,9 @@ type Deps struct {
 	LedgerKey *ledger.Key
 	// MaxClockSkew is how far ahead of Clock a presented timestamp may be.
 	MaxClockSkew time.Duration
+	// Secrets seals secrets kept for use again; nil when the engine has no
+	// secrets key (features that need one answer 503).
+	Secrets *secretbox.Box
 	// JSON are the strict-decoding options of request JSON (unknown members
 	// refused, members and elements bounded).
 	JSON strictjson.Options

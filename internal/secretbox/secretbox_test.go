@@ -1,0 +1,63 @@
+package secretbox
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+)
+
+var key = bytes.Repeat([]byte("k"), MinKeyLen)
+
+func TestSealOpen(t *testing.T) {
+	b, err := New(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s1, err := b.Seal([]byte("whsec_abc"), "webhook/org_1/d1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, _ := b.Seal([]byte("whsec_abc"), "webhook/org_1/d1")
+	if s1 == s2 {
+		t.Fatal("two seals of one secret are equal: the nonce is not fresh")
+	}
+	if strings.Contains(s1, "whsec_abc") {
+		t.Fatal("sealed value shows the secret")
+	}
+	got, err := b.Open(s1, "webhook/org_1/d1")
+	if err != nil || string(got) != "whsec_abc" {
+		t.Fatalf("Open = %q, %v", got, err)
+	}
+}
+
+func TestOpenRefuses(t *testing.T) {
+	b, _ := New(key)
+	other, _ := New(bytes.Repeat([]byte("o"), MinKeyLen))
+	sealed, _ := b.Seal([]byte("secret"), "ctx")
+	flipped := []byte(sealed)
+	flipped[len(flipped)-3] ^= 1
+	for name, c := range map[string]struct {
+		box    *Box
+		sealed string
+		ctx    string
+	}{
+		"other context": {b, sealed, "ctx2"},
+		"other key":     {other, sealed, "ctx"},
+		"tampered":      {b, string(flipped), "ctx"},
+		"no prefix":     {b, strings.TrimPrefix(sealed, "v1."), "ctx"},
+		"short":         {b, "v1.AAAA", "ctx"},
+		"not base64":    {b, "v1.!!!!", "ctx"},
+		"empty":         {b, "", "ctx"},
+	} {
+		if got, err := c.box.Open(c.sealed, c.ctx); !errors.Is(err, ErrOpen) || got != nil {
+			t.Errorf("%s: Open = %q, %v; want ErrOpen", name, got, err)
+		}
+	}
+}
+
+func TestShortKey(t *testing.T) {
+	if _, err := New(key[:MinKeyLen-1]); !errors.Is(err, ErrKey) {
+		t.Fatalf("New(short) = %v, want ErrKey", err)
+	}
+}
