@@ -76,6 +76,8 @@ var packages = map[string]rule{
 	"claim":    {layer: records, pure: true},
 	"registry": {layer: records, pure: true},
 	"jobs":     {layer: records, pure: true}, // leases judged by the store's clock (Tx.Now)
+	// Events committed with the change that caused them, waiting as jobs.
+	"outbox": {layer: records, pure: true, peers: []string{"jobs"}},
 
 	"idempotency": {layer: records, pure: true},
 
@@ -129,10 +131,11 @@ var packages = map[string]rule{
 	"artifact/artifacttest":       {layer: suite},
 	"idempotency/idempotencytest": {layer: suite},
 	"jobs/jobstest":               {layer: suite},
+	"outbox/outboxtest":           {layer: suite},
 	"approval/approvaltest":       {layer: suite}, // an in-memory approval service
 	"store/storetest": {layer: suite, // All composes every record suite
 		peers: []string{"ledger/ledgertest", "claim/claimtest", "dossier/dossiertest", "artifact/artifacttest",
-			"idempotency/idempotencytest", "jobs/jobstest"}},
+			"idempotency/idempotencytest", "jobs/jobstest", "outbox/outboxtest"}},
 	"store/pgstore/pgtest": {layer: suite},
 	"internal/archtest":    {layer: suite},
 	"internal/browsertest": {layer: suite}, // headless Chromium with a virtual WebAuthn authenticator

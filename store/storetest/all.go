@@ -11,6 +11,7 @@ import (
 	"github.com/clearancehq/clearance/jobs/jobstest"
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/ledger/ledgertest"
+	"github.com/clearancehq/clearance/outbox/outboxtest"
 	"github.com/clearancehq/clearance/store"
 )
 
@@ -40,8 +41,8 @@ type Harness struct {
 }
 
 // All runs every conformance suite a store.Backend must pass: this
-// package's Run, ledgertest, dossiertest, claimtest, artifacttest and
-// jobstest. A
+// package's Run, ledgertest, dossiertest, claimtest, artifacttest,
+// jobstest and outboxtest. A
 // backend's tests call only All, so that a new suite added here reaches
 // every backend at once.
 func All(t *testing.T, h Harness) {
@@ -63,6 +64,7 @@ func All(t *testing.T, h Harness) {
 		{"Artifact", func(t *testing.T) { artifacttest.Run(t, open) }},
 		{"Idempotency", func(t *testing.T) { idempotencytest.Run(t, open) }},
 		{"Jobs", func(t *testing.T) { jobstest.Run(t, jobstest.Harness{Open: h.Open, Reopen: h.Reopen}) }},
+		{"Outbox", func(t *testing.T) { outboxtest.Run(t, open) }},
 	}
 	for _, s := range suites {
 		t.Run(s.name, func(t *testing.T) {

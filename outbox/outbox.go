@@ -1,0 +1,123 @@
+package outbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/clearancehq/clearance/jobs"
+)
+
+// JobKind is the jobs kind under which events wait for their dispatch.
+const JobKind = "outbox"
+
+// MaxNameLen bounds an event name, in bytes.
+const MaxNameLen = 64
+
+// ErrInvalid: an event no store may hold.
+var ErrInvalid = errors.New("outbox: invalid event")
+
+// Event is one thing that happened, owed to the org's destinations.
+type Event struct {
+	OrgID string `json:"-"`
+	// ID is unique within the org: the fresh id of the event.
+	ID string `json:"-"`
+	// Name is what happened ("decision.resolved"): 1 to MaxNameLen bytes
+	// of [a-z0-9_.-].
+	Name string `json:"name"`
+	// OccurredAt is when the change that caused it was made.
+	OccurredAt time.Time `json:"occurred_at"`
+	// Body is the event's JSON object, sent as is.
+	Body json.RawMessage `json:"body"`
+}
+
+// Validate reports why e cannot be emitted, or nil.
+func (e Event) Validate() error {
+	if err := jobs.ValidateKey(e.OrgID, JobKind, e.ID); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if e.Name == "" || len(e.Name) > MaxNameLen {
+		return fmt.Errorf("%w: name of %d bytes, want 1 to %d", ErrInvalid, len(e.Name), MaxNameLen)
+	}
+	for i := 0; i < len(e.Name); i++ {
+		if c := e.Name[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-') {
+			return fmt.Errorf("%w: name byte %#02x at %d is not one of [a-z0-9_.-]", ErrInvalid, c, i)
+		}
+	}
+	if e.OccurredAt.IsZero() {
+		return fmt.Errorf("%w: occurred_at not set", ErrInvalid)
+	}
+	if len(e.Body) == 0 || e.Body[0] != '{' || !json.Valid(e.Body) {
+		return fmt.Errorf("%w: body is not a JSON object", ErrInvalid)
+	}
+	return nil
+}
+
+// Emit writes e, pending, in tx: the transaction of the change that
+// caused it. e.ID must be fresh (an id never emitted before in the org):
+// Emit does not read, so that it costs one write on the paths it rides.
+func Emit(ctx context.Context, tx jobs.Tx, e Event) error {
+	if e.OrgID != tx.OrgID() {
+		return fmt.Errorf("%w: event of org %q in a transaction of org %q", ErrInvalid, e.OrgID, tx.OrgID())
+	}
+	if err := e.Validate(); err != nil {
+		return err
+	}
+	payload, err := json.Marshal(e)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	at := tx.Now().UTC().Truncate(time.Microsecond)
+	return tx.PutJob(ctx, jobs.Job{OrgID: e.OrgID, Kind: JobKind, ID: e.ID, Payload: payload, State: jobs.Queued,
+		Due: at, CreatedAt: at, UpdatedAt: at})
+}
+
+// Pending lists up to limit pending events of every org, oldest first
+// (limit <= 0: all). A listed event may be taken by another dispatcher
+// before this one takes it.
+func Pending(ctx context.Context, r jobs.Reader, limit int) ([]Event, error) {
+	due, err := r.DueJobs(ctx, JobKind, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Event, 0, len(due))
+	for _, j := range due {
+		e, err := decode(j)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// Take marks the org's event id handed over, in tx, and returns it; ok is
+// false when it was handed over already (by this dispatcher or another).
+// The caller fans the event out in the same transaction.
+func Take(ctx context.Context, tx jobs.Tx, id string) (e Event, ok bool, err error) {
+	j, err := tx.JobInTx(ctx, JobKind, id)
+	if err != nil {
+		return Event{}, false, err
+	}
+	if j.State.Finished() {
+		return Event{}, false, nil
+	}
+	if e, err = decode(j); err != nil {
+		return Event{}, false, err
+	}
+	at := tx.Now().UTC().Truncate(time.Microsecond)
+	j.State, j.Owner, j.LeaseUntil, j.Due, j.UpdatedAt = jobs.Done, "", time.Time{}, time.Time{}, at
+	j.Attempts++
+	return e, true, tx.PutJob(ctx, j)
+}
+
+func decode(j jobs.Job) (Event, error) {
+	var e Event
+	if err := json.Unmarshal(j.Payload, &e); err != nil {
+		return Event{}, fmt.Errorf("outbox: event %s of org %s does not decode: %w", j.ID, j.OrgID, err)
+	}
+	e.OrgID, e.ID = j.OrgID, j.ID
+	return e, nil
+}
