@@ -28,6 +28,7 @@ import (
 	"github.com/clearancehq/clearance/policies"
 	"github.com/clearancehq/clearance/sharelink"
 	"github.com/clearancehq/clearance/store"
+	"github.com/clearancehq/clearance/webhook"
 )
 
 // Version is the Clearance release this build reports.
@@ -114,6 +115,9 @@ type Options struct {
 	// database need the same key. nil means such secrets cannot be stored:
 	// the routes that take one answer 503 SECRETS_NOT_CONFIGURED.
 	SecretsKey []byte
+	// Webhooks tunes the delivery of events to WEBHOOK integrations; the
+	// zero value is a good default.
+	Webhooks webhook.WorkerOptions
 }
 
 // Defaults of Options. DefaultMaxClockSkew is the clock skew tolerated
@@ -198,6 +202,9 @@ type Engine struct {
 	// Escalations runs managed escalations and verifies approvals with
 	// the approval services.
 	Escalations *escalation.Service
+	// Webhooks connects WEBHOOK integrations and delivers the org's events
+	// to them.
+	Webhooks *webhook.Service
 }
 
 // Open returns an Engine over backend. The Engine does not own the backend:
@@ -226,10 +233,12 @@ func Open(backend store.Backend, opts Options) (*Engine, error) {
 	}
 	e := &Engine{store: st, deps: deps, opts: opts, keys: keys, Admin: admin.New(deps), Audit: audit.New(deps)}
 	e.Policies = policies.New(deps)
+	out := outbound.New(outbound.Options{AllowPrivate: opts.AllowPrivateDestinations})
 	client := opts.ApprovalClient
 	if client == nil {
-		client = approval.NewHTTP(outbound.New(outbound.Options{AllowPrivate: opts.AllowPrivateDestinations}), approval.HTTPOptions{})
+		client = approval.NewHTTP(out, approval.HTTPOptions{})
 	}
+	e.Webhooks = webhook.New(deps, webhook.Config{Client: out, Worker: opts.Webhooks})
 	e.Escalations = escalation.New(deps, escalation.Config{Directory: opts.ApprovalServices, Client: client, TTL: opts.EscalationTTL})
 	var approvals decide.Approvals
 	var claimApprovals execution.Approvals
@@ -237,7 +246,7 @@ func Open(backend store.Backend, opts Options) (*Engine, error) {
 		approvals, claimApprovals = e.Escalations, e.Escalations
 	}
 	e.Decide = decide.New(deps, decide.Config{Policies: e.Policies, StillActive: policies.StillActive,
-		GrantTTL: opts.GrantTTL, IntentMaxAge: opts.IntentMaxAge, Approvals: approvals})
+		GrantTTL: opts.GrantTTL, IntentMaxAge: opts.IntentMaxAge, Approvals: approvals, Events: e.Webhooks.Wake})
 	e.Escalations.UseDecide(e.Decide)
 	e.Evidence = evidence.New(deps, evidence.Config{Audit: e.Audit, ProducerKey: opts.ProducerKey, Escalation: e.Escalations.Capsule})
 	e.ShareLinks = sharelink.New(deps, sharelink.Config{Secret: opts.ShareSecret})

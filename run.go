@@ -18,12 +18,15 @@ import (
 // without a finalization as INDETERMINATE (each
 // execution.DefaultExpiryInterval), and the escalation worker expires
 // managed escalations past their deadline and retries the approval checks
-// an approval service could not answer (each escalation.DefaultPoll).
+// an approval service could not answer (each escalation.DefaultPoll), and
+// the webhook worker hands committed events to WEBHOOK integrations and
+// delivers them (woken by each event, and each Options.Webhooks.Poll).
 //
 // A server runs it for as long as it serves; an embedder that does not run
 // it gets no checkpoints but the ones it seals (Audit.SealLedger) and no
 // packs but the ones it builds (Exports.Process); lapsed claims are listed
-// for reconciliation either way, and recorded by Execution.ExpireLapsed. Run before closing the
+// for reconciliation either way, and recorded by Execution.ExpireLapsed; events
+// wait in the outbox until a Run delivers them. Run before closing the
 // backend's last use: close the backend after Run has returned.
 func (e *Engine) Run(ctx context.Context) {
 	var wg sync.WaitGroup
@@ -33,6 +36,7 @@ func (e *Engine) Run(ctx context.Context) {
 		func(ctx context.Context) { e.Exports.Run(ctx, e.opts.ExportWorker) },
 		func(ctx context.Context) { e.Execution.RunExpiry(ctx, execution.DefaultExpiryInterval) },
 		func(ctx context.Context) { e.Escalations.Run(ctx, escalation.DefaultPoll) },
+		func(ctx context.Context) { e.Webhooks.Run(ctx) },
 	} {
 		wg.Go(func() { work(ctx) })
 	}

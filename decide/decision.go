@@ -35,6 +35,9 @@ type Config struct {
 	// Approvals verifies approval evidence and opens managed escalations;
 	// nil: none is configured (evidence is refused, MANAGED answers 503).
 	Approvals Approvals
+	// Events is called after a decision whose event (decision.resolved)
+	// was committed, to wake the dispatcher; nil: nobody is waiting.
+	Events func()
 }
 
 // Service makes decisions. Create it with New.

@@ -107,8 +107,12 @@ func (s *Service) Evaluate(ctx context.Context, req EvaluateRequest) (Decision, 
 	var replayed bool
 	for tries := 1; ; tries++ {
 		d, _ := dr.evaluate(ids)
-		replayed, err = record(ctx, s, &dr, &d, &out, func(_ store.Tx, digest string) (Decision, error) {
-			return decisionOf(&d, digest), nil
+		replayed, err = record(ctx, s, &dr, &d, &out, func(tx store.Tx, digest string) (Decision, error) {
+			dec := decisionOf(&d, digest)
+			if dr.route != RouteEvaluateDecision {
+				return dec, nil
+			}
+			return dec, emitResolved(ctx, tx, &dec, dr.in.WorkflowKey, dr.in.DecisionType, dr.now)
 		})
 		if !errors.Is(err, errPolicyMoved) {
 			break
@@ -125,6 +129,9 @@ func (s *Service) Evaluate(ctx context.Context, req EvaluateRequest) (Decision, 
 		return Decision{}, core.Translate("record decision", err)
 	}
 	out.Replayed = replayed
+	if !replayed && req.Route == RouteEvaluateDecision {
+		s.emitted()
+	}
 	// A replay's Update wrote nothing, but the backend returns only once what
 	// it read is durable, so a replayed answer is never ahead of the disk.
 	if !envSigner.IsZero() {

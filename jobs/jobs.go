@@ -199,6 +199,23 @@ func Release(ctx context.Context, tx Tx, held Job, failure string, after time.Du
 	return j, tx.PutJob(ctx, j)
 }
 
+// Requeue queues a finished job (done or failed) again, due at once, for
+// a new series of claims: Attempts starts again from 0, Result and Failure
+// are cleared, Payload is kept. A job that is not finished is ErrNotDue
+// (its current series runs on).
+func Requeue(ctx context.Context, tx Tx, kind, id string) (Job, error) {
+	j, err := tx.JobInTx(ctx, kind, id)
+	if err != nil {
+		return Job{}, err
+	}
+	if !j.State.Finished() {
+		return j, fmt.Errorf("%w: %s job %q is %s, not finished", ErrNotDue, kind, id, j.State)
+	}
+	at := now(tx)
+	j.State, j.Attempts, j.Result, j.Failure, j.Due, j.UpdatedAt = Queued, 0, nil, "", at, at
+	return j, tx.PutJob(ctx, j)
+}
+
 // clip makes s a storable Failure: valid UTF-8, control characters other
 // than line breaks and tabs replaced by spaces, at most MaxFailureLen bytes.
 func clip(s string) string {

@@ -95,6 +95,40 @@ func TestGiveUpAndRelease(t *testing.T) {
 	}
 }
 
+func TestRequeue(t *testing.T) {
+	ctx := t.Context()
+	tx := &memTx{org: "org_1", now: t0, jobs: map[string]jobs.Job{}}
+	p := jobs.Policy{Lease: time.Minute, MaxAttempts: 1}
+	if _, _, err := jobs.Enqueue(ctx, tx, "delivery", "d1", []byte("body")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := jobs.Requeue(ctx, tx, "delivery", "d1"); !errors.Is(err, jobs.ErrNotDue) {
+		t.Fatalf("Requeue of a queued job = %v, want ErrNotDue", err)
+	}
+	held, err := jobs.Claim(ctx, tx, "delivery", "d1", "w1", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := jobs.Requeue(ctx, tx, "delivery", "d1"); !errors.Is(err, jobs.ErrNotDue) {
+		t.Fatalf("Requeue of a running job = %v, want ErrNotDue", err)
+	}
+	if _, err := jobs.Fail(ctx, tx, held, "receiver down"); err != nil {
+		t.Fatal(err)
+	}
+	tx.now = t0.Add(time.Hour)
+	j, err := jobs.Requeue(ctx, tx, "delivery", "d1")
+	if err != nil || j.State != jobs.Queued || j.Attempts != 0 || j.Failure != "" || string(j.Payload) != "body" || !j.Due.Equal(tx.now) {
+		t.Fatalf("Requeue = %+v, %v", j, err)
+	}
+	// A new series: MaxAttempts counts from the requeue.
+	if held, err = jobs.Claim(ctx, tx, "delivery", "d1", "w2", p); err != nil || held.State != jobs.Running || held.Attempts != 1 {
+		t.Fatalf("Claim after Requeue = %+v, %v", held, err)
+	}
+	if _, err := jobs.Requeue(ctx, tx, "delivery", "missing"); !errors.Is(err, jobs.ErrNotFound) {
+		t.Fatalf("Requeue of no job = %v, want ErrNotFound", err)
+	}
+}
+
 func TestFailureIsClipped(t *testing.T) {
 	ctx := t.Context()
 	tx := &memTx{org: "org_1", now: t0, jobs: map[string]jobs.Job{}}

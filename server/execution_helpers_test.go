@@ -75,6 +75,9 @@ type execEnv struct {
 	// approvals names the approval services (nil: none), set by the setup
 	// of newExecEnvWith.
 	approvals approval.Directory
+	// tune adjusts the engine's options before it opens (nil: none), set
+	// by the setup of newExecEnvWith.
+	tune func(o *clearance.Options)
 }
 
 // testSeed is a deterministic 32-byte Ed25519 seed.
@@ -148,8 +151,13 @@ func (x *execEnv) open(ring *grant.KeyRing) {
 	t := x.t
 	t.Helper()
 	st := openBackend(t, x.dbDir, x.clock)
-	eng, err := clearance.Open(st, clearance.Options{Now: x.clock, GrantKeys: ring, LedgerKey: testLedgerKey(t),
-		ShareSecret: testShareSecret, ApprovalServices: x.approvals, AllowPrivateDestinations: x.approvals != nil})
+	opts := clearance.Options{Now: x.clock, GrantKeys: ring, LedgerKey: testLedgerKey(t),
+		ShareSecret: testShareSecret, ApprovalServices: x.approvals, AllowPrivateDestinations: x.approvals != nil,
+		SecretsKey: testSecretsKey}
+	if x.tune != nil {
+		x.tune(&opts)
+	}
+	eng, err := clearance.Open(st, opts)
 	if err != nil {
 		t.Fatalf("open engine: %v", err)
 	}

@@ -19,6 +19,7 @@ var (
 	scopeShareRevoke   = []tenant.Scope{tenant.ScopeAuditWrite} // making and revoking public links
 	scopeExportWrite   = []tenant.Scope{tenant.ScopeAuditWrite}
 	scopeExportRead    = []tenant.Scope{tenant.ScopeAuditRead, tenant.ScopeAuditWrite}
+	scopeIntegration   = []tenant.Scope{tenant.ScopeIntegrationWrite}
 
 	agentKeys    = keyRoutes{kind: registry.KindAgent}
 	providerKeys = keyRoutes{kind: registry.KindProvider}
@@ -106,6 +107,14 @@ func (s *Server) routes() []route {
 		{pattern: "DELETE /v1/protocol/share-links", auth: authKey, scopes: scopeShareRevoke, handle: (*Server).revokeShareLinks},
 
 		// Validation packs (audit exports): built in the background.
+		// Outbound callbacks: the WEBHOOK integration (connect is the spec's;
+		// read, delete, the delivery log and redelivery are extensions).
+		{pattern: "POST /v1/orgs/{orgId}/integrations/WEBHOOK/connect", auth: authKey, scopes: scopeIntegration, handle: (*Server).connectWebhook},
+		{pattern: "GET /v1/orgs/{orgId}/integrations/WEBHOOK", auth: authKey, scopes: scopeIntegration, handle: (*Server).getWebhook},
+		{pattern: "DELETE /v1/orgs/{orgId}/integrations/WEBHOOK", auth: authKey, scopes: scopeIntegration, handle: (*Server).deleteWebhook},
+		{pattern: "GET /v1/orgs/{orgId}/integrations/WEBHOOK/deliveries", auth: authKey, scopes: scopeIntegration, handle: (*Server).webhookDeliveries},
+		{pattern: "POST /v1/orgs/{orgId}/integrations/WEBHOOK/deliveries/{deliveryId}/redeliver", auth: authKey, scopes: scopeIntegration, handle: (*Server).redeliverWebhook},
+
 		{pattern: "POST /v1/orgs/{orgId}/audit-exports", auth: authKey, scopes: scopeExportWrite, handle: (*Server).createExport},
 		{pattern: "GET /v1/orgs/{orgId}/audit-exports", auth: authKey, scopes: scopeExportRead, handle: (*Server).listExports},
 		{pattern: "GET /v1/orgs/{orgId}/audit-exports/{exportId}", auth: authKey, scopes: scopeExportRead, handle: (*Server).getExport},

@@ -28,6 +28,7 @@ import (
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/server"
 	"github.com/clearancehq/clearance/store"
+	"github.com/clearancehq/clearance/webhook"
 	"github.com/clearancehq/clearance/store/pebblestore"
 	"github.com/clearancehq/clearance/store/pgstore"
 )
@@ -92,6 +93,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&approvals.configFile, "approval-config", env("CLEARANCE_APPROVAL_CONFIG", ""), "JSON file naming per-org approval services {default, orgs: {org_id: {base_url, credential_file, issuer, disabled}}} (env CLEARANCE_APPROVAL_CONFIG)")
 	allowPrivate := fs.Bool("allow-private-destinations", false, "let outbound calls (approval services) reach loopback, private and link-local addresses: development and tests on one machine only")
 	escalationTTL := fs.Duration("escalation-ttl", 0, "how long a managed escalation waits for its approval before it expires; 0 means 15m")
+	var hooks webhookFlags
+	fs.Var(&hooks.retries, "webhook-retries", "comma-separated waits after each failed callback attempt, e.g. 10s,30s,2m; after the last the delivery is dead-lettered; empty means the documented schedule (10s,30s,2m,10m,30m,1h,3h,6h)")
+	fs.DurationVar(&hooks.lease, "webhook-lease", 0, "how long a server holds a callback delivery before another may take it over (after a crash); 0 means 1m")
+	fs.DurationVar(&hooks.poll, "webhook-poll", 0, "how often the callback worker looks for due deliveries when no event wakes it; 0 means 1s")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -112,7 +117,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		rateBurst: *rateBurst, maxBody: *maxBody, grantKeyFile: *grantKeyFile, ledgerKeyFile: *ledgerKeyFile, grantTTL: *grantTTL, claimLease: *claimLease,
 		shareSecretFile: *shareFile, exportSecretFile: *exportFile, secretsKeyFile: *secretsFile, keyReloadInterval: *keyReload, intentMaxAge: *intentMaxAge,
 		maxClockSkew: *maxClockSkew, maxJSONMembers: *maxJSONMembers, maxJSONElements: *maxJSONElements,
-		approvals: approvals, allowPrivate: *allowPrivate, escalationTTL: *escalationTTL}); err != nil {
+		approvals: approvals, allowPrivate: *allowPrivate, escalationTTL: *escalationTTL, webhooks: hooks}); err != nil {
 		log.Error("server stopped", "error", err.Error())
 		return 1
 	}
@@ -141,6 +146,7 @@ type serveConfig struct {
 	approvals         approvalFlags
 	allowPrivate      bool
 	escalationTTL     time.Duration
+	webhooks          webhookFlags
 }
 
 func runServer(ctx context.Context, log *slog.Logger, cfg serveConfig) error {
@@ -206,7 +212,8 @@ func runServer(ctx context.Context, log *slog.Logger, cfg serveConfig) error {
 	engine, err := clearance.Open(backend, clearance.Options{Logger: log, ShareSecret: shareSecret, GrantKeys: grantKeys.ring, LedgerKey: ledgerKey,
 		ProducerKey: producer, GrantTTL: cfg.grantTTL, ClaimLease: cfg.claimLease, ExportSecret: exportSecret, SecretsKey: secretsKey,
 		IntentMaxAge: cfg.intentMaxAge, MaxClockSkew: cfg.maxClockSkew, MaxJSONMembers: cfg.maxJSONMembers, MaxJSONElements: cfg.maxJSONElements,
-		ApprovalServices: approvalServices, AllowPrivateDestinations: cfg.allowPrivate, EscalationTTL: cfg.escalationTTL})
+		ApprovalServices: approvalServices, AllowPrivateDestinations: cfg.allowPrivate, EscalationTTL: cfg.escalationTTL,
+		Webhooks: webhook.WorkerOptions{Retries: cfg.webhooks.retries, Lease: cfg.webhooks.lease, Poll: cfg.webhooks.poll}})
 	if err != nil {
 		return err
 	}

@@ -103,6 +103,9 @@ var packages = map[string]rule{
 	// evaluation and its grant) and reaches approval services by approval.
 	"escalation": {layer: features, peers: []string{"decide", "approval"}},
 
+	// webhook delivers the outbox's events over internal/outbound.
+	"webhook": {layer: features},
+
 	// export anchors packs in checkpoints the audit feature signs.
 	"export": {layer: features, peers: []string{"audit"}},
 	// The reference approval service: a service of its own, shipped beside

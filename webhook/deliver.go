@@ -1,0 +1,394 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/clearancehq/clearance/artifact"
+	"github.com/clearancehq/clearance/internal/core"
+	"github.com/clearancehq/clearance/jobs"
+	"github.com/clearancehq/clearance/store"
+)
+
+// States of a delivery.
+const (
+	// StatePending: queued, not attempted yet (or queued again by a
+	// redelivery).
+	StatePending = "pending"
+	// StateRetrying: an attempt failed; the next is due at NextAttemptAt.
+	StateRetrying = "retrying"
+	// StateDelivered: the receiver answered 2xx.
+	StateDelivered = "delivered"
+	// StateDeadLettered: the last attempt of the schedule failed.
+	StateDeadLettered = "dead_lettered"
+	// StateDropped: the integration was deleted before the delivery.
+	StateDropped = "dropped"
+)
+
+// maxAttemptsKept bounds the attempts a delivery's log keeps (the latest).
+const maxAttemptsKept = 50
+
+const deliveryKind = "webhook.delivery"
+
+// Delivery is one event's delivery to a destination and its attempts:
+// the delivery log.
+type Delivery struct {
+	DeliveryID    string    `json:"delivery_id"`
+	EventID       string    `json:"event_id"`
+	Event         string    `json:"event"`
+	Destination   string    `json:"destination"`
+	State         string    `json:"state"`
+	OccurredAt    string    `json:"occurred_at"`
+	Attempts      []Attempt `json:"attempts"`
+	NextAttemptAt string    `json:"next_attempt_at,omitempty"`
+	Redeliveries  int       `json:"redeliveries"`
+	CreatedAt     string    `json:"created_at"`
+	UpdatedAt     string    `json:"updated_at"`
+}
+
+// Attempt is one try of a delivery.
+type Attempt struct {
+	Number     int    `json:"number"`
+	At         string `json:"at"`
+	StatusCode int    `json:"status_code,omitempty"`
+	Error      string `json:"error,omitempty"`
+	DurationMS int64  `json:"duration_ms"`
+}
+
+// dayRef indexes a delivery by its destination and the UTC day of its
+// event, so that the log is read a day at a time.
+func dayRef(t time.Time) string { return Provider + ":" + t.UTC().Format(time.DateOnly) }
+
+func putDelivery(ctx context.Context, tx store.Tx, d *Delivery, occurred time.Time) error {
+	b, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	return tx.PutArtifact(ctx, artifact.Record{OrgID: tx.OrgID(), Kind: deliveryKind, ID: d.DeliveryID, Ref: dayRef(occurred),
+		CreatedAt: occurred, Body: b})
+}
+
+func readDelivery(rec artifact.Record, err error) (Delivery, time.Time, error) {
+	if err != nil {
+		return Delivery{}, time.Time{}, err
+	}
+	var d Delivery
+	if err := json.Unmarshal(rec.Body, &d); err != nil {
+		return Delivery{}, time.Time{}, core.Unavailable("decode delivery", err)
+	}
+	return d, rec.CreatedAt, nil
+}
+
+// outcome is how one attempt ended.
+type outcome struct {
+	held    jobs.Job
+	attempt Attempt
+	ok      bool
+	dropped bool
+}
+
+// Deliver attempts the deliveries that are due, up to Concurrency at a
+// time, and records each attempt with its delivery's next state in one
+// transaction of the org. It returns how many attempts it made.
+func (s *Service) Deliver(ctx context.Context) (int, error) {
+	due, err := s.d.Store.DueJobs(ctx, deliveryJob, batch)
+	if err != nil {
+		return 0, core.Translate("list due deliveries", err)
+	}
+	if len(due) == 0 {
+		return 0, nil
+	}
+	owner, err := s.d.IDs.New()
+	if err != nil {
+		return 0, core.Unavailable("id generation", err)
+	}
+	var orgs []string
+	byOrg := map[string][]jobs.Job{}
+	for _, j := range due {
+		if _, ok := byOrg[j.OrgID]; !ok {
+			orgs = append(orgs, j.OrgID)
+		}
+		byOrg[j.OrgID] = append(byOrg[j.OrgID], j)
+	}
+	var held []jobs.Job
+	for _, org := range orgs {
+		var claimed []jobs.Job
+		err := s.d.Store.Update(ctx, org, func(tx store.Tx) error {
+			claimed = nil
+			for _, j := range byOrg[org] {
+				h, err := jobs.Claim(ctx, tx, deliveryJob, j.ID, owner, jobs.Policy{Lease: s.cfg.Worker.Lease})
+				if errors.Is(err, jobs.ErrNotDue) {
+					continue // another worker took it
+				}
+				if err != nil {
+					return err
+				}
+				claimed = append(claimed, h)
+			}
+			return nil
+		})
+		if err != nil {
+			return 0, core.Translate("claim deliveries", err)
+		}
+		held = append(held, claimed...)
+	}
+	results := make([]outcome, len(held))
+	sem := make(chan struct{}, s.cfg.Worker.Concurrency)
+	var wg sync.WaitGroup
+	for i, h := range held {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			results[i] = s.attempt(ctx, h)
+		}()
+	}
+	wg.Wait()
+	byOrgResult := map[string][]outcome{}
+	for _, r := range results {
+		byOrgResult[r.held.OrgID] = append(byOrgResult[r.held.OrgID], r)
+	}
+	for _, org := range orgs {
+		if err := s.record(ctx, org, byOrgResult[org]); err != nil {
+			return len(held), err
+		}
+	}
+	return len(held), nil
+}
+
+// attempt makes one try of a claimed delivery.
+func (s *Service) attempt(ctx context.Context, held jobs.Job) outcome {
+	start := s.d.Now()
+	out := outcome{held: held, attempt: Attempt{Number: held.Attempts, At: start.UTC().Format(core.TimeFormat)}}
+	fail := func(format string, args ...any) outcome {
+		out.attempt.Error = fmt.Sprintf(format, args...)
+		out.attempt.DurationMS = s.d.Now().Sub(start).Milliseconds()
+		return out
+	}
+	var p payload
+	if err := json.Unmarshal(held.Payload, &p); err != nil {
+		return fail("the delivery does not decode: %v", err)
+	}
+	r, found, err := s.read(ctx, held.OrgID)
+	if err != nil {
+		return fail("the integration cannot be read: %v", err)
+	}
+	if !found {
+		out.dropped = true
+		return fail("the WEBHOOK integration was deleted")
+	}
+	if s.d.Secrets == nil {
+		return fail("the server has no secrets key")
+	}
+	var secrets [][]byte
+	for _, sec := range r.active(start) {
+		b, err := s.d.Secrets.Open(sec.Sealed, secretContext(held.OrgID))
+		if err != nil {
+			return fail("a signing secret cannot be opened: %v", err)
+		}
+		secrets = append(secrets, b)
+	}
+	if len(secrets) == 0 {
+		return fail("the integration has no signing secret")
+	}
+	actx, cancel := context.WithTimeout(ctx, s.cfg.Worker.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(actx, http.MethodPost, r.Config.EndpointURL, bytes.NewReader(p.Body))
+	if err != nil {
+		return fail("the endpoint URL is not usable: %v", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(HeaderEvent, p.Event)
+	req.Header.Set(HeaderDeliveryID, held.ID)
+	req.Header.Set(HeaderSignature, Sign(p.Body, start, secrets...))
+	resp, err := s.cfg.Client.Do(req)
+	if err != nil {
+		return fail("%v", err)
+	}
+	out.attempt.StatusCode = resp.StatusCode
+	out.attempt.DurationMS = s.d.Now().Sub(start).Milliseconds()
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		out.ok = true
+		return out
+	}
+	out.attempt.Error = "the receiver answered " + strconv.Itoa(resp.StatusCode) + " " + http.StatusText(resp.StatusCode)
+	return out
+}
+
+// record writes the attempts of one org and moves each delivery on:
+// delivered, retrying after the schedule's next wait, or dead-lettered.
+func (s *Service) record(ctx context.Context, org string, results []outcome) error {
+	var delivered, failed, dead, dropped int64
+	err := s.d.Store.Update(ctx, org, func(tx store.Tx) error {
+		delivered, failed, dead, dropped = 0, 0, 0, 0
+		for _, r := range results {
+			d, occurred, err := readDelivery(tx.ArtifactInTx(ctx, deliveryKind, r.held.ID))
+			if err != nil {
+				return err
+			}
+			now := tx.Now().UTC()
+			switch {
+			case r.ok:
+				_, err = jobs.Finish(ctx, tx, r.held, nil)
+				d.State, d.NextAttemptAt = StateDelivered, ""
+				delivered++
+			case r.dropped:
+				_, err = jobs.Finish(ctx, tx, r.held, nil)
+				d.State, d.NextAttemptAt = StateDropped, ""
+				dropped++
+			case r.held.Attempts > len(s.cfg.Worker.Retries):
+				_, err = jobs.Fail(ctx, tx, r.held, r.attempt.Error)
+				d.State, d.NextAttemptAt = StateDeadLettered, ""
+				failed++
+				dead++
+			default:
+				wait := jitter(s.cfg.Worker.Retries[r.held.Attempts-1])
+				_, err = jobs.Release(ctx, tx, r.held, r.attempt.Error, wait)
+				d.State, d.NextAttemptAt = StateRetrying, now.Add(wait).Format(core.TimeFormat)
+				failed++
+			}
+			if errors.Is(err, jobs.ErrNotOwner) || errors.Is(err, jobs.ErrLeaseExpired) {
+				continue // another worker took the delivery over: its attempt counts
+			}
+			if err != nil {
+				return err
+			}
+			d.Attempts = append(d.Attempts, r.attempt)
+			if n := len(d.Attempts); n > maxAttemptsKept {
+				d.Attempts = d.Attempts[n-maxAttemptsKept:]
+			}
+			d.UpdatedAt = now.Format(core.TimeFormat)
+			if err := putDelivery(ctx, tx, &d, occurred); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return core.Translate("record delivery attempts", err)
+	}
+	s.stats.delivered.Add(delivered)
+	s.stats.failedAttempts.Add(failed)
+	s.stats.deadLettered.Add(dead)
+	s.stats.dropped.Add(dropped)
+	return nil
+}
+
+// jitter varies a wait by up to a fifth either way, so that receivers
+// that failed together are not retried together.
+func jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return d - d/5 + rand.N(2*d/5+1)
+}
+
+// Redeliver queues a delivered or dead-lettered delivery again, with the
+// same delivery id (a receiver that processed it already recognizes it)
+// and a new series of attempts on the schedule.
+func (s *Service) Redeliver(ctx context.Context, orgID, deliveryID string) (Delivery, error) {
+	if !core.ValidID(deliveryID) {
+		return Delivery{}, core.New(core.ErrNotFound, CodeDeliveryNotFound, "no delivery of the org has that id")
+	}
+	var out Delivery
+	err := s.d.Store.Update(ctx, orgID, func(tx store.Tx) error {
+		if _, found, err := readIntegrationTx(ctx, tx); err != nil {
+			return err
+		} else if !found {
+			return notConnected()
+		}
+		d, occurred, err := readDelivery(tx.ArtifactInTx(ctx, deliveryKind, deliveryID))
+		if core.IsNotFound(err) {
+			return core.New(core.ErrNotFound, CodeDeliveryNotFound, "no delivery of the org has that id")
+		}
+		if err != nil {
+			return err
+		}
+		if d.State != StateDelivered && d.State != StateDeadLettered && d.State != StateDropped {
+			return core.New(core.ErrConflict, CodeDeliveryInProgress, "the delivery is %s: its attempts are still under way", d.State)
+		}
+		if _, err := jobs.Requeue(ctx, tx, deliveryJob, deliveryID); err != nil {
+			return err
+		}
+		d.State, d.NextAttemptAt, d.Redeliveries = StatePending, "", d.Redeliveries+1
+		d.UpdatedAt = tx.Now().UTC().Format(core.TimeFormat)
+		out = d
+		return putDelivery(ctx, tx, &d, occurred)
+	})
+	if err != nil {
+		return Delivery{}, core.Translate("redeliver", err)
+	}
+	s.Wake()
+	return out, nil
+}
+
+// DeliveryFilter selects the delivery log's records.
+type DeliveryFilter struct {
+	// Day is the UTC day of the events (YYYY-MM-DD); "" means today.
+	Day string
+	// State, when set, keeps the deliveries in that state.
+	State string
+	// Limit bounds the answer (1 to MaxDeliveries; 0 means 100).
+	Limit int
+}
+
+// MaxDeliveries bounds one page of the delivery log.
+const MaxDeliveries = 500
+
+// CodeInvalidDeliveryFilter: a delivery log query the route refuses.
+const CodeInvalidDeliveryFilter = "INVALID_DELIVERY_FILTER"
+
+// Deliveries returns the delivery log of the org's WEBHOOK integration for
+// one day of events, oldest event first.
+func (s *Service) Deliveries(ctx context.Context, orgID string, f DeliveryFilter) ([]Delivery, error) {
+	day := s.d.Now().UTC()
+	if f.Day != "" {
+		t, err := time.Parse(time.DateOnly, f.Day)
+		if err != nil {
+			return nil, core.Invalid(CodeInvalidDeliveryFilter, "day", "day must be a date YYYY-MM-DD")
+		}
+		day = t
+	}
+	switch f.State {
+	case "", StatePending, StateRetrying, StateDelivered, StateDeadLettered, StateDropped:
+	default:
+		return nil, core.Invalid(CodeInvalidDeliveryFilter, "state", "state must be one of pending, retrying, delivered, dead_lettered, dropped")
+	}
+	if f.Limit < 0 || f.Limit > MaxDeliveries {
+		return nil, core.Invalid(CodeInvalidDeliveryFilter, "limit", "limit must be 1 to %d", MaxDeliveries)
+	}
+	if f.Limit == 0 {
+		f.Limit = 100
+	}
+	if _, found, err := s.read(ctx, orgID); err != nil {
+		return nil, err
+	} else if !found {
+		return nil, notConnected()
+	}
+	recs, err := s.d.Store.ArtifactsByRef(ctx, orgID, deliveryKind, dayRef(day), 0)
+	if err != nil {
+		return nil, core.Translate("read deliveries", err)
+	}
+	out := []Delivery{}
+	for _, rec := range recs {
+		d, _, err := readDelivery(rec, nil)
+		if err != nil {
+			return nil, err
+		}
+		if f.State == "" || d.State == f.State {
+			out = append(out, d)
+			if len(out) == f.Limit {
+				break
+			}
+		}
+	}
+	return out, nil
+}
