@@ -74,4 +74,3 @@ func (s *Service) emitted() {
 		s.cfg.Events()
 	}
 }
-

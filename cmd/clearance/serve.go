@@ -28,9 +28,9 @@ import (
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/server"
 	"github.com/clearancehq/clearance/store"
-	"github.com/clearancehq/clearance/webhook"
 	"github.com/clearancehq/clearance/store/pebblestore"
 	"github.com/clearancehq/clearance/store/pgstore"
+	"github.com/clearancehq/clearance/webhook"
 )
 
 func versionString() string { return "clearance " + clearance.Version }
