@@ -294,6 +294,7 @@ func TestBadInputOnEveryRoute(t *testing.T) {
 	newAgent, newProvider := mustKey(t, 62), mustKey(t, 63)
 	ev := s.evidenceTargets(dec, decB) // decides and claims: before the ledgers are sealed
 	exp := s.exportTargets()           // builds validation packs: before the ledgers are sealed
+	hooks := s.webhookTargets()        // decides: before the ledgers are sealed
 	// Seal both ledgers now, so that the proof routes have a checkpoint and
 	// the seal route's accepted request finds nothing new to seal.
 	treeSize := x.req(t, "POST", pathSeal, s.a.Key, `{}`, nil).want(t, http.StatusOK).num("tree_size")
@@ -307,6 +308,9 @@ func TestBadInputOnEveryRoute(t *testing.T) {
 		esc: esc, escCancel: escCancel,
 	})
 	for pattern, spec := range s.exportSpecs(exp) {
+		specs[pattern] = spec
+	}
+	for pattern, spec := range s.webhookSpecs(hooks) {
 		specs[pattern] = spec
 	}
 

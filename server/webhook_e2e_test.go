@@ -315,8 +315,8 @@ func TestWebhookDeadLetterAndRedelivery(t *testing.T) {
 	id := log[0].DeliveryID
 	// Redelivery: the same id, a new series of attempts.
 	rv.setScript(200)
-	x.req(t, "POST", hooksPath(x.o.ID)+"/deliveries/"+id+"/redeliver", x.o.Key, nil, nil).want(t, http.StatusAccepted)
-	x.req(t, "POST", hooksPath(x.o.ID)+"/deliveries/"+id+"/redeliver", x.o.Key, nil, nil).wantProblem(t, http.StatusConflict, "DELIVERY_IN_PROGRESS")
+	x.req(t, "POST", hooksPath(x.o.ID)+"/deliveries/"+id+"/redeliver", x.o.Key, `{}`, nil).want(t, http.StatusAccepted)
+	x.req(t, "POST", hooksPath(x.o.ID)+"/deliveries/"+id+"/redeliver", x.o.Key, `{}`, nil).wantProblem(t, http.StatusConflict, "DELIVERY_IN_PROGRESS")
 	work(t, x)
 	got := rv.deliveries()
 	if last := got[len(got)-1]; last.id != id || rv.processed[id] != 1 {
@@ -393,7 +393,7 @@ func TestWebhookTenantIsolation(t *testing.T) {
 	x.req(t, "DELETE", hooksPath(x.o.ID), b.Key, nil, nil).wantProblem(t, http.StatusForbidden, "ORG_MISMATCH")
 	x.req(t, "GET", hooksPath(b.ID), b.Key, nil, nil).wantProblem(t, http.StatusNotFound, "INTEGRATION_NOT_FOUND")
 	x.req(t, "POST", hooksPath(b.ID)+"/connect", b.Key, connectBody(rv.srv.URL, hookSecret, ""), nil).want(t, http.StatusCreated)
-	x.req(t, "POST", hooksPath(b.ID)+"/deliveries/"+id+"/redeliver", b.Key, nil, nil).wantProblem(t, http.StatusNotFound, "DELIVERY_NOT_FOUND")
+	x.req(t, "POST", hooksPath(b.ID)+"/deliveries/"+id+"/redeliver", b.Key, `{}`, nil).wantProblem(t, http.StatusNotFound, "DELIVERY_NOT_FOUND")
 	// Org b's decisions go to org b's integration only.
 	before := len(rv.deliveries())
 	x.req(t, "POST", pathEvaluate, b.Key, `{"amount":5}`, nil).want(t, http.StatusOK)

@@ -80,8 +80,13 @@ func (s *Server) webhookDeliveries(c *call) error {
 	return c.writeJSON(http.StatusOK, map[string]any{"deliveries": list})
 }
 
-// redeliverWebhook queues a delivered or dead-lettered delivery again.
+// redeliverWebhook queues a delivered or dead-lettered delivery again. Its
+// body is an empty JSON object, reserved for options.
 func (s *Server) redeliverWebhook(c *call) error {
+	var none struct{}
+	if err := c.decode(&none); err != nil {
+		return err
+	}
 	org, err := c.orgFor(c.r.PathValue("orgId"))
 	if err != nil {
 		return err

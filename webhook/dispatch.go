@@ -141,11 +141,15 @@ type eventFacts struct {
 	DecisionType string `json:"decision_type"`
 }
 
-// wants reports whether the integration receives ev: an enabled
-// subscription to its event whose filter matches, within the workflow the
-// integration's config names.
+// wants reports whether the integration receives ev, as the integration
+// stands when the event is dispatched (normally moments after its
+// commit): an event made after it was connected, with an enabled
+// subscription to its event whose filter matches, within the workflow its
+// config names.
 func (r *stored) wants(ev outbox.Event) bool {
-	if ev.Name != EventDecisionResolved {
+	// An event of a decision made before the integration was connected is
+	// not its to receive.
+	if ev.Name != EventDecisionResolved || ev.OccurredAt.Before(r.CreatedAt) {
 		return false
 	}
 	var f eventFacts
