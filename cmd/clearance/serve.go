@@ -91,7 +91,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&approvals.credentialFile, "approval-credential-file", env("CLEARANCE_APPROVAL_CREDENTIAL_FILE", ""), "file (0600) holding the credential presented to --approval-url (env CLEARANCE_APPROVAL_CREDENTIAL_FILE)")
 	fs.StringVar(&approvals.issuer, "approval-issuer", env("CLEARANCE_APPROVAL_ISSUER", ""), "the iss of --approval-url's receipts; empty means the URL itself (env CLEARANCE_APPROVAL_ISSUER)")
 	fs.StringVar(&approvals.configFile, "approval-config", env("CLEARANCE_APPROVAL_CONFIG", ""), "JSON file naming per-org approval services {default, orgs: {org_id: {base_url, credential_file, issuer, disabled}}} (env CLEARANCE_APPROVAL_CONFIG)")
-	allowPrivate := fs.Bool("allow-private-destinations", false, "let outbound calls (approval services) reach loopback, private and link-local addresses: development and tests on one machine only")
+	allowPrivate := fs.Bool("allow-private-destinations", false, "let outbound calls (approval services, decision callbacks) reach loopback, private and link-local addresses: development and tests on one machine only")
 	escalationTTL := fs.Duration("escalation-ttl", 0, "how long a managed escalation waits for its approval before it expires; 0 means 15m")
 	var hooks webhookFlags
 	fs.Var(&hooks.retries, "webhook-retries", "comma-separated waits after each failed callback attempt, e.g. 10s,30s,2m; after the last the delivery is dead-lettered; empty means the documented schedule (10s,30s,2m,10m,30m,1h,3h,6h)")
