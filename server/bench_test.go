@@ -2,13 +2,17 @@ package server_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"path/filepath"
 	"runtime"
 	"sync/atomic"
 	"testing"
 
+	"github.com/clearancehq/clearance"
 	"github.com/clearancehq/clearance/server"
 )
 
@@ -34,6 +38,56 @@ func BenchmarkHTTPEvaluateDecision(b *testing.B) {
 	postDecisions(b, client, url, body, func() string { return o.Key })
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
+}
+
+// BenchmarkHTTPEvaluateDecisionCallback is BenchmarkHTTPEvaluateDecision
+// with the engine's workers running, without a callback destination and
+// with a WEBHOOK integration on a loopback receiver: delivery is off the
+// request path, so the two must decide at the same rate.
+func BenchmarkHTTPEvaluateDecisionCallback(b *testing.B) {
+	for _, connected := range []bool{false, true} {
+		b.Run(map[bool]string{false: "none", true: "webhook"}[connected], func(b *testing.B) {
+			e := &env{t: b, dbDir: filepath.Join(b.TempDir(), "db"), opts: server.Options{RateLimit: -1},
+				engineOpts: clearance.Options{SecretsKey: testSecretsKey, AllowPrivateDestinations: true}}
+			e.start()
+			secret, err := e.engine.Admin.NewPlatformSecret()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := e.engine.Admin.EnsurePlatformKey(context.Background(), secret); err != nil {
+				b.Fatal(err)
+			}
+			e.platform = secret
+			b.Cleanup(e.stop)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { e.engine.Run(ctx); close(done) }()
+			b.Cleanup(func() { cancel(); <-done })
+			o := e.createOrg("Bench")
+			var received atomic.Int64
+			if connected {
+				rv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					_, _ = io.Copy(io.Discard, r.Body)
+					received.Add(1)
+					w.WriteHeader(http.StatusNoContent)
+				}))
+				b.Cleanup(rv.Close)
+				e.do("POST", "/v1/orgs/"+o.ID+"/integrations/WEBHOOK/connect", o.Key,
+					connectBody(rv.URL, hookSecret, ""), nil).want(b, http.StatusCreated)
+			}
+			const clients = 32
+			client := &http.Client{Transport: &http.Transport{MaxIdleConns: 2 * clients, MaxIdleConnsPerHost: 2 * clients}}
+			b.Cleanup(client.CloseIdleConnections)
+			body := []byte(`{"decision_type":"PAYMENT","workflow_key":"ap.invoice","amount":2500}`)
+			b.ReportAllocs()
+			b.SetParallelism((clients + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+			b.ResetTimer()
+			postDecisions(b, client, e.srv.URL+pathEvaluate, body, func() string { return o.Key })
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
+			b.ReportMetric(float64(received.Load())/float64(b.N), "callbacks/decision")
+		})
+	}
 }
 
 // BenchmarkHTTPEvaluateOrgs is BenchmarkHTTPEvaluateDecision with every

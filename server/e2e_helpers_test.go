@@ -45,6 +45,8 @@ type env struct {
 	srv      *httptest.Server
 	client   *http.Client
 	platform string // the platform key's secret
+	// engineOpts are the engine's options (zero: the defaults).
+	engineOpts clearance.Options
 }
 
 // newEnv starts a server with opts over a fresh store.
@@ -68,7 +70,7 @@ func newEnv(t testing.TB, opts server.Options) *env {
 func (e *env) start() {
 	e.t.Helper()
 	st := openBackend(e.t, e.dbDir, nil)
-	eng, err := clearance.Open(st, clearance.Options{})
+	eng, err := clearance.Open(st, e.engineOpts)
 	if err != nil {
 		e.t.Fatalf("open engine: %v", err)
 	}
