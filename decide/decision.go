@@ -35,6 +35,9 @@ type Config struct {
 	// Approvals verifies approval evidence and opens managed escalations;
 	// nil: none is configured (evidence is refused, MANAGED answers 503).
 	Approvals Approvals
+	// Signals reads the org's inbound signals for policies that read them;
+	// nil: policies see none.
+	Signals Signals
 }
 
 // Service makes decisions. Create it with New.

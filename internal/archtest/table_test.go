@@ -101,6 +101,10 @@ var packages = map[string]rule{
 	// evaluation and its grant) and reaches approval services by approval.
 	"escalation": {layer: features, peers: []string{"decide", "approval"}},
 
+	// signals stores inbound signals; decide and execution read them
+	// through an interface of their own (decide.Signals).
+	"signals": {layer: features},
+
 	// export anchors packs in checkpoints the audit feature signs.
 	"export": {layer: features, peers: []string{"audit"}},
 	// The reference approval service: a service of its own, shipped beside
