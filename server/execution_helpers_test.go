@@ -75,6 +75,9 @@ type execEnv struct {
 	// approvals names the approval services (nil: none), set by the setup
 	// of newExecEnvWith.
 	approvals approval.Directory
+	// secretsKey seals the secrets the engine keeps (nil: none), set by
+	// the setup of newExecEnvWith.
+	secretsKey []byte
 }
 
 // testSeed is a deterministic 32-byte Ed25519 seed.
@@ -149,7 +152,8 @@ func (x *execEnv) open(ring *grant.KeyRing) {
 	t.Helper()
 	st := openBackend(t, x.dbDir, x.clock)
 	eng, err := clearance.Open(st, clearance.Options{Now: x.clock, GrantKeys: ring, LedgerKey: testLedgerKey(t),
-		ShareSecret: testShareSecret, ApprovalServices: x.approvals, AllowPrivateDestinations: x.approvals != nil})
+		ShareSecret: testShareSecret, ApprovalServices: x.approvals, AllowPrivateDestinations: x.approvals != nil,
+		SecretsKey: x.secretsKey})
 	if err != nil {
 		t.Fatalf("open engine: %v", err)
 	}

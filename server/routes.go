@@ -19,6 +19,7 @@ var (
 	scopeShareRevoke   = []tenant.Scope{tenant.ScopeAuditWrite} // making and revoking public links
 	scopeExportWrite   = []tenant.Scope{tenant.ScopeAuditWrite}
 	scopeExportRead    = []tenant.Scope{tenant.ScopeAuditRead, tenant.ScopeAuditWrite}
+	scopeIntegration   = []tenant.Scope{tenant.ScopeIntegrationWrite}
 
 	agentKeys    = keyRoutes{kind: registry.KindAgent}
 	providerKeys = keyRoutes{kind: registry.KindProvider}
@@ -104,6 +105,13 @@ func (s *Server) routes() []route {
 		{pattern: "GET /v1/public/decision-dossiers/{dossierId}/verify", auth: authPublic, handle: (*Server).verifySharedDossier},
 		{pattern: "POST /v1/protocol/dossiers/{dossierId}/share-links", auth: authKey, scopes: scopeShareRevoke, handle: (*Server).createShareLink},
 		{pattern: "DELETE /v1/protocol/share-links", auth: authKey, scopes: scopeShareRevoke, handle: (*Server).revokeShareLinks},
+
+		// Inbound signals: the org's connectors, and the ingress they post
+		// to, authenticated by the connector's secret (no API key).
+		{pattern: "POST /v1/signals/connectors", auth: authKey, scopes: scopeIntegration, handle: (*Server).createSignalConnector},
+		{pattern: "GET /v1/signals/connectors", auth: authKey, scopes: scopeIntegration, handle: (*Server).listSignalConnectors},
+		{pattern: "DELETE /v1/signals/connectors/{connectorId}", auth: authKey, scopes: scopeIntegration, handle: (*Server).revokeSignalConnector},
+		{pattern: "POST /v1/signals/webhooks/{connectorId}", auth: authPublic, throttle: (*Server).throttleSignals, handle: (*Server).ingestSignals},
 
 		// Validation packs (audit exports): built in the background.
 		{pattern: "POST /v1/orgs/{orgId}/audit-exports", auth: authKey, scopes: scopeExportWrite, handle: (*Server).createExport},
