@@ -40,7 +40,7 @@ func event(typ string, at time.Time, level int) []byte {
 
 // Concurrent deliveries of one type in any order: every one is stored and
 // the latest is the newest by event timestamp.
-func TestConcurrentDeliveriesKeepTheNewest(t *testing.T) {
+func TestSignalConcurrentDeliveriesKeepTheNewest(t *testing.T) {
 	engine, org, now := newEngine(t)
 	ctx := context.Background()
 	c, err := engine.Signals.CreateConnector(ctx, org, signals.NewConnector{Name: "feed"})
@@ -77,7 +77,7 @@ func TestConcurrentDeliveriesKeepTheNewest(t *testing.T) {
 }
 
 // Replays of one webhook-id racing each other: exactly one is accepted.
-func TestConcurrentReplaysAcceptOnce(t *testing.T) {
+func TestSignalConcurrentReplaysAcceptOnce(t *testing.T) {
 	engine, org, now := newEngine(t)
 	ctx := context.Background()
 	c, err := engine.Signals.CreateConnector(ctx, org, signals.NewConnector{Name: "feed"})
@@ -115,7 +115,7 @@ func TestConcurrentReplaysAcceptOnce(t *testing.T) {
 
 // The org's signal types are bounded, and a delivery that would pass the
 // bound stores nothing.
-func TestTypesBounded(t *testing.T) {
+func TestSignalTypesBounded(t *testing.T) {
 	engine, org, now := newEngine(t)
 	ctx := context.Background()
 	c, err := engine.Signals.CreateConnector(ctx, org, signals.NewConnector{Name: "feed"})
