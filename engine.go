@@ -27,6 +27,7 @@ import (
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/policies"
 	"github.com/clearancehq/clearance/sharelink"
+	"github.com/clearancehq/clearance/signals"
 	"github.com/clearancehq/clearance/store"
 	"github.com/clearancehq/clearance/webhook"
 )
@@ -205,6 +206,9 @@ type Engine struct {
 	// Webhooks connects WEBHOOK integrations and delivers the org's events
 	// to them.
 	Webhooks *webhook.Service
+	// Signals runs inbound signal connectors and stores what they deliver,
+	// which policies read when they decide and claims read again.
+	Signals *signals.Service
 }
 
 // Open returns an Engine over backend. The Engine does not own the backend:
@@ -245,13 +249,15 @@ func Open(backend store.Backend, opts Options) (*Engine, error) {
 	if opts.ApprovalServices != nil {
 		approvals, claimApprovals = e.Escalations, e.Escalations
 	}
+	e.Signals = signals.New(deps)
 	e.Decide = decide.New(deps, decide.Config{Policies: e.Policies, StillActive: policies.StillActive,
-		GrantTTL: opts.GrantTTL, IntentMaxAge: opts.IntentMaxAge, Approvals: approvals, Events: e.Webhooks.Wake})
+		GrantTTL: opts.GrantTTL, IntentMaxAge: opts.IntentMaxAge, Approvals: approvals, Events: e.Webhooks.Wake,
+		Signals: e.Signals})
 	e.Escalations.UseDecide(e.Decide)
 	e.Evidence = evidence.New(deps, evidence.Config{Audit: e.Audit, ProducerKey: opts.ProducerKey, Escalation: e.Escalations.Capsule})
 	e.ShareLinks = sharelink.New(deps, sharelink.Config{Secret: opts.ShareSecret})
 	e.Execution = execution.New(deps, execution.Config{Policies: e.Policies, StillActive: policies.StillActive,
-		ClaimLease: opts.ClaimLease, Approvals: claimApprovals})
+		ClaimLease: opts.ClaimLease, Approvals: claimApprovals, Signals: e.Signals})
 	e.Exports = export.New(deps, export.Config{Ledger: e.Audit, Secret: opts.ExportSecret})
 	return e, nil
 }

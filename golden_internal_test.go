@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/clearancehq/clearance/claim"
+	"github.com/clearancehq/clearance/dossier"
 	"github.com/clearancehq/clearance/internal/canon"
 	"github.com/clearancehq/clearance/internal/golden"
 	"github.com/clearancehq/clearance/ledger"
@@ -69,6 +70,14 @@ var goldenRecords = []struct {
 	value func(t *testing.T) any
 }{
 	{"dossier", []string{ledger.KindDecision}, func(*testing.T) any { return goldenDossier() }},
+	// A dossier with the signals its policy read (omitted when none, so
+	// the one above keeps its bytes).
+	{"dossier_signals", []string{ledger.KindDecision}, func(*testing.T) any {
+		d := goldenDossier()
+		d.Signals = []dossier.Signal{{Type: "fraud.alert", EventID: "0190f4b2-0000-7000-8000-0000000000f2",
+			Timestamp: "2026-03-01T11:59:00Z", ReceivedAt: goldenAt.Format(timeFormat), DataDigest: goldenDigest('9')}}
+		return d
+	}},
 	{"grant_issued", []string{ledger.KindGrantIssued}, func(*testing.T) any {
 		return grantRecordOf(claim.Grant{OrgID: goldenOrg, GrantID: goldenGrant, DecisionID: goldenDec, DossierID: goldenDos,
 			DossierDigest: goldenDigest('3'), IntentID: "intent-1", IntentHash: goldenDigest('4'), PayloadDigest: goldenDigest('5'),
@@ -127,6 +136,9 @@ var goldenElsewhere = []struct{ kind, pkg, name string }{
 	// Every escalation.* kind is a transition record.
 	{ledger.KindEscalationOpened, "escalation", "escalation_transition"},
 	{ledger.KindApprovalUsed, "escalation", "approval_used"},
+	{ledger.KindSignalConnectorCreated, "signals", "signal_connector"},
+	{ledger.KindSignalConnectorRevoked, "signals", "signal_connector"},
+	{ledger.KindSignalsReceived, "signals", "signals_received"},
 }
 
 // TestGoldenLedgerPayloads pins the RFC 8785 bytes of every record whose

@@ -189,7 +189,12 @@ func (s *Service) resolveAndEvaluate(ctx context.Context, b *binding) error {
 	if b.ids, err = s.newIDs(4); err != nil { // dossier, decision, evaluation, grant
 		return err
 	}
+	used, err := s.signalsFor(ctx, dr)
+	if err != nil {
+		return err
+	}
 	b.d, b.pd = dr.evaluate(b.ids)
+	b.d.Signals = used
 	if b.approval != nil {
 		b.d.Approval = b.approval.Dossier()
 	}

@@ -38,6 +38,9 @@ type Config struct {
 	// Events is called after a decision whose event (decision.resolved)
 	// was committed, to wake the dispatcher; nil: nobody is waiting.
 	Events func()
+	// Signals reads the org's inbound signals for policies that read them;
+	// nil: policies see none.
+	Signals Signals
 }
 
 // Service makes decisions. Create it with New.

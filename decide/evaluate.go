@@ -106,7 +106,12 @@ func (s *Service) Evaluate(ctx context.Context, req EvaluateRequest) (Decision, 
 	var out Decision
 	var replayed bool
 	for tries := 1; ; tries++ {
+		used, sigErr := s.signalsFor(ctx, &dr)
+		if sigErr != nil {
+			return Decision{}, sigErr
+		}
 		d, _ := dr.evaluate(ids)
+		d.Signals = used
 		replayed, err = record(ctx, s, &dr, &d, &out, func(tx store.Tx, digest string) (Decision, error) {
 			dec := decisionOf(&d, digest)
 			if dr.route != RouteEvaluateDecision {

@@ -56,6 +56,9 @@ type Body struct {
 	EscalationID string `json:"escalation_id,omitempty"`
 	// Approval is the verified approval the decision was evaluated with.
 	Approval *Approval `json:"approval,omitempty"`
+	// Signals are the inbound signals the policy saw (the org's latest of
+	// each type), sorted by type; absent when the policy reads none.
+	Signals []Signal `json:"signals,omitempty"`
 	// intentCanonical is set by SetCanonicalIntent.
 	intentCanonical bool
 }
@@ -80,6 +83,17 @@ type Approval struct {
 	Approver  string `json:"approver"`
 	Presence  string `json:"presence"`   // how the approver's presence was proven
 	DecidedAt string `json:"decided_at"` // the receipt's iat
+}
+
+// Signal records one inbound signal a decision was evaluated with: what
+// identifies the stored event, and the digest of its data's canonical JSON
+// (the data itself stays with the signal, under the org's retention).
+type Signal struct {
+	Type       string `json:"type"`
+	EventID    string `json:"event_id"`
+	Timestamp  string `json:"timestamp"`
+	ReceivedAt string `json:"received_at"`
+	DataDigest string `json:"data_digest"`
 }
 
 // Actor records who asked: the credential, and the acting party the

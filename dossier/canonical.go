@@ -36,6 +36,9 @@ func (b *Body) canonical() (out []byte, ok bool, err error) {
 	for _, v := range b.MatchedRules {
 		size += len(v) + 3
 	}
+	for _, v := range b.Signals {
+		size += 224 + len(v.Type)
+	}
 	w := jcsWriter{buf: make([]byte, 0, size), ok: true}
 	w.raw(`{`)
 	if b.ActivePolicyVersion != "" { // "active_…" sorts before "actor"
@@ -95,6 +98,22 @@ func (b *Body) canonical() (out []byte, ok bool, err error) {
 	w.opt("request_id", b.RequestID)
 	w.opt("requested_mode", string(b.RequestedMode))
 	w.member("route", b.Route)
+	if len(b.Signals) > 0 { // "signals" sorts after "route"
+		w.raw(`,"signals":[`)
+		for i, sg := range b.Signals {
+			if i > 0 {
+				w.raw(`,`)
+			}
+			w.raw(`{"data_digest":`)
+			w.str(sg.DataDigest)
+			w.member("event_id", sg.EventID)
+			w.member("received_at", sg.ReceivedAt)
+			w.member("timestamp", sg.Timestamp)
+			w.member("type", sg.Type)
+			w.raw(`}`)
+		}
+		w.raw(`]`)
+	}
 	w.raw(`}`)
 	return w.buf, w.ok, nil
 }

@@ -23,7 +23,10 @@ func fullBody() Body {
 		IdempotencyKey: "idem-1", CorrelationID: "corr-1", RequestID: "req-1", CreatedAt: "2026-03-01T12:00:00.123456789Z",
 		LedgerSeq: 42, GrantID: "g", ChainID: "c", ParentDecisionID: "p", PolicyPin: "2", ActivePolicyVersion: "3",
 		EscalationID: "e", Approval: &Approval{Issuer: "https://approvals.example", RequestID: "r", ReceiptID: "j",
-			Receipt: "eyJ.eyJ.sig", Approver: "ana@example.com", Presence: "webauthn-uv", DecidedAt: "2026-03-01T12:00:00Z"}}
+			Receipt: "eyJ.eyJ.sig", Approver: "ana@example.com", Presence: "webauthn-uv", DecidedAt: "2026-03-01T12:00:00Z"},
+		Signals: []Signal{{Type: "fraud.alert", EventID: "0190f4b2-0000-7000-8000-0000000000s1", Timestamp: "2026-03-01T11:59:00Z",
+			ReceivedAt: "2026-03-01T11:59:01.5Z", DataDigest: "sha256:33"}, {Type: "maintenance", EventID: "s2",
+			Timestamp: "2026-03-01T11:00:00Z", ReceivedAt: "2026-03-01T11:00:00Z", DataDigest: "sha256:44"}}}
 }
 
 // The direct writer answers what canon.Marshal answers, byte for byte: the

@@ -151,10 +151,13 @@ func (s *Service) recheckApproval(ctx context.Context, g claim.Grant) (*policy.A
 
 // checkCurrentPolicy re-evaluates g's bound intent, with the approval it
 // was issued on (if any) as evidence, under the org's version active now,
-// whatever the intent pins, and returns that version; any answer but ALLOW
-// in ENFORCEMENT is a stale authorization.
+// whatever the intent pins, and with the org's signals as they are now
+// when that version reads them, and returns that version; any answer but
+// ALLOW in ENFORCEMENT is a stale authorization, and signals that cannot
+// be read refuse the claim (503) rather than being taken as none.
 func (s *Service) checkCurrentPolicy(ctx context.Context, g claim.Grant, intent decide.ExecutionIntent, approval *policy.Approval) (string, error) {
-	in, err := decide.IntentInput(intent, "", s.d.Now())
+	now := s.d.Now()
+	in, err := decide.IntentInput(intent, "", now)
 	if err != nil {
 		return "", core.New(core.ErrConflict, core.CodeStaleAuthorization, "the bound intent cannot be re-evaluated")
 	}
@@ -168,6 +171,11 @@ func (s *Service) checkCurrentPolicy(ctx context.Context, g claim.Grant, intent 
 		return "", &core.Error{Kind: core.ErrConflict, Code: core.CodeStaleAuthorization, Detail: "the current policy cannot be resolved", Err: err}
 	}
 	c := res.Policy
+	if c.UsesSignals() && s.cfg.Signals != nil {
+		if in.Signals, _, err = s.cfg.Signals.Current(ctx, g.OrgID, now); err != nil {
+			return "", err
+		}
+	}
 	pd := c.Evaluate(&in)
 	if pd.Err != nil || pd.Outcome != policy.OutcomeAllow || res.Mode("") != policy.ModeEnforcement {
 		return "", core.New(core.ErrConflict, core.CodeStaleAuthorization,

@@ -24,6 +24,9 @@ type Config struct {
 	// Approvals resolves again, at claim time, the approval a grant was
 	// issued on; nil: no approval service (such grants are not claimable).
 	Approvals Approvals
+	// Signals reads the org's current inbound signals, with which a claim
+	// re-evaluates a policy that reads them; nil: policies see none.
+	Signals decide.Signals
 }
 
 // Approvals re-resolves approvals for claims (the escalation feature

@@ -62,6 +62,14 @@ const (
 	KindEscalationOpened = "escalation.opened"
 	// KindApprovalUsed: an approval receipt became evidence for one intent.
 	KindApprovalUsed = "approval.used"
+
+	// KindSignalConnectorCreated and KindSignalConnectorRevoked: an inbound
+	// signal connector was made or revoked (subject: the connector id).
+	KindSignalConnectorCreated = "signal_connector.created"
+	KindSignalConnectorRevoked = "signal_connector.revoked"
+	// KindSignalsReceived: a delivery of inbound signals was stored
+	// (subject: the delivery id).
+	KindSignalsReceived = "signals.received"
 )
 
 // Head is the newest entry of an org's ledger; the zero Head is an empty ledger.

@@ -81,6 +81,8 @@ type Compiled struct {
 	byWorkflowKey  map[string][]int32
 	bySurface      map[string][]int32
 	unindexed      []int32
+
+	usesSignals bool
 }
 
 // Load strictly decodes raw (unknown members, duplicate members, invalid
@@ -147,6 +149,9 @@ func Compile(b Bundle) (*Compiled, error) {
 		ReasonCodes: headerCodes(b.Default.Outcome, ReasonNoRuleMatched, dedupe(b.Default.ReasonCodes)),
 	}
 	c.buildIndex()
+	for i := range c.rules {
+		c.usesSignals = c.usesSignals || c.rules[i].usesSignals
+	}
 	return c, nil
 }
 
@@ -175,15 +180,16 @@ func compileRule(i int, r Rule, ids map[string]struct{}, v *validator) rule {
 		cp, ok := compilePredicate(p, func(f, msg string) { v.add(r.ID, path+"."+f, msg) })
 		if ok {
 			out.preds = append(out.preds, cp)
+			out.usesSignals = out.usesSignals || cp.field.isSignal()
 		}
 	}
 	if r.When != "" {
 		if len(r.When) > MaxWhenLen {
 			v.add(r.ID, at("when"), fmt.Sprintf("when is longer than %d bytes", MaxWhenLen))
-		} else if prg, msg := compileWhen(r.When); msg != "" {
+		} else if prg, signals, msg := compileWhen(r.When); msg != "" {
 			v.add(r.ID, at("when"), msg)
 		} else {
-			out.when = prg
+			out.when, out.usesSignals = prg, out.usesSignals || signals
 		}
 	}
 	own := dedupe(r.ReasonCodes)
@@ -275,6 +281,12 @@ func (c *Compiled) Mode() Mode { return c.bundle.Mode }
 
 // Snapshot identifies this bundle for decision records.
 func (c *Compiled) Snapshot() Snapshot { return c.snapshot }
+
+// UsesSignals reports whether any rule reads inbound signals (a signals.*
+// predicate, or a when that names signals). Only then does a caller need
+// to fill Input.Signals: for any other bundle they cannot change a
+// decision.
+func (c *Compiled) UsesSignals() bool { return c.usesSignals }
 
 // validator collects problems in document order.
 type validator struct {
@@ -411,6 +423,7 @@ type rule struct {
 	surfaces      strSet
 	preds         []pred
 	when          cel.Program // nil without a when
+	usesSignals   bool        // a predicate or the when reads signals
 	own           []string    // the rule's reason codes, deduplicated
 	decision      Decision    // the decision when this rule alone wins
 }

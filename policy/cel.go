@@ -34,25 +34,38 @@ var celEnv = sync.OnceValues(func() (*cel.Env, error) {
 	)
 })
 
-// compileWhen compiles expr into a cost-limited program. On failure it
-// returns the problem message (the CEL issue text for parse/check errors).
-func compileWhen(expr string) (cel.Program, string) {
+// compileWhen compiles expr into a cost-limited program and reports
+// whether it reads the signals variable. On failure it returns the problem
+// message (the CEL issue text for parse/check errors).
+func compileWhen(expr string) (prg cel.Program, usesSignals bool, problem string) {
 	env, err := celEnv()
 	if err != nil {
-		return nil, "CEL environment: " + err.Error()
+		return nil, false, "CEL environment: " + err.Error()
 	}
 	ast, iss := env.Compile(expr)
 	if iss.Err() != nil {
-		return nil, iss.Err().Error()
+		return nil, false, iss.Err().Error()
 	}
 	if t := ast.OutputType(); !t.IsExactType(cel.BoolType) {
-		return nil, fmt.Sprintf("when must be a bool expression, not %s (compare dyn values explicitly, e.g. `x == true`)", t)
+		return nil, false, fmt.Sprintf("when must be a bool expression, not %s (compare dyn values explicitly, e.g. `x == true`)", t)
 	}
-	prg, err := env.Program(ast, cel.CostLimit(MaxRuleCost), cel.EvalOptions(cel.OptOptimize))
+	prg, err = env.Program(ast, cel.CostLimit(MaxRuleCost), cel.EvalOptions(cel.OptOptimize))
 	if err != nil {
-		return nil, err.Error()
+		return nil, false, err.Error()
 	}
-	return prg, ""
+	return prg, referencesSignals(ast), ""
+}
+
+// referencesSignals reports whether a checked expression names the signals
+// variable: the checker resolves every identifier, so the reference map
+// holds it wherever it occurs (macros and comprehensions included).
+func referencesSignals(ast *cel.Ast) bool {
+	for _, ref := range ast.NativeRep().ReferenceMap() {
+		if ref.Name == "signals" {
+			return true
+		}
+	}
+	return false
 }
 
 var errCostBudget = errors.New("CEL cost budget of one evaluation exceeded")

@@ -25,8 +25,13 @@ const (
 	fieldAmount
 	fieldRiskScore
 	fieldApprovalVerified
-	fieldContext // context.<key>
+	fieldContext    // context.<key>
+	fieldSignalData // signals.<type>.data.<key>
+	fieldSignalAge  // signals.<type>.age_seconds
 )
+
+// isSignal reports whether the field reads inbound signals.
+func (f fieldID) isSignal() bool { return f == fieldSignalData || f == fieldSignalAge }
 
 var fieldsByName = map[string]fieldID{
 	"decision_type":     fieldDecisionType,
@@ -45,7 +50,12 @@ var fieldsByName = map[string]fieldID{
 	"approval.verified": fieldApprovalVerified,
 }
 
-const contextPrefix = "context."
+const (
+	contextPrefix   = "context."
+	signalsPrefix   = "signals."
+	signalDataInfix = ".data."
+	signalAgeSuffix = ".age_seconds"
+)
 
 // opID is a predicate operator.
 type opID uint8
@@ -141,7 +151,8 @@ func (vs *valueSet) contains(v scalar) bool {
 type pred struct {
 	field fieldID
 	op    opID
-	key   string // context key for fieldContext
+	key   string // context or signal data key
+	sig   string // signal type of fieldSignalData and fieldSignalAge
 	val   scalar // operand of eq … ge
 	set   *valueSet
 }
@@ -190,6 +201,20 @@ func (p *pred) lookup(in *Input) scalar {
 	case fieldContext:
 		if v, ok := in.Context[p.key]; ok {
 			return scalarOf(v)
+		}
+	case fieldSignalData:
+		if sig, ok := in.Signals[p.sig].(map[string]any); ok {
+			if data, ok := sig[SignalData].(map[string]any); ok {
+				if v, ok := data[p.key]; ok {
+					return scalarOf(v)
+				}
+			}
+		}
+	case fieldSignalAge:
+		if sig, ok := in.Signals[p.sig].(map[string]any); ok {
+			if v, ok := sig[SignalAgeSeconds]; ok {
+				return scalarOf(v)
+			}
 		}
 	}
 	return scalar{}
@@ -266,11 +291,11 @@ func (p *pred) holds(in *Input) bool {
 // valOther for context values (any scalar).
 func (f fieldID) fieldType() valKind {
 	switch f {
-	case fieldAmount, fieldRiskScore:
+	case fieldAmount, fieldRiskScore, fieldSignalAge:
 		return valNumber
 	case fieldApprovalVerified:
 		return valBool
-	case fieldContext:
+	case fieldContext, fieldSignalData:
 		return valOther
 	}
 	return valString
@@ -292,6 +317,12 @@ func compilePredicate(p Predicate, report func(field, msg string)) (pred, bool) 
 			bad("field", "context predicates need a key: context.<key>")
 		case strings.Contains(key, "."):
 			bad("field", "context predicates address top-level keys only (%q); use when for nested values", p.Field)
+		}
+	} else if rest, isSig := strings.CutPrefix(p.Field, signalsPrefix); isSig {
+		var msg string
+		out.field, out.sig, out.key, msg = signalField(rest)
+		if msg != "" {
+			bad("field", "%s (%q)", msg, p.Field)
 		}
 	} else if f, known := fieldsByName[p.Field]; known {
 		out.field = f
@@ -435,4 +466,29 @@ func normalizeValue(v any) any {
 		return out
 	}
 	return v
+}
+
+// signalField parses what follows "signals." in a predicate field:
+// <type>.data.<key> (a top-level member of the signal's data) or
+// <type>.age_seconds. The last segments name the member, so a type may
+// hold dots itself; <type>.data.age_seconds is the data member.
+func signalField(rest string) (f fieldID, sigType, key, problem string) {
+	const want = "signal predicates are signals.<type>.data.<key> or signals.<type>.age_seconds"
+	if i := strings.LastIndex(rest, signalDataInfix); i > 0 {
+		sigType, key = rest[:i], rest[i+len(signalDataInfix):]
+		switch {
+		case key == "" || strings.Contains(key, "."):
+			return 0, "", "", want + "; data predicates address top-level keys only, use when for nested values"
+		case !ValidSignalType(sigType):
+			return 0, "", "", "invalid signal type: " + SignalTypeRule
+		}
+		return fieldSignalData, sigType, key, ""
+	}
+	if t, ok := strings.CutSuffix(rest, signalAgeSuffix); ok && t != "" {
+		if !ValidSignalType(t) {
+			return 0, "", "", "invalid signal type: " + SignalTypeRule
+		}
+		return fieldSignalAge, t, "", ""
+	}
+	return 0, "", "", want
 }

@@ -196,6 +196,7 @@ type badCase struct {
 // req is a route's accepted request, the base of its bad variants.
 type req struct {
 	method, path, query, key, body string
+	headers                        map[string]string // sent with the request and its variants
 }
 
 func (q req) url() string { return q.path + q.query }
@@ -215,15 +216,16 @@ type routeSpec struct {
 	params      map[string]string // path wildcard -> this org's value
 	paramCodes  []string          // codes of a bad path parameter
 	org         orgSource
-	body        string   // the accepted body (POST)
-	openUnknown []string // member paths whose members are open
-	amounts     []string // body templates: @@ is an amount literal
-	numbers     []string // body templates: @@ is a non-amount number literal
-	idents      []string // body templates: @@ is a JSON string naming something
-	grammar     []string // body templates: @@ is a JSON string that must follow a name grammar
-	idem, corr  bool     // reads the Idempotency-Key / X-Correlation-Id headers
-	foreign     bool     // the accepted body names this org's resources
-	query       string   // the accepted query string ("?…"), e.g. a required org_id
+	body        string            // the accepted body (POST)
+	openUnknown []string          // member paths whose members are open
+	amounts     []string          // body templates: @@ is an amount literal
+	numbers     []string          // body templates: @@ is a non-amount number literal
+	idents      []string          // body templates: @@ is a JSON string naming something
+	grammar     []string          // body templates: @@ is a JSON string that must follow a name grammar
+	idem, corr  bool              // reads the Idempotency-Key / X-Correlation-Id headers
+	foreign     bool              // the accepted body names this org's resources
+	query       string            // the accepted query string ("?…"), e.g. a required org_id
+	headers     map[string]string // headers of the accepted request (a public route's credential)
 	extra       func(q req) []badCase
 	// phase orders the accepted requests, sent after the battery: a route's
 	// goes after every route of a lower phase, because it spoils what those
@@ -260,6 +262,7 @@ func TestBadInputOnEveryRoute(t *testing.T) {
 	x := newExecEnvWith(t, bandsBundle, func(x *execEnv) {
 		fake = approvaltest.New(t, approvaltest.Options{Now: x.clock})
 		x.approvals = fakeDirectory{fake}
+		x.secretsKey = testSecretsKey
 	})
 	s := &badSuite{t: t, x: x, a: x.o, scoped: map[string]string{},
 		byCategory: map[string]int{}, byCode: map[string]int{}, byRoute: map[string]int{}}
@@ -311,6 +314,9 @@ func TestBadInputOnEveryRoute(t *testing.T) {
 		specs[pattern] = spec
 	}
 	for pattern, spec := range s.webhookSpecs(hooks) {
+		specs[pattern] = spec
+	}
+	for pattern, spec := range s.signalSpecs() {
 		specs[pattern] = spec
 	}
 
@@ -387,7 +393,7 @@ func TestBadInputOnEveryRoute(t *testing.T) {
 		if q.method == http.MethodGet {
 			fp = s.x.fingerprint(t)
 		}
-		res := s.x.req(t, q.method, q.url(), q.key, body, nil)
+		res := s.x.req(t, q.method, q.url(), q.key, body, q.headers)
 		if res.Status < 200 || res.Status > 299 {
 			t.Errorf("%s: the accepted request is refused: %s", r.pattern, res)
 		}
@@ -1147,7 +1153,7 @@ func (s *badSuite) accepted(r tableRoute, spec routeSpec) req {
 	if strings.Contains(path, "{") {
 		s.t.Fatalf("%s: no value for a path parameter", r.pattern)
 	}
-	q := req{method: r.method, path: path, body: spec.body, query: spec.query}
+	q := req{method: r.method, path: path, body: spec.body, query: spec.query, headers: spec.headers}
 	switch r.auth {
 	case "authPlatform":
 		q.key = s.x.platform
@@ -1160,6 +1166,9 @@ func (s *badSuite) accepted(r tableRoute, spec routeSpec) req {
 // variant is a case on q with another body ("" for none).
 func (s *badSuite) variant(q req, category, name, body string, want ...string) badCase {
 	c := badCase{category: category, name: name, method: q.method, path: q.url(), key: q.key, body: body, hasBody: q.method == "POST" || q.method == "PUT"}
+	for k, v := range q.headers {
+		c = c.with(k, v)
+	}
 	if len(want) > 0 {
 		c.want = want
 	}

@@ -78,6 +78,9 @@ type execEnv struct {
 	// tune adjusts the engine's options before it opens (nil: none), set
 	// by the setup of newExecEnvWith.
 	tune func(o *clearance.Options)
+	// secretsKey seals the secrets the engine keeps (nil: none), set by
+	// the setup of newExecEnvWith.
+	secretsKey []byte
 }
 
 // testSeed is a deterministic 32-byte Ed25519 seed.
@@ -153,7 +156,7 @@ func (x *execEnv) open(ring *grant.KeyRing) {
 	st := openBackend(t, x.dbDir, x.clock)
 	opts := clearance.Options{Now: x.clock, GrantKeys: ring, LedgerKey: testLedgerKey(t),
 		ShareSecret: testShareSecret, ApprovalServices: x.approvals, AllowPrivateDestinations: x.approvals != nil,
-		SecretsKey: testSecretsKey}
+		SecretsKey: x.secretsKey}
 	if x.tune != nil {
 		x.tune(&opts)
 	}

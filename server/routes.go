@@ -106,6 +106,13 @@ func (s *Server) routes() []route {
 		{pattern: "POST /v1/protocol/dossiers/{dossierId}/share-links", auth: authKey, scopes: scopeShareRevoke, handle: (*Server).createShareLink},
 		{pattern: "DELETE /v1/protocol/share-links", auth: authKey, scopes: scopeShareRevoke, handle: (*Server).revokeShareLinks},
 
+		// Inbound signals: the org's connectors, and the ingress they post
+		// to, authenticated by the connector's secret (no API key).
+		{pattern: "POST /v1/signals/connectors", auth: authKey, scopes: scopeIntegration, handle: (*Server).createSignalConnector},
+		{pattern: "GET /v1/signals/connectors", auth: authKey, scopes: scopeIntegration, handle: (*Server).listSignalConnectors},
+		{pattern: "DELETE /v1/signals/connectors/{connectorId}", auth: authKey, scopes: scopeIntegration, handle: (*Server).revokeSignalConnector},
+		{pattern: "POST /v1/signals/webhooks/{connectorId}", auth: authPublic, throttle: (*Server).throttleSignals, handle: (*Server).ingestSignals},
+
 		// Validation packs (audit exports): built in the background.
 		// Outbound callbacks: the WEBHOOK integration (connect is the spec's;
 		// read, delete, the delivery log and redelivery are extensions).

@@ -159,7 +159,10 @@ type route struct {
 	// refusal is the body the route answers a refusal with (problemBody
 	// unless the route keeps a fail-closed shape of its own).
 	refusal refusalBody
-	handle  func(*Server, *call) error
+	// throttle runs before the body is read: a public route's own rate
+	// limits (the per-credential one needs a credential).
+	throttle func(*Server, *call) error
+	handle   func(*Server, *call) error
 }
 
 // call is one request in flight.
@@ -219,6 +222,11 @@ func (s *Server) serve(rt route, c *call) error {
 			return err
 		}
 		c.principal = p
+	}
+	if rt.throttle != nil {
+		if err := rt.throttle(s, c); err != nil {
+			return err
+		}
 	}
 	if c.r.Method == http.MethodPost || c.r.Method == http.MethodPut {
 		if err := readBody(c, s.opts.MaxBodyBytes); err != nil {

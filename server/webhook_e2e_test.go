@@ -18,9 +18,6 @@ import (
 	"github.com/clearancehq/clearance/webhook"
 )
 
-// testSecretsKey seals the secrets of the test engines.
-var testSecretsKey = []byte("a secrets key of the tests, 32+ bytes long")
-
 // fastRetries is the retry schedule of the webhook tests: three waits,
 // moved past with the test clock.
 var fastRetries = []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}
@@ -137,6 +134,7 @@ const hookSecret = "whsec-test-secret-0123456789"
 // worker (Dispatch, Deliver) and its clock.
 func newHookEnv(t *testing.T) *execEnv {
 	return newExecEnvWith(t, bandsBundle, func(x *execEnv) {
+		x.secretsKey = testSecretsKey
 		x.tune = func(o *clearance.Options) {
 			o.AllowPrivateDestinations = true
 			o.Webhooks = webhook.WorkerOptions{Retries: fastRetries}
@@ -412,7 +410,8 @@ func TestWebhookTenantIsolation(t *testing.T) {
 // (an endpoint registered while private destinations were allowed).
 func TestWebhookDestinationGuard(t *testing.T) {
 	t.Parallel()
-	x := newExecEnvWith(t, bandsBundle, nil) // private destinations not allowed
+	// Private destinations not allowed.
+	x := newExecEnvWith(t, bandsBundle, func(x *execEnv) { x.secretsKey = testSecretsKey })
 	for _, u := range []string{"http://example.com/hook", "https://127.0.0.1/hook", "https://[::1]/hook", "https://10.1.2.3/",
 		"https://172.16.0.1/", "https://192.168.1.1/", "https://169.254.169.254/latest/meta-data", "https://100.64.0.1/",
 		"https://224.0.0.1/", "https://0.0.0.0/", "https://[::ffff:127.0.0.1]/", "https://[64:ff9b::a00:1]/", "https://[2002:7f00:1::]/",

@@ -105,6 +105,9 @@ var packages = map[string]rule{
 
 	// webhook delivers the outbox's events over internal/outbound.
 	"webhook": {layer: features},
+	// signals stores inbound signals; decide and execution read them
+	// through an interface of their own (decide.Signals).
+	"signals": {layer: features},
 
 	// export anchors packs in checkpoints the audit feature signs.
 	"export": {layer: features, peers: []string{"audit"}},
