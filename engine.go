@@ -252,7 +252,8 @@ func Open(backend store.Backend, opts Options) (*Engine, error) {
 	e.Signals = signals.New(deps)
 	e.Decide = decide.New(deps, decide.Config{Policies: e.Policies, StillActive: policies.StillActive,
 		GrantTTL: opts.GrantTTL, IntentMaxAge: opts.IntentMaxAge, Approvals: approvals, Events: e.Webhooks.Wake,
-		Signals: e.Signals})
+		Destinations: e.Webhooks.HasDestination,
+		Signals:      e.Signals})
 	e.Escalations.UseDecide(e.Decide)
 	e.Evidence = evidence.New(deps, evidence.Config{Audit: e.Audit, ProducerKey: opts.ProducerKey, Escalation: e.Escalations.Capsule})
 	e.ShareLinks = sharelink.New(deps, sharelink.Config{Secret: opts.ShareSecret})

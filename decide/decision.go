@@ -38,6 +38,10 @@ type Config struct {
 	// Events is called after a decision whose event (decision.resolved)
 	// was committed, to wake the dispatcher; nil: nobody is waiting.
 	Events func()
+	// Destinations reports, in the org's transaction, whether the org's
+	// events have anywhere to go: its decisions write an event only then.
+	// nil: every decision writes one.
+	Destinations func(ctx context.Context, tx store.Tx) (bool, error)
 	// Signals reads the org's inbound signals for policies that read them;
 	// nil: policies see none.
 	Signals Signals

@@ -104,7 +104,7 @@ func (s *Service) Evaluate(ctx context.Context, req EvaluateRequest) (Decision, 
 		return Decision{}, err
 	}
 	var out Decision
-	var replayed bool
+	var replayed, emitted bool
 	for tries := 1; ; tries++ {
 		used, sigErr := s.signalsFor(ctx, &dr)
 		if sigErr != nil {
@@ -114,9 +114,16 @@ func (s *Service) Evaluate(ctx context.Context, req EvaluateRequest) (Decision, 
 		d.Signals = used
 		replayed, err = record(ctx, s, &dr, &d, &out, func(tx store.Tx, digest string) (Decision, error) {
 			dec := decisionOf(&d, digest)
+			emitted = false
 			if dr.route != RouteEvaluateDecision {
 				return dec, nil
 			}
+			if s.cfg.Destinations != nil {
+				if ok, err := s.cfg.Destinations(ctx, tx); err != nil || !ok {
+					return dec, err
+				}
+			}
+			emitted = true
 			return dec, emitResolved(ctx, tx, &dec, dr.in.WorkflowKey, dr.in.DecisionType, dr.now)
 		})
 		if !errors.Is(err, errPolicyMoved) {
@@ -134,7 +141,7 @@ func (s *Service) Evaluate(ctx context.Context, req EvaluateRequest) (Decision, 
 		return Decision{}, core.Translate("record decision", err)
 	}
 	out.Replayed = replayed
-	if !replayed && req.Route == RouteEvaluateDecision {
+	if !replayed && emitted {
 		s.emitted()
 	}
 	// A replay's Update wrote nothing, but the backend returns only once what

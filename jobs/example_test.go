@@ -28,6 +28,13 @@ func (m *memTx) PutJob(_ context.Context, j jobs.Job) error {
 	return nil
 }
 
+func (m *memTx) InsertJob(ctx context.Context, j jobs.Job) error {
+	if _, ok := m.jobs[j.Kind+"/"+j.ID]; ok {
+		return errors.New("job exists")
+	}
+	return m.PutJob(ctx, j)
+}
+
 func (m *memTx) JobInTx(_ context.Context, kind, id string) (jobs.Job, error) {
 	j, ok := m.jobs[kind+"/"+id]
 	if !ok {

@@ -60,6 +60,11 @@ type Tx interface {
 	// PutJob inserts j or replaces the job with the same (Kind, ID),
 	// moving its Due index entry. j.OrgID must be the transaction's org.
 	PutJob(ctx context.Context, j Job) error
+	// InsertJob writes j, a job that does not exist: its id was minted
+	// fresh for it. It is PutJob for the hot paths that create jobs, where
+	// a backend may write without looking first (store/pebblestore does;
+	// store/pgstore refuses an existing job when the transaction commits).
+	InsertJob(ctx context.Context, j Job) error
 	// JobInTx returns the org's job (kind, id) as of this transaction; an
 	// error wrapping ErrNotFound (and store.ErrNotFound) when there is none.
 	JobInTx(ctx context.Context, kind, id string) (Job, error)

@@ -60,6 +60,34 @@ func EnqueueAt(ctx context.Context, tx Tx, kind, id string, payload []byte, due 
 	return j, true, nil
 }
 
+// EnqueueClaimed is Enqueue and Claim in one write, for a caller that
+// starts at once the job it creates: a new job is running for owner, its
+// first attempt leased for p.Lease. A job that exists is returned
+// unchanged with created false, and is not the caller's.
+func EnqueueClaimed(ctx context.Context, tx Tx, kind, id string, payload []byte, owner string, p Policy) (j Job, created bool, err error) {
+	if p.Lease <= 0 {
+		return Job{}, false, invalid("lease", "%v is not positive", p.Lease)
+	}
+	if owner == "" {
+		return Job{}, false, invalid("owner", "empty")
+	}
+	j, err = tx.JobInTx(ctx, kind, id)
+	if err == nil {
+		return j, false, nil
+	}
+	if !errors.Is(err, ErrNotFound) {
+		return Job{}, false, err
+	}
+	at := now(tx)
+	j = Job{OrgID: tx.OrgID(), Kind: kind, ID: id, Payload: bytes.Clone(payload), State: Running, Attempts: 1,
+		Owner: owner, LeaseUntil: at.Add(p.Lease), CreatedAt: at, UpdatedAt: at}
+	j.Due = j.LeaseUntil
+	if err := tx.PutJob(ctx, j); err != nil {
+		return Job{}, false, err
+	}
+	return j, true, nil
+}
+
 // Claim takes the job (kind, id) for owner when it is due: queued and its
 // Due reached, or running with its lease passed (its owner stopped without
 // a sign of life: the job is taken over and resumed). The job becomes

@@ -144,3 +144,40 @@ func TestFailureIsClipped(t *testing.T) {
 		t.Fatalf("Fail = %d bytes, %v", len(j.Failure), err)
 	}
 }
+
+func TestEnqueueClaimed(t *testing.T) {
+	ctx := t.Context()
+	tx := &memTx{org: "org_1", now: t0, jobs: map[string]jobs.Job{}}
+	p := jobs.Policy{Lease: time.Minute}
+	held, created, err := jobs.EnqueueClaimed(ctx, tx, "delivery", "d1", []byte("body"), "w1", p)
+	if err != nil || !created || held.State != jobs.Running || held.Attempts != 1 || held.Owner != "w1" ||
+		!held.LeaseUntil.Equal(t0.Add(time.Minute)) || !held.Due.Equal(held.LeaseUntil) {
+		t.Fatalf("EnqueueClaimed = %+v, %v, %v", held, created, err)
+	}
+	if err := held.Validate(); err != nil {
+		t.Fatalf("the claimed job does not validate: %v", err)
+	}
+	// Another worker cannot claim it while the lease runs.
+	if _, err := jobs.Claim(ctx, tx, "delivery", "d1", "w2", p); !errors.Is(err, jobs.ErrNotDue) {
+		t.Fatalf("Claim of a held job = %v, want ErrNotDue", err)
+	}
+	// Existing: returned unchanged, not claimed again.
+	again, created, err := jobs.EnqueueClaimed(ctx, tx, "delivery", "d1", []byte("other"), "w2", p)
+	if err != nil || created || again.Owner != "w1" || string(again.Payload) != "body" {
+		t.Fatalf("EnqueueClaimed of an existing job = %+v, %v, %v", again, created, err)
+	}
+	if _, err := jobs.Finish(ctx, tx, held, nil); err != nil {
+		t.Fatalf("Finish of the claimed job: %v", err)
+	}
+	// A crashed holder's job is taken over once its lease passes.
+	if _, _, err := jobs.EnqueueClaimed(ctx, tx, "delivery", "d2", nil, "w1", p); err != nil {
+		t.Fatal(err)
+	}
+	tx.now = t0.Add(2 * time.Minute)
+	if got, err := jobs.Claim(ctx, tx, "delivery", "d2", "w2", p); err != nil || got.Attempts != 2 || got.Owner != "w2" {
+		t.Fatalf("take over after the lease = %+v, %v", got, err)
+	}
+	if _, _, err := jobs.EnqueueClaimed(ctx, tx, "delivery", "d3", nil, "", p); !errors.Is(err, jobs.ErrInvalid) {
+		t.Fatalf("EnqueueClaimed without owner = %v, want ErrInvalid", err)
+	}
+}

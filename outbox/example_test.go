@@ -2,6 +2,7 @@ package outbox_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -25,6 +26,13 @@ func (m *memTx) PutJob(_ context.Context, j jobs.Job) error {
 	m.jobs[j.Kind+"/"+j.ID] = j
 	return nil
 }
+func (m *memTx) InsertJob(ctx context.Context, j jobs.Job) error {
+	if _, ok := m.jobs[j.Kind+"/"+j.ID]; ok {
+		return errors.New("job exists")
+	}
+	return m.PutJob(ctx, j)
+}
+
 func (m *memTx) JobInTx(_ context.Context, kind, id string) (jobs.Job, error) {
 	j, ok := m.jobs[kind+"/"+id]
 	if !ok {

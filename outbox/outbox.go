@@ -68,7 +68,7 @@ func Emit(ctx context.Context, tx jobs.Tx, e Event) error {
 		return err
 	}
 	at := tx.Now().UTC().Truncate(time.Microsecond)
-	return tx.PutJob(ctx, jobs.Job{OrgID: e.OrgID, Kind: JobKind, ID: e.ID, Payload: encode(e), State: jobs.Queued,
+	return tx.InsertJob(ctx, jobs.Job{OrgID: e.OrgID, Kind: JobKind, ID: e.ID, Payload: encode(e), State: jobs.Queued,
 		Due: at, CreatedAt: at, UpdatedAt: at})
 }
 
@@ -106,7 +106,9 @@ func Take(ctx context.Context, tx jobs.Tx, id string) (e Event, ok bool, err err
 		return Event{}, false, err
 	}
 	at := tx.Now().UTC().Truncate(time.Microsecond)
-	j.State, j.Owner, j.LeaseUntil, j.Due, j.UpdatedAt = jobs.Done, "", time.Time{}, time.Time{}, at
+	// The event leaves with the taker: the record keeps that it was
+	// handed over, not its body again.
+	j.State, j.Owner, j.LeaseUntil, j.Due, j.UpdatedAt, j.Payload = jobs.Done, "", time.Time{}, time.Time{}, at, nil
 	j.Attempts++
 	return e, true, tx.PutJob(ctx, j)
 }

@@ -155,19 +155,23 @@ func connectBody(url, secret, subs string) string {
 	return b + "}"
 }
 
-// work runs the dispatcher and one delivery pass, as the worker would.
+// work runs the dispatcher (which makes the first attempts) and one pass
+// over the due deliveries, as the worker would: it returns the events
+// dispatched and the attempts made, as the Service's counters saw them.
 func work(t *testing.T, x *execEnv) (dispatched, attempted int) {
 	t.Helper()
+	before := x.engine.Webhooks.Stats()
 	d, err := x.engine.Webhooks.Dispatch(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := x.engine.Webhooks.Deliver(t.Context())
-	if err != nil {
+	if _, err := x.engine.Webhooks.Deliver(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	return d, a
+	return d, int(attempts(x.engine.Webhooks.Stats()) - attempts(before))
 }
+
+func attempts(s webhook.Stats) int64 { return s.Delivered + s.FailedAttempts + s.Dropped }
 
 func (x *execEnv) deliveryLog(t *testing.T, key string) []webhook.Delivery {
 	t.Helper()
@@ -367,13 +371,14 @@ func TestWebhookFiltersAndSecretRotation(t *testing.T) {
 	if ok := hmacSignatures(t, got[len(got)-1].signature, got[len(got)-1].body, hookSecret, next); len(ok) != 1 || ok[0] != next {
 		t.Fatalf("after rotation the signatures verify with %v, want the new secret only", ok)
 	}
-	// Deleted: nothing more is delivered, and the integration is gone.
+	// Deleted: the org's decisions write no event any more, nothing more is
+	// delivered, and the integration is gone.
 	x.req(t, "DELETE", hooksPath(x.o.ID), x.o.Key, nil, nil).want(t, http.StatusNoContent)
 	x.req(t, "GET", hooksPath(x.o.ID), x.o.Key, nil, nil).wantProblem(t, http.StatusNotFound, "INTEGRATION_NOT_FOUND")
 	before := len(rv.deliveries())
 	x.req(t, "POST", pathEvaluate, x.o.Key, `{"amount":20000}`, nil).want(t, http.StatusOK)
-	if d, a := work(t, x); d != 1 || a != 0 || len(rv.deliveries()) != before {
-		t.Fatalf("after delete: dispatched %d, attempted %d", d, a)
+	if d, a := work(t, x); d != 0 || a != 0 || len(rv.deliveries()) != before {
+		t.Fatalf("after delete: dispatched %d, attempted %d; want nothing", d, a)
 	}
 }
 
@@ -440,5 +445,38 @@ func TestWebhookDestinationGuard(t *testing.T) {
 	log := x.deliveryLog(t, x.o.Key)
 	if len(log) != 1 || log[0].State != webhook.StateRetrying || !strings.Contains(log[0].Attempts[0].Error, "blocked") {
 		t.Fatalf("delivery log: %+v", log)
+	}
+}
+
+// A delivery waiting for its retry when the integration is deleted ends
+// dropped at its next attempt, and nothing more is sent.
+func TestWebhookDeletedIntegrationDropsItsRetries(t *testing.T) {
+	t.Parallel()
+	x := newHookEnv(t)
+	rv := newReceiver(t, 500)
+	x.req(t, "POST", hooksPath(x.o.ID)+"/connect", x.o.Key, connectBody(rv.srv.URL, hookSecret, ""), nil).want(t, http.StatusCreated)
+	x.req(t, "POST", pathEvaluate, x.o.Key, `{"amount":5}`, nil).want(t, http.StatusOK)
+	if d, a := work(t, x); d != 1 || a != 1 || x.deliveryLog(t, x.o.Key)[0].State != webhook.StateRetrying {
+		t.Fatalf("first attempt: dispatched %d, attempted %d", d, a)
+	}
+	day := x.deliveryLog(t, x.o.Key)[0].OccurredAt[:10]
+	x.req(t, "DELETE", hooksPath(x.o.ID), x.o.Key, nil, nil).want(t, http.StatusNoContent)
+	before := x.engine.Webhooks.Stats().Dropped
+	x.advance(fastRetries[0] * 2)
+	if _, a := work(t, x); a != 1 || x.engine.Webhooks.Stats().Dropped != before+1 {
+		t.Fatalf("the retry after the delete: %d attempts, %d dropped", a, x.engine.Webhooks.Stats().Dropped-before)
+	}
+	if n := len(rv.deliveries()); n != 1 {
+		t.Fatalf("the receiver got %d requests, want only the first", n)
+	}
+	// Reconnected: the log shows the delivery dropped, and it is not retried.
+	x.req(t, "POST", hooksPath(x.o.ID)+"/connect", x.o.Key, connectBody(rv.srv.URL, hookSecret, ""), nil).want(t, http.StatusCreated)
+	r := x.req(t, "GET", hooksPath(x.o.ID)+"/deliveries?day="+day, x.o.Key, nil, nil).want(t, http.StatusOK)
+	if r.str("deliveries.0.state") != webhook.StateDropped {
+		t.Fatalf("log after the delete: %s", r)
+	}
+	x.advance(time.Hour)
+	if _, a := work(t, x); a != 0 {
+		t.Fatalf("a dropped delivery was attempted again (%d)", a)
 	}
 }

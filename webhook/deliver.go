@@ -95,9 +95,46 @@ type outcome struct {
 	dropped bool
 }
 
-// Deliver attempts the deliveries that are due, up to Concurrency at a
-// time, and records each attempt with its delivery's next state in one
-// transaction of the org. It returns how many attempts it made.
+// target is an org's destination as one pass sees it: read, and its
+// secrets opened, once for all the org's attempts of the pass.
+type target struct {
+	url     string
+	secrets [][]byte
+	// problem says why nothing can be sent; dropped that the integration
+	// is gone (the delivery ends), not merely unusable for now.
+	problem string
+	dropped bool
+}
+
+// target reads the org's destination for a pass from r, found and err as
+// the integration's read returned them.
+func (s *Service) target(orgID string, r stored, found bool, err error) target {
+	switch {
+	case err != nil:
+		return target{problem: "the integration cannot be read: " + err.Error()}
+	case !found:
+		return target{problem: "the WEBHOOK integration was deleted", dropped: true}
+	case s.d.Secrets == nil:
+		return target{problem: "the server has no secrets key"}
+	}
+	t := target{url: r.Config.EndpointURL}
+	for _, sec := range r.active(s.d.Now()) {
+		b, err := s.d.Secrets.Open(sec.Sealed, secretContext(orgID))
+		if err != nil {
+			return target{problem: "a signing secret cannot be opened: " + err.Error()}
+		}
+		t.secrets = append(t.secrets, b)
+	}
+	if len(t.secrets) == 0 {
+		return target{problem: "the integration has no signing secret"}
+	}
+	return t
+}
+
+// Deliver attempts the deliveries that are due (retries, and deliveries
+// whose worker stopped mid-attempt), up to Concurrency at a time, and
+// records each attempt with its delivery's next state in one transaction
+// of the org. It returns how many attempts it made.
 func (s *Service) Deliver(ctx context.Context) (int, error) {
 	due, err := s.d.Store.DueJobs(ctx, deliveryJob, batch)
 	if err != nil {
@@ -119,6 +156,7 @@ func (s *Service) Deliver(ctx context.Context) (int, error) {
 		byOrg[j.OrgID] = append(byOrg[j.OrgID], j)
 	}
 	var held []jobs.Job
+	targets := map[string]target{}
 	for _, org := range orgs {
 		var claimed []jobs.Job
 		err := s.d.Store.Update(ctx, org, func(tx store.Tx) error {
@@ -138,7 +176,20 @@ func (s *Service) Deliver(ctx context.Context) (int, error) {
 		if err != nil {
 			return 0, core.Translate("claim deliveries", err)
 		}
-		held = append(held, claimed...)
+		if len(claimed) > 0 {
+			held = append(held, claimed...)
+			r, found, err := s.read(ctx, org)
+			targets[org] = s.target(org, r, found, err)
+		}
+	}
+	return len(held), s.deliverHeld(ctx, orgs, held, targets)
+}
+
+// deliverHeld attempts the held deliveries, up to Concurrency at a time,
+// and records them org by org (orgs gives the order).
+func (s *Service) deliverHeld(ctx context.Context, orgs []string, held []jobs.Job, targets map[string]target) error {
+	if len(held) == 0 {
+		return nil
 	}
 	results := make([]outcome, len(held))
 	sem := make(chan struct{}, s.cfg.Worker.Concurrency)
@@ -148,24 +199,27 @@ func (s *Service) Deliver(ctx context.Context) (int, error) {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			results[i] = s.attempt(ctx, h)
+			results[i] = s.attempt(ctx, h, targets[h.OrgID])
 		}()
 	}
 	wg.Wait()
-	byOrgResult := map[string][]outcome{}
+	byOrg := map[string][]outcome{}
 	for _, r := range results {
-		byOrgResult[r.held.OrgID] = append(byOrgResult[r.held.OrgID], r)
+		byOrg[r.held.OrgID] = append(byOrg[r.held.OrgID], r)
 	}
 	for _, org := range orgs {
-		if err := s.record(ctx, org, byOrgResult[org]); err != nil {
-			return len(held), err
+		if len(byOrg[org]) == 0 {
+			continue
+		}
+		if err := s.record(ctx, org, byOrg[org]); err != nil {
+			return err
 		}
 	}
-	return len(held), nil
+	return nil
 }
 
-// attempt makes one try of a claimed delivery.
-func (s *Service) attempt(ctx context.Context, held jobs.Job) outcome {
+// attempt makes one try of a held delivery to its org's target.
+func (s *Service) attempt(ctx context.Context, held jobs.Job, t target) outcome {
 	start := s.d.Now()
 	out := outcome{held: held, attempt: Attempt{Number: held.Attempts, At: start.UTC().Format(core.TimeFormat)}}
 	fail := func(format string, args ...any) outcome {
@@ -173,42 +227,24 @@ func (s *Service) attempt(ctx context.Context, held jobs.Job) outcome {
 		out.attempt.DurationMS = s.d.Now().Sub(start).Milliseconds()
 		return out
 	}
-	var p payload
-	if err := json.Unmarshal(held.Payload, &p); err != nil {
-		return fail("the delivery does not decode: %v", err)
+	if t.problem != "" {
+		out.dropped = t.dropped
+		return fail("%s", t.problem)
 	}
-	r, found, err := s.read(ctx, held.OrgID)
+	p, err := decodePayload(held.Payload)
 	if err != nil {
-		return fail("the integration cannot be read: %v", err)
-	}
-	if !found {
-		out.dropped = true
-		return fail("the WEBHOOK integration was deleted")
-	}
-	if s.d.Secrets == nil {
-		return fail("the server has no secrets key")
-	}
-	var secrets [][]byte
-	for _, sec := range r.active(start) {
-		b, err := s.d.Secrets.Open(sec.Sealed, secretContext(held.OrgID))
-		if err != nil {
-			return fail("a signing secret cannot be opened: %v", err)
-		}
-		secrets = append(secrets, b)
-	}
-	if len(secrets) == 0 {
-		return fail("the integration has no signing secret")
+		return fail("the delivery does not decode: %v", err)
 	}
 	actx, cancel := context.WithTimeout(ctx, s.cfg.Worker.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(actx, http.MethodPost, r.Config.EndpointURL, bytes.NewReader(p.Body))
+	req, err := http.NewRequestWithContext(actx, http.MethodPost, t.url, bytes.NewReader(p.Body))
 	if err != nil {
 		return fail("the endpoint URL is not usable: %v", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(HeaderEvent, p.Event)
 	req.Header.Set(HeaderDeliveryID, held.ID)
-	req.Header.Set(HeaderSignature, Sign(p.Body, start, secrets...))
+	req.Header.Set(HeaderSignature, Sign(p.Body, start, t.secrets...))
 	resp, err := s.cfg.Client.Do(req)
 	if err != nil {
 		return fail("%v", err)

@@ -1,9 +1,12 @@
 package webhook
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -56,7 +59,21 @@ func deliveryID(orgID, eventID, destination string) string {
 	return uuid.NewSHA1(namespace, []byte(orgID+"\x00"+eventID+"\x00"+destination)).String()
 }
 
-// payload is what a delivery job carries: the event as it is sent.
+// encodePayload frames what a delivery job carries, the event as it is
+// sent, as "<event id> <event> <occurred_at>\n<body>": the body byte for
+// byte, encoded once.
+func encodePayload(ev outbox.Event) []byte {
+	b := make([]byte, 0, len(ev.ID)+len(ev.Name)+len(time.RFC3339Nano)+3+len(ev.Body))
+	b = append(b, ev.ID...)
+	b = append(b, ' ')
+	b = append(b, ev.Name...)
+	b = append(b, ' ')
+	b = ev.OccurredAt.UTC().AppendFormat(b, time.RFC3339Nano)
+	b = append(b, '\n')
+	return append(b, ev.Body...)
+}
+
+// payload is a delivery job's event.
 type payload struct {
 	EventID    string          `json:"event_id"`
 	Event      string          `json:"event"`
@@ -64,14 +81,42 @@ type payload struct {
 	Body       json.RawMessage `json:"body"`
 }
 
-// Dispatch hands the pending events of every org to their destinations:
-// in one transaction of the org, each event is taken from the outbox and a
-// delivery queued for each destination it matches. It returns how many
-// events it took.
+// decodePayload reads encodePayload's frame, and the JSON object that
+// queued deliveries carried before it.
+func decodePayload(b []byte) (payload, error) {
+	var p payload
+	if len(b) > 0 && b[0] == '{' {
+		err := json.Unmarshal(b, &p)
+		return p, err
+	}
+	head, body, ok := bytes.Cut(b, []byte{'\n'})
+	fields := strings.Fields(string(head))
+	if !ok || len(fields) != 3 {
+		return p, errors.New("not a delivery frame")
+	}
+	at, err := time.Parse(time.RFC3339Nano, fields[2])
+	if err != nil {
+		return p, err
+	}
+	return payload{EventID: fields[0], Event: fields[1], OccurredAt: at, Body: body}, nil
+}
+
+// Dispatch hands the pending events of every org to their destinations
+// and makes their first attempts: in one transaction of the org, each
+// event is taken from the outbox and a delivery queued, already held by
+// this worker, for each destination it matches; the attempts follow the
+// commit. It returns how many events it took.
 func (s *Service) Dispatch(ctx context.Context) (int, error) {
 	pending, err := outbox.Pending(ctx, s.d.Store, batch)
 	if err != nil {
 		return 0, core.Translate("list pending events", err)
+	}
+	if len(pending) == 0 {
+		return 0, nil
+	}
+	owner, err := s.d.IDs.New()
+	if err != nil {
+		return 0, core.Unavailable("id generation", err)
 	}
 	var orgs []string
 	byOrg := map[string][]outbox.Event{}
@@ -82,12 +127,17 @@ func (s *Service) Dispatch(ctx context.Context) (int, error) {
 		byOrg[e.OrgID] = append(byOrg[e.OrgID], e)
 	}
 	total := 0
+	var held []jobs.Job
+	targets := map[string]target{}
 	for _, org := range orgs {
 		var taken int
+		var queued []jobs.Job
+		var r stored
+		var found bool
 		err := s.d.Store.Update(ctx, org, func(tx store.Tx) error {
-			taken = 0
-			r, found, err := readIntegrationTx(ctx, tx)
-			if err != nil {
+			taken, queued = 0, nil
+			var err error
+			if r, found, err = readIntegrationTx(ctx, tx); err != nil {
 				return err
 			}
 			for _, e := range byOrg[org] {
@@ -100,8 +150,12 @@ func (s *Service) Dispatch(ctx context.Context) (int, error) {
 				}
 				taken++
 				if found && r.wants(ev) {
-					if err := s.queue(ctx, tx, ev); err != nil {
+					j, created, err := s.queue(ctx, tx, ev, owner)
+					if err != nil {
 						return err
+					}
+					if created {
+						queued = append(queued, j)
 					}
 				}
 			}
@@ -112,23 +166,25 @@ func (s *Service) Dispatch(ctx context.Context) (int, error) {
 		}
 		total += taken
 		s.stats.dispatched.Add(int64(taken))
+		if len(queued) > 0 {
+			held = append(held, queued...)
+			targets[org] = s.target(org, r, found, nil)
+		}
 	}
-	return total, nil
+	return total, s.deliverHeld(ctx, orgs, held, targets)
 }
 
-// queue enqueues ev's delivery to the org's WEBHOOK integration and opens
-// its log record, in the dispatching transaction.
-func (s *Service) queue(ctx context.Context, tx store.Tx, ev outbox.Event) error {
+// queue enqueues ev's delivery to the org's WEBHOOK integration, held by
+// owner for its first attempt, and opens its log record, in the
+// dispatching transaction.
+func (s *Service) queue(ctx context.Context, tx store.Tx, ev outbox.Event, owner string) (jobs.Job, bool, error) {
 	id := deliveryID(ev.OrgID, ev.ID, Provider)
-	p, err := json.Marshal(payload{EventID: ev.ID, Event: ev.Name, OccurredAt: ev.OccurredAt, Body: ev.Body})
-	if err != nil {
-		return err
-	}
-	if _, _, err := jobs.Enqueue(ctx, tx, deliveryJob, id, p); err != nil {
-		return err
+	j, created, err := jobs.EnqueueClaimed(ctx, tx, deliveryJob, id, encodePayload(ev), owner, jobs.Policy{Lease: s.cfg.Worker.Lease})
+	if err != nil || !created {
+		return j, false, err
 	}
 	now := tx.Now().UTC()
-	return putDelivery(ctx, tx, &Delivery{DeliveryID: id, EventID: ev.ID, Event: ev.Name, Destination: Provider,
+	return j, true, putDelivery(ctx, tx, &Delivery{DeliveryID: id, EventID: ev.ID, Event: ev.Name, Destination: Provider,
 		State: StatePending, OccurredAt: ev.OccurredAt.UTC().Format(core.TimeFormat), Attempts: []Attempt{},
 		CreatedAt: now.Format(core.TimeFormat), UpdatedAt: now.Format(core.TimeFormat)}, ev.OccurredAt)
 }

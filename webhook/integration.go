@@ -389,12 +389,30 @@ func (s *Service) Delete(ctx context.Context, orgID string) error {
 		}
 		// The record stays, emptied: artifacts are never deleted.
 		return tx.PutArtifact(ctx, artifact.Record{OrgID: orgID, Kind: integrationKind, ID: Provider, Ref: integrationRef,
-			CreatedAt: s.d.Now(), Body: []byte(`{}`)})
+			CreatedAt: s.d.Now(), Body: []byte(deletedBody)})
 	})
 	if err != nil {
 		return core.Translate("delete webhook integration", err)
 	}
 	return nil
+}
+
+// deletedBody is the body of a deleted integration's record.
+const deletedBody = `{}`
+
+// HasDestination reports, in the org's transaction, whether the org's
+// events have somewhere to go: a connected WEBHOOK integration. An event
+// is written only then, so that an org without one pays nothing for it
+// (an integration receives the events made after its connect anyway).
+func (s *Service) HasDestination(ctx context.Context, tx store.Tx) (bool, error) {
+	rec, err := tx.ArtifactInTx(ctx, integrationKind, Provider)
+	if core.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return string(rec.Body) != deletedBody, nil
 }
 
 func notConnected() error {

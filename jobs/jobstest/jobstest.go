@@ -61,6 +61,7 @@ func Run(t *testing.T, h Harness) {
 		{"OrgIsolation", testOrgIsolation},
 		{"InvalidRefused", testInvalid},
 		{"FailedUpdateWritesNothing", testFailedUpdate},
+		{"InsertedAndClaimedAtOnce", testInsert},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -251,6 +252,49 @@ func testLifecycle(t *testing.T, e *env) {
 		t.Fatalf("Fail = %+v, %v", got, err)
 	}
 	wantStored(t, e.b, got)
+	wantDue(t, e.b, kind, 0)
+}
+
+// testInsert: a job written by InsertJob, and one created already held
+// (EnqueueClaimed), are stored and indexed like any other, and their
+// later writes move their due entries.
+func testInsert(t *testing.T, e *env) {
+	ctx := t.Context()
+	want := jobs.Job{OrgID: orgA, Kind: kind, ID: "ins_1", Payload: []byte("inserted"), State: jobs.Queued,
+		Due: base, CreatedAt: base, UpdatedAt: base}
+	_, err := do(t, e.b, orgA, func(tx jobs.Tx) (jobs.Job, error) { return want, tx.InsertJob(ctx, want) })
+	if err != nil {
+		t.Fatalf("InsertJob: %v", err)
+	}
+	wantStored(t, e.b, want)
+	wantDue(t, e.b, kind, 0, orgA+"/ins_1")
+	held := mustClaim(t, e.b, orgA, "ins_1", "worker-1")
+	wantDue(t, e.b, kind, 0)
+	if _, err := do(t, e.b, orgA, func(tx jobs.Tx) (jobs.Job, error) { return jobs.Finish(ctx, tx, held, nil) }); err != nil {
+		t.Fatalf("Finish: %v", err)
+	}
+	wantDue(t, e.b, kind, 0)
+
+	held, err = do(t, e.b, orgA, func(tx jobs.Tx) (jobs.Job, error) {
+		j, created, err := jobs.EnqueueClaimed(ctx, tx, kind, "ins_2", []byte("held"), "worker-1", policy)
+		if err == nil && !created {
+			err = errors.New("not created")
+		}
+		return j, err
+	})
+	if err != nil || held.State != jobs.Running || held.Attempts != 1 || !held.Due.Equal(base.Add(lease)) {
+		t.Fatalf("EnqueueClaimed = %+v, %v", held, err)
+	}
+	wantStored(t, e.b, held)
+	// Held: not due until its lease passes, then taken over.
+	wantDue(t, e.b, kind, 0)
+	_, err = claim(t, e.b, orgA, "ins_2", "worker-2")
+	wantErr(t, "Claim of a held job", err, jobs.ErrNotDue)
+	e.clk.Add(lease)
+	wantDue(t, e.b, kind, 0, orgA+"/ins_2")
+	if got := mustClaim(t, e.b, orgA, "ins_2", "worker-2"); got.Attempts != 2 {
+		t.Fatalf("taken over: %+v", got)
+	}
 	wantDue(t, e.b, kind, 0)
 }
 

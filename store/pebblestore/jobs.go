@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/clearancehq/clearance/jobs"
 	"github.com/clearancehq/clearance/store"
@@ -89,20 +91,30 @@ func readJob(r kv, orgID, kind, id string) (jobs.Job, error) {
 		CreatedAt: s.CreatedAt.UTC(), UpdatedAt: s.UpdatedAt.UTC()}, nil
 }
 
-// putJob writes j to b, replacing the stored job and its due entry.
-func putJob(b *pebble.Batch, j jobs.Job) error {
-	switch old, err := readJob(b, j.OrgID, j.Kind, j.ID); {
-	case err == nil:
-		if !old.Due.IsZero() {
-			if err := b.Delete(jobDueKey(old), nil); err != nil {
-				return fmt.Errorf("pebblestore: write: %w", err)
-			}
+// jobDue is a job's due index entry as a transaction knows it: none
+// (the job is absent or finished) when due is zero.
+type jobDue struct{ due time.Time }
+
+// putJob writes j to b, replacing the stored job and its due entry; old,
+// when known, is the stored job's due entry (saving its read).
+func putJob(b *pebble.Batch, j jobs.Job, old *jobDue) error {
+	if old == nil {
+		switch o, err := readJob(b, j.OrgID, j.Kind, j.ID); {
+		case err == nil:
+			old = &jobDue{o.Due}
+		case errors.Is(err, store.ErrNotFound):
+			old = &jobDue{}
+		default:
+			return err
 		}
-	case !errors.Is(err, store.ErrNotFound):
-		return err
+	}
+	if !old.due.IsZero() {
+		if err := b.Delete(jobDueKey(jobs.Job{OrgID: j.OrgID, Kind: j.Kind, ID: j.ID, Due: old.due}), nil); err != nil {
+			return fmt.Errorf("pebblestore: write: %w", err)
+		}
 	}
 	j.LeaseUntil, j.Due, j.CreatedAt, j.UpdatedAt = usTime(j.LeaseUntil), usTime(j.Due), usTime(j.CreatedAt), usTime(j.UpdatedAt)
-	v, err := encodeJSON(jobValue{Payload: j.Payload, State: j.State, Attempts: j.Attempts, Owner: j.Owner,
+	v, err := encodeJob(jobValue{Payload: j.Payload, State: j.State, Attempts: j.Attempts, Owner: j.Owner,
 		LeaseUntil: j.LeaseUntil, Due: j.Due, Result: j.Result, Failure: j.Failure, CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt})
 	if err != nil {
 		return err
@@ -119,6 +131,45 @@ func putJob(b *pebble.Batch, j jobs.Job) error {
 	return nil
 }
 
+// encodeJob is encodeJSON for jobs, with JSON v2: the same stored form
+// (decodeJSON reads it), written in about half the time on the paths that
+// write a job per decision.
+func encodeJob(v jobValue) ([]byte, error) {
+	// A failure's text may hold invalid UTF-8 (a receiver's words): as
+	// encoding/json did, it is stored with U+FFFD in its place.
+	b, err := jsonv2.Marshal(v, jsontext.AllowInvalidUTF8(true))
+	if err != nil {
+		return nil, fmt.Errorf("pebblestore: encode: %w", err)
+	}
+	return b, nil
+}
+
+// insertDue is what InsertJob assumes of the stored job: what the
+// transaction knows, or none.
+func insertDue(known *jobDue) *jobDue {
+	if known == nil {
+		return &jobDue{}
+	}
+	return known
+}
+
+// knownDue returns what t read or wrote of the job's due entry, or nil.
+func (t *tx) knownDue(kind, id string) *jobDue {
+	if d, ok := t.dues[kind+"\x00"+id]; ok {
+		return &d
+	}
+	return nil
+}
+
+// rememberDue notes the job's due entry as it stands in t's batch: the
+// org's lock keeps every other writer out until t ends.
+func (t *tx) rememberDue(kind, id string, due time.Time) {
+	if t.dues == nil {
+		t.dues = map[string]jobDue{}
+	}
+	t.dues[kind+"\x00"+id] = jobDue{usTime(due)}
+}
+
 // PutJob implements jobs.Tx.
 func (t *tx) PutJob(ctx context.Context, j jobs.Job) error {
 	if err := j.ValidateFor(t.org); err != nil {
@@ -128,7 +179,28 @@ func (t *tx) PutJob(ctx context.Context, j jobs.Job) error {
 		return err
 	}
 	defer t.mu.Unlock()
-	return putJob(t.b, j)
+	if err := putJob(t.b, j, t.knownDue(j.Kind, j.ID)); err != nil {
+		return err
+	}
+	t.rememberDue(j.Kind, j.ID, j.Due)
+	return nil
+}
+
+// InsertJob implements jobs.Tx: it writes without reading, trusting that
+// the id is fresh (a job written over would leave its old due entry).
+func (t *tx) InsertJob(ctx context.Context, j jobs.Job) error {
+	if err := j.ValidateFor(t.org); err != nil {
+		return err
+	}
+	if err := t.lock(ctx); err != nil {
+		return err
+	}
+	defer t.mu.Unlock()
+	if err := putJob(t.b, j, insertDue(t.knownDue(j.Kind, j.ID))); err != nil {
+		return err
+	}
+	t.rememberDue(j.Kind, j.ID, j.Due)
+	return nil
 }
 
 // JobInTx implements jobs.Tx.
@@ -140,7 +212,14 @@ func (t *tx) JobInTx(ctx context.Context, kind, id string) (jobs.Job, error) {
 		return jobs.Job{}, err
 	}
 	defer t.mu.Unlock()
-	return readJob(t.b, t.org, kind, id)
+	j, err := readJob(t.b, t.org, kind, id)
+	switch {
+	case err == nil:
+		t.rememberDue(kind, id, j.Due)
+	case errors.Is(err, store.ErrNotFound):
+		t.rememberDue(kind, id, time.Time{})
+	}
+	return j, err
 }
 
 // Job implements jobs.Reader.

@@ -40,6 +40,9 @@ type tx struct {
 	state     *org
 	active    store.Activation
 	activeSet bool
+	// dues are the due entries of the jobs this transaction read or
+	// wrote, so that a write need not read the job again.
+	dues map[string]jobDue
 }
 
 var _ store.Tx = (*tx)(nil)

@@ -55,7 +55,7 @@ func upgradeExportJobs(db *pebble.DB) error {
 			if err := j.Validate(); err != nil {
 				return false, fmt.Errorf("pebblestore: upgrade: %w", err)
 			}
-			return true, putJob(b, j)
+			return true, putJob(b, j, nil)
 		})
 		if err != nil {
 			return err

@@ -82,6 +82,17 @@ func (t *tx) PutJob(ctx context.Context, j jobs.Job) error {
 		orEmpty(j.Result), j.Failure, nullTime(j.CreatedAt), nullTime(j.UpdatedAt))
 }
 
+// InsertJob implements jobs.Tx: an existing job fails the transaction.
+func (t *tx) InsertJob(ctx context.Context, j jobs.Job) error {
+	if err := j.ValidateFor(t.org); err != nil {
+		return err
+	}
+	return t.queue(ctx, wrapped(fmt.Sprintf("insert %s job %q", j.Kind, j.ID)), `
+		INSERT INTO jobs (`+jobColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+		t.org, j.Kind, j.ID, orEmpty(j.Payload), string(j.State), j.Attempts, j.Owner, nullTime(j.LeaseUntil), nullTime(j.Due),
+		orEmpty(j.Result), j.Failure, nullTime(j.CreatedAt), nullTime(j.UpdatedAt))
+}
+
 // JobInTx implements jobs.Tx.
 func (t *tx) JobInTx(ctx context.Context, kind, id string) (jobs.Job, error) {
 	if err := jobs.ValidateKey(t.org, kind, id); err != nil {
