@@ -91,7 +91,7 @@ func New(e *clearance.Engine, opts Options) *Server {
 	if opts.Registerer == nil {
 		opts.Registerer = prometheus.NewRegistry()
 	}
-	s := &Server{engine: e, opts: opts, log: opts.Logger, mux: http.NewServeMux(), metrics: newMetrics(opts.Registerer)}
+	s := &Server{engine: e, opts: opts, log: opts.Logger, mux: http.NewServeMux(), metrics: newMetrics(opts.Registerer, e.Webhooks)}
 	s.json.RejectUnknown = true
 	s.json.MaxMembers, s.json.MaxElements = e.JSONLimits()
 	allowed := map[string][]string{} // path -> methods served

@@ -480,3 +480,46 @@ func TestWebhookDeletedIntegrationDropsItsRetries(t *testing.T) {
 		t.Fatalf("a dropped delivery was attempted again (%d)", a)
 	}
 }
+
+// metricValue reads an unlabelled metric of a /metrics page; -2 when
+// the page has none.
+func metricValue(page, name string) float64 {
+	for _, line := range strings.Split(page, "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err == nil {
+				return f
+			}
+		}
+	}
+	return -2
+}
+
+// The delivery worker's counters and the backlog are on /metrics.
+func TestWebhookMetrics(t *testing.T) {
+	t.Parallel()
+	x := newHookEnv(t)
+	rv := newReceiver(t, 503, 200)
+	x.req(t, "POST", hooksPath(x.o.ID)+"/connect", x.o.Key, connectBody(rv.srv.URL, hookSecret, ""), nil).want(t, http.StatusCreated)
+	x.req(t, "POST", pathEvaluate, x.o.Key, `{"amount":5}`, nil).want(t, http.StatusOK)
+	want := func(stage string, values map[string]float64) {
+		t.Helper()
+		page := x.metrics()
+		for name, v := range values {
+			if got := metricValue(page, name); got != v {
+				t.Errorf("%s: %s = %v, want %v", stage, name, got, v)
+			}
+		}
+	}
+	want("before dispatch", map[string]float64{"clearance_webhook_backlog": 1, "clearance_webhook_events_dispatched_total": 0})
+	work(t, x)
+	want("after a failed attempt", map[string]float64{"clearance_webhook_backlog": 0,
+		"clearance_webhook_events_dispatched_total": 1, "clearance_webhook_attempts_failed_total": 1,
+		"clearance_webhook_deliveries_delivered_total": 0})
+	x.advance(fastRetries[0] * 2)
+	want("retry due", map[string]float64{"clearance_webhook_backlog": 1})
+	work(t, x)
+	want("delivered", map[string]float64{"clearance_webhook_backlog": 0, "clearance_webhook_deliveries_delivered_total": 1,
+		"clearance_webhook_attempts_failed_total": 1, "clearance_webhook_deliveries_dead_lettered_total": 0,
+		"clearance_webhook_deliveries_dropped_total": 0})
+}

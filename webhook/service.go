@@ -1,11 +1,13 @@
 package webhook
 
 import (
+	"context"
 	"sync/atomic"
 	"time"
 
 	"github.com/clearancehq/clearance/internal/core"
 	"github.com/clearancehq/clearance/internal/outbound"
+	"github.com/clearancehq/clearance/outbox"
 )
 
 // Config is what the webhook feature needs beside the kernel.
@@ -113,6 +115,24 @@ type Stats struct {
 	DeadLettered int64
 	// Dropped: deliveries whose integration was deleted before them.
 	Dropped int64
+}
+
+// MaxBacklog bounds what Backlog counts, so that a scrape stays cheap.
+const MaxBacklog = 1000
+
+// Backlog counts the events waiting for dispatch and the deliveries due
+// now, of every org and every worker on the store, up to MaxBacklog: a
+// backlog that grows says the workers do not keep up (or receivers fail).
+func (s *Service) Backlog(ctx context.Context) (int, error) {
+	events, err := s.d.Store.DueJobs(ctx, outbox.JobKind, MaxBacklog)
+	if err != nil {
+		return 0, core.Translate("count pending events", err)
+	}
+	due, err := s.d.Store.DueJobs(ctx, deliveryJob, MaxBacklog-len(events)+1)
+	if err != nil {
+		return 0, core.Translate("count due deliveries", err)
+	}
+	return min(len(events)+len(due), MaxBacklog), nil
 }
 
 // Stats returns the counters.
