@@ -1,5 +1,7 @@
 package signals
 
+import "github.com/clearancehq/clearance/internal/core"
+
 // Codes of the signal routes. Every refusal is a *core.Error of one Kind;
 // the package declares no sentinels.
 const (
@@ -13,7 +15,7 @@ const (
 	CodeInvalidConnectorName = "INVALID_SIGNAL_CONNECTOR_NAME"
 	// CodeSecretsNotConfigured: a connector that requires signatures needs
 	// its secret sealed at rest, and the engine has no secrets key (503).
-	CodeSecretsNotConfigured = "SECRETS_NOT_CONFIGURED"
+	CodeSecretsNotConfigured = core.CodeSecretsNotConfigured
 
 	// CodeWebhookSecretInvalid: the ONE answer (401) to an unknown
 	// connector, a revoked one, a missing or repeated x-webhook-secret and

@@ -1,5 +1,7 @@
 package webhook
 
+import "github.com/clearancehq/clearance/internal/core"
+
 // Codes of the WEBHOOK integration routes.
 const (
 	// CodeInvalidIntegration: the connect body breaks a rule of its
@@ -21,5 +23,5 @@ const (
 	CodeDeliveryInProgress = "DELIVERY_IN_PROGRESS"
 	// CodeSecretsNotConfigured: the engine has no secrets key, so a
 	// signing secret cannot be stored (503).
-	CodeSecretsNotConfigured = "SECRETS_NOT_CONFIGURED"
+	CodeSecretsNotConfigured = core.CodeSecretsNotConfigured
 )

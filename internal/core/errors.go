@@ -43,6 +43,9 @@ const (
 	CodeInvalidCorrelationID  = "INVALID_CORRELATION_ID"
 	CodeInvalidRequestID      = "INVALID_REQUEST_ID"
 	CodeStoreUnavailable      = "STORE_UNAVAILABLE"
+	// CodeSecretsNotConfigured: a feature must seal a secret at rest (or
+	// open one) and the engine has no secrets key (503).
+	CodeSecretsNotConfigured = "SECRETS_NOT_CONFIGURED"
 	// A header and its body member disagree; a path segment and its body
 	// member disagree; a member the request requires is absent.
 	CodeHeaderBodyMismatch = "HEADER_BODY_MISMATCH"
