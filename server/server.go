@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -71,6 +72,10 @@ type Server struct {
 	mux      *http.ServeMux
 	metrics  *metrics
 	limiters sync.Map           // key id -> *rate.Limiter
+	// added counts the limiters made; every sweepEvery of them, the full
+	// ones are forgotten (see allow).
+	added    atomic.Int64
+	sweeping sync.Mutex
 	json     strictjson.Options // request bodies: strict, within the engine's JSON limits
 }
 
@@ -243,7 +248,11 @@ func (s *Server) allow(w http.ResponseWriter, keyID string) error {
 	}
 	v, ok := s.limiters.Load(keyID)
 	if !ok {
-		v, _ = s.limiters.LoadOrStore(keyID, rate.NewLimiter(rate.Limit(s.opts.RateLimit), s.opts.RateBurst))
+		var loaded bool
+		v, loaded = s.limiters.LoadOrStore(keyID, rate.NewLimiter(rate.Limit(s.opts.RateLimit), s.opts.RateBurst))
+		if !loaded && s.added.Add(1)%sweepEvery == 0 {
+			s.sweepLimiters()
+		}
 	}
 	lim := v.(*rate.Limiter)
 	res := lim.Reserve()
@@ -254,6 +263,27 @@ func (s *Server) allow(w http.ResponseWriter, keyID string) error {
 		return errRateLimited
 	}
 	return nil
+}
+
+// sweepEvery is how many new limiters trigger a sweep.
+const sweepEvery = 4096
+
+// sweepLimiters forgets the limiters whose bucket is full again: one
+// made afresh would be the same, so nothing changes for any client,
+// while keys a client makes up (connector ids, addresses on the public
+// signal route) cannot grow the map without bound.
+func (s *Server) sweepLimiters() {
+	if !s.sweeping.TryLock() {
+		return
+	}
+	defer s.sweeping.Unlock()
+	burst := float64(s.opts.RateBurst)
+	s.limiters.Range(func(k, v any) bool {
+		if v.(*rate.Limiter).Tokens() >= burst {
+			s.limiters.CompareAndDelete(k, v)
+		}
+		return true
+	})
 }
 
 func readBody(c *call, limit int64) error {
