@@ -71,7 +71,7 @@ type Server struct {
 	log      *slog.Logger
 	mux      *http.ServeMux
 	metrics  *metrics
-	limiters sync.Map           // key id -> *rate.Limiter
+	limiters sync.Map // key id -> *rate.Limiter
 	// added counts the limiters made; every sweepEvery of them, the full
 	// ones are forgotten (see allow).
 	added    atomic.Int64
