@@ -25,6 +25,7 @@ import (
 	"github.com/clearancehq/clearance/internal/secretbox"
 	"github.com/clearancehq/clearance/internal/strictjson"
 	"github.com/clearancehq/clearance/ledger"
+	"github.com/clearancehq/clearance/outbox"
 	"github.com/clearancehq/clearance/policies"
 	"github.com/clearancehq/clearance/sharelink"
 	"github.com/clearancehq/clearance/signals"
@@ -242,7 +243,8 @@ func Open(backend store.Backend, opts Options) (*Engine, error) {
 	if client == nil {
 		client = approval.NewHTTP(out, approval.HTTPOptions{})
 	}
-	e.Webhooks = webhook.New(deps, webhook.Config{Client: out, Worker: opts.Webhooks})
+	e.Webhooks = webhook.New(deps, webhook.Config{Client: out, Worker: opts.Webhooks,
+		Render: func(ctx context.Context, ev outbox.Event) ([]byte, error) { return e.Decide.EventBody(ctx, ev) }})
 	e.Escalations = escalation.New(deps, escalation.Config{Directory: opts.ApprovalServices, Client: client, TTL: opts.EscalationTTL})
 	var approvals decide.Approvals
 	var claimApprovals execution.Approvals
@@ -252,8 +254,7 @@ func Open(backend store.Backend, opts Options) (*Engine, error) {
 	e.Signals = signals.New(deps)
 	e.Decide = decide.New(deps, decide.Config{Policies: e.Policies, StillActive: policies.StillActive,
 		GrantTTL: opts.GrantTTL, IntentMaxAge: opts.IntentMaxAge, Approvals: approvals, Events: e.Webhooks.Wake,
-		Destinations: e.Webhooks.HasDestination,
-		Signals:      e.Signals})
+		Signals: e.Signals})
 	e.Escalations.UseDecide(e.Decide)
 	e.Evidence = evidence.New(deps, evidence.Config{Audit: e.Audit, ProducerKey: opts.ProducerKey, Escalation: e.Escalations.Capsule})
 	e.ShareLinks = sharelink.New(deps, sharelink.Config{Secret: opts.ShareSecret})

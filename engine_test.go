@@ -240,10 +240,14 @@ func BenchmarkEvaluatePebbleSync(b *testing.B) {
 }
 
 func BenchmarkEvaluatePebbleSyncParallel(b *testing.B) {
-	ctx := context.Background()
 	e := newEngine(b)
 	o := newOrg(b, e)
-	r := request(b, o, `{"decision_type":"PAYMENT","workflow_key":"ap.invoice","amount":250.5}`)
+	evaluateParallel(b, e, request(b, o, `{"decision_type":"PAYMENT","workflow_key":"ap.invoice","amount":250.5}`))
+}
+
+// evaluateParallel times r decided by 32 callers per core.
+func evaluateParallel(b *testing.B, e *clearance.Engine, r clearance.EvaluateRequest) {
+	ctx := context.Background()
 	b.ReportAllocs()
 	b.SetParallelism(32)
 	b.ResetTimer()

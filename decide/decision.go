@@ -38,10 +38,6 @@ type Config struct {
 	// Events is called after a decision whose event (decision.resolved)
 	// was committed, to wake the dispatcher; nil: nobody is waiting.
 	Events func()
-	// Destinations reports, in the org's transaction, whether the org's
-	// events have anywhere to go: its decisions write an event only then.
-	// nil: every decision writes one.
-	Destinations func(ctx context.Context, tx store.Tx) (bool, error)
 	// Signals reads the org's inbound signals for policies that read them;
 	// nil: policies see none.
 	Signals Signals
@@ -118,12 +114,15 @@ func (d *Decision) AppendJSON(b []byte) []byte {
 	return o.Close()
 }
 
+// dossierURL is where a dossier is read.
+func dossierURL(id string) string { return "/v1/protocol/dossiers/" + id }
+
 // decisionOf is the answer recorded for dossier d with body digest digest.
 func decisionOf(d *dossier.Body, digest string) Decision {
 	return Decision{
 		DecisionID: d.DecisionID, EvaluationID: d.EvaluationID, DossierID: d.DossierID, OrgID: d.OrgID,
 		Outcome: d.Outcome, ReasonCodes: d.ReasonCodes, PolicySnapshot: d.PolicySnapshot, Mode: d.Mode,
-		DossierURL: "/v1/protocol/dossiers/" + d.DossierID, DossierDigest: digest, LedgerSeq: d.LedgerSeq,
+		DossierURL: dossierURL(d.DossierID), DossierDigest: digest, LedgerSeq: d.LedgerSeq,
 		CorrelationID: d.CorrelationID, IdempotencyKey: d.IdempotencyKey, CreatedAt: d.CreatedAt,
 		ChainID: d.ChainID, ParentDecisionID: d.ParentDecisionID, ActivePolicyVersion: d.ActivePolicyVersion,
 	}

@@ -118,13 +118,9 @@ func (s *Service) Evaluate(ctx context.Context, req EvaluateRequest) (Decision, 
 			if dr.route != RouteEvaluateDecision {
 				return dec, nil
 			}
-			if s.cfg.Destinations != nil {
-				if ok, err := s.cfg.Destinations(ctx, tx); err != nil || !ok {
-					return dec, err
-				}
-			}
-			emitted = true
-			return dec, emitResolved(ctx, tx, &dec, dr.in.WorkflowKey, dr.in.DecisionType, dr.now)
+			var err error
+			emitted, err = emitResolved(ctx, tx, &dec, dr.now)
+			return dec, err
 		})
 		if !errors.Is(err, errPolicyMoved) {
 			break

@@ -2,8 +2,13 @@ package decide
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"time"
 
+	"github.com/clearancehq/clearance/dossier"
+	"github.com/clearancehq/clearance/internal/canon"
+	"github.com/clearancehq/clearance/internal/core"
 	"github.com/clearancehq/clearance/internal/jsonw"
 	"github.com/clearancehq/clearance/outbox"
 	"github.com/clearancehq/clearance/store"
@@ -41,31 +46,69 @@ type DecisionResolved struct {
 	LedgerSeq            uint64   `json:"ledger_seq"`
 }
 
-// emitResolved writes the decision.resolved event of d in tx: it is
-// committed with the decision or not at all.
-func emitResolved(ctx context.Context, tx store.Tx, d *Decision, workflow, decisionType string, at time.Time) error {
-	o := jsonw.Open(make([]byte, 0, 768))
-	o.String("type", EventDecisionResolved)
-	o.String("event_id", d.EvaluationID)
-	o.String("occurred_at", d.CreatedAt)
-	o.String("org_id", d.OrgID)
+// emitResolved writes the decision.resolved event of d in tx when the org
+// has a subscriber, and reports whether it did: it is committed with the
+// decision or not at all. The event stored is a reference to the dossier
+// recorded beside it; EventBody writes the body delivered, off the
+// request path.
+func emitResolved(ctx context.Context, tx store.Tx, d *Decision, at time.Time) (bool, error) {
+	o := jsonw.Open(make([]byte, 0, 64))
 	o.String("dossier_id", d.DossierID)
-	o.String("decision_id", d.DecisionID)
-	o.String("evaluation_id", d.EvaluationID)
-	o.String("idempotency_key", d.IdempotencyKey)
-	o.OmitEmpty("correlation_id", d.CorrelationID)
-	o.String("protocol_outcome", string(d.Outcome))
-	o.String("mode", string(d.Mode))
-	o.Strings("reason_codes", d.ReasonCodes)
-	o.String("policy_version", d.PolicySnapshot.PolicyVersion)
-	o.OmitEmpty("workflow_key", workflow)
-	o.OmitEmpty("decision_type", decisionType)
-	o.String("reconciliation_status", ReconciliationNotRequired)
-	o.String("dossier_url", d.DossierURL)
-	o.String("dossier_digest", d.DossierDigest)
-	o.Uint("ledger_seq", d.LedgerSeq)
 	return outbox.Emit(ctx, tx, outbox.Event{OrgID: d.OrgID, ID: d.EvaluationID, Name: EventDecisionResolved,
 		OccurredAt: at, Body: o.Close()})
+}
+
+// eventRef is what emitResolved stores; Type is set only in the events of
+// earlier releases, which stored the body whole.
+type eventRef struct {
+	Type      string `json:"type"`
+	DossierID string `json:"dossier_id"`
+}
+
+// EventBody returns the body delivered for ev, an event the decide feature
+// emitted: the decision.resolved body, written from the dossier the event
+// references. Other events are returned as stored. The dossier is read
+// from the store: it was committed with the event.
+func (s *Service) EventBody(ctx context.Context, ev outbox.Event) ([]byte, error) {
+	if ev.Name != EventDecisionResolved {
+		return ev.Body, nil
+	}
+	var ref eventRef
+	if err := json.Unmarshal(ev.Body, &ref); err != nil {
+		return nil, fmt.Errorf("decide: event %s does not decode: %w", ev.ID, err)
+	}
+	if ref.Type != "" {
+		return ev.Body, nil
+	}
+	r, err := s.d.Store.Dossier(ctx, ev.OrgID, ref.DossierID)
+	if err != nil {
+		return nil, core.Translate("read the event's dossier", err)
+	}
+	b, err := dossier.Decode(r.Body)
+	if err != nil {
+		return nil, fmt.Errorf("decide: dossier %s of event %s does not decode: %w", ref.DossierID, ev.ID, err)
+	}
+	o := jsonw.Open(make([]byte, 0, 768))
+	o.String("type", EventDecisionResolved)
+	o.String("event_id", ev.ID)
+	o.String("occurred_at", b.CreatedAt)
+	o.String("org_id", b.OrgID)
+	o.String("dossier_id", b.DossierID)
+	o.String("decision_id", b.DecisionID)
+	o.String("evaluation_id", b.EvaluationID)
+	o.String("idempotency_key", b.IdempotencyKey)
+	o.OmitEmpty("correlation_id", b.CorrelationID)
+	o.String("protocol_outcome", string(b.Outcome))
+	o.String("mode", string(b.Mode))
+	o.Strings("reason_codes", nonNil(b.ReasonCodes))
+	o.String("policy_version", b.PolicySnapshot.PolicyVersion)
+	o.OmitEmpty("workflow_key", r.WorkflowKey)
+	o.OmitEmpty("decision_type", r.DecisionType)
+	o.String("reconciliation_status", ReconciliationNotRequired)
+	o.String("dossier_url", dossierURL(b.DossierID))
+	o.String("dossier_digest", canon.Digest(r.Body))
+	o.Uint("ledger_seq", b.LedgerSeq)
+	return o.Close(), nil
 }
 
 // emitted tells Config.Events that an event was committed.

@@ -13,8 +13,19 @@ import (
 // memTx is one org's jobs in memory: the part of a backend transaction
 // the outbox needs.
 type memTx struct {
-	org  string
-	jobs map[string]jobs.Job
+	org         string
+	jobs        map[string]jobs.Job
+	subscribers map[string]bool
+}
+
+func (m *memTx) OutboxSubscribed(context.Context) (bool, error) { return len(m.subscribers) > 0, nil }
+func (m *memTx) SetOutboxSubscriber(_ context.Context, name string, on bool) error {
+	if on {
+		m.subscribers[name] = true
+	} else {
+		delete(m.subscribers, name)
+	}
+	return nil
 }
 
 func (m *memTx) OrgID() string  { return m.org }
@@ -41,19 +52,27 @@ func (m *memTx) JobInTx(_ context.Context, kind, id string) (jobs.Job, error) {
 	return j, nil
 }
 
-// An event is emitted with the change that caused it and handed to its
-// destinations once.
+// An event is emitted with the change that caused it, when the org has a
+// subscriber, and handed to its destinations once.
 func ExampleTake() {
 	ctx := context.Background()
-	tx := &memTx{org: "org_1", jobs: map[string]jobs.Job{}}
-	_ = outbox.Emit(ctx, tx, outbox.Event{OrgID: "org_1", ID: "evt_1", Name: "decision.resolved",
-		OccurredAt: tx.Now(), Body: []byte(`{"protocol_outcome":"ALLOW"}`)})
+	tx := &memTx{org: "org_1", jobs: map[string]jobs.Job{}, subscribers: map[string]bool{}}
+	ev := outbox.Event{OrgID: "org_1", ID: "evt_1", Name: "decision.resolved",
+		OccurredAt: tx.Now(), Body: []byte(`{"protocol_outcome":"ALLOW"}`)}
+	owed, _ := outbox.Emit(ctx, tx, ev)
+	fmt.Println("owed without a subscriber:", owed)
+
+	_ = outbox.Subscribe(ctx, tx, "webhook")
+	owed, _ = outbox.Emit(ctx, tx, ev)
+	fmt.Println("owed with one:", owed)
 
 	e, ok, _ := outbox.Take(ctx, tx, "evt_1")
 	fmt.Println(ok, e.Name, string(e.Body))
 	_, again, _ := outbox.Take(ctx, tx, "evt_1")
 	fmt.Println(again)
 	// Output:
+	// owed without a subscriber: false
+	// owed with one: true
 	// true decision.resolved {"protocol_outcome":"ALLOW"}
 	// false
 }

@@ -15,7 +15,7 @@ import (
 // JobKind is the jobs kind under which events wait for their dispatch.
 const JobKind = "outbox"
 
-// MaxNameLen bounds an event name, in bytes.
+// MaxNameLen bounds an event or subscriber name, in bytes.
 const MaxNameLen = 64
 
 // ErrInvalid: an event no store may hold.
@@ -26,8 +26,8 @@ type Event struct {
 	OrgID string
 	// ID is unique within the org: the fresh id of the event.
 	ID string
-	// Name is what happened ("decision.resolved"): 1 to MaxNameLen bytes
-	// of [a-z0-9_.-].
+	// Name is what happened ("decision.resolved"): a name ValidName
+	// accepts.
 	Name string
 	// OccurredAt is when the change that caused it was made.
 	OccurredAt time.Time
@@ -40,13 +40,8 @@ func (e Event) Validate() error {
 	if err := jobs.ValidateKey(e.OrgID, JobKind, e.ID); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	if e.Name == "" || len(e.Name) > MaxNameLen {
-		return fmt.Errorf("%w: name of %d bytes, want 1 to %d", ErrInvalid, len(e.Name), MaxNameLen)
-	}
-	for i := 0; i < len(e.Name); i++ {
-		if c := e.Name[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-') {
-			return fmt.Errorf("%w: name byte %#02x at %d is not one of [a-z0-9_.-]", ErrInvalid, c, i)
-		}
+	if err := ValidName(e.Name); err != nil {
+		return err
 	}
 	if e.OccurredAt.IsZero() {
 		return fmt.Errorf("%w: occurred_at not set", ErrInvalid)
@@ -57,18 +52,29 @@ func (e Event) Validate() error {
 	return nil
 }
 
-// Emit writes e, pending, in tx: the transaction of the change that
-// caused it. e.ID must be fresh (an id never emitted before in the org):
-// Emit does not read, so that it costs one write on the paths it rides.
-func Emit(ctx context.Context, tx jobs.Tx, e Event) error {
+// Tx is what Emit needs of a backend transaction.
+type Tx interface {
+	jobs.Tx
+	SubscriberTx
+}
+
+// Emit writes e, pending, in tx (the transaction of the change that
+// caused it) when the org has a subscriber, and reports whether it did:
+// without one nothing is owed, and nothing is written. e.ID must be fresh
+// (an id never emitted before in the org): Emit does not read, so that it
+// costs one write on the paths it rides.
+func Emit(ctx context.Context, tx Tx, e Event) (bool, error) {
 	if e.OrgID != tx.OrgID() {
-		return fmt.Errorf("%w: event of org %q in a transaction of org %q", ErrInvalid, e.OrgID, tx.OrgID())
+		return false, fmt.Errorf("%w: event of org %q in a transaction of org %q", ErrInvalid, e.OrgID, tx.OrgID())
 	}
 	if err := e.Validate(); err != nil {
-		return err
+		return false, err
+	}
+	if ok, err := tx.OutboxSubscribed(ctx); err != nil || !ok {
+		return false, err
 	}
 	at := tx.Now().UTC().Truncate(time.Microsecond)
-	return tx.InsertJob(ctx, jobs.Job{OrgID: e.OrgID, Kind: JobKind, ID: e.ID, Payload: encode(e), State: jobs.Queued,
+	return true, tx.InsertJob(ctx, jobs.Job{OrgID: e.OrgID, Kind: JobKind, ID: e.ID, Payload: encode(e), State: jobs.Queued,
 		Due: at, CreatedAt: at, UpdatedAt: at})
 }
 

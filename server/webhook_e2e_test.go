@@ -228,7 +228,8 @@ func TestWebhookDeliversSignedDecisionResolved(t *testing.T) {
 		"decision_id": dec.str("decision_id"), "evaluation_id": dec.str("evaluation_id"), "event_id": dec.str("evaluation_id"),
 		"idempotency_key": "evt-1", "protocol_outcome": "BLOCK", "mode": "ENFORCEMENT", "workflow_key": "payouts",
 		"decision_type": "PAYOUT", "reconciliation_status": "NOT_REQUIRED", "occurred_at": dec.str("created_at"),
-		"dossier_digest": dec.str("dossier_digest"), "ledger_seq": dec.num("ledger_seq")} {
+		"dossier_digest": dec.str("dossier_digest"), "ledger_seq": dec.num("ledger_seq"), "dossier_url": dec.str("dossier_url"),
+		"policy_version": dec.str("policy_snapshot.policy_version")} {
 		if body[member] != want {
 			t.Errorf("body %s = %v, want %v", member, body[member], want)
 		}
@@ -370,6 +371,20 @@ func TestWebhookFiltersAndSecretRotation(t *testing.T) {
 	got = rv.deliveries()
 	if ok := hmacSignatures(t, got[len(got)-1].signature, got[len(got)-1].body, hookSecret, next); len(ok) != 1 || ok[0] != next {
 		t.Fatalf("after rotation the signatures verify with %v, want the new secret only", ok)
+	}
+	// Every subscription disabled: decisions owe nothing, and write no
+	// event; enabled again, they do.
+	off := `[{"event_name":"decision.resolved","is_enabled":false,"filter":{}}]`
+	x.req(t, "POST", hooksPath(x.o.ID)+"/connect", x.o.Key, connectBody(rv.srv.URL, "", off), nil).want(t, http.StatusOK)
+	x.req(t, "POST", pathEvaluate, x.o.Key, `{"amount":20000}`, nil).want(t, http.StatusOK)
+	if d, a := work(t, x); d != 0 || a != 0 {
+		t.Fatalf("with every subscription disabled: dispatched %d, attempted %d; want nothing", d, a)
+	}
+	on := `[{"event_name":"decision.resolved","is_enabled":true,"filter":{}}]`
+	x.req(t, "POST", hooksPath(x.o.ID)+"/connect", x.o.Key, connectBody(rv.srv.URL, "", on), nil).want(t, http.StatusOK)
+	x.req(t, "POST", pathEvaluate, x.o.Key, `{"amount":20000}`, nil).want(t, http.StatusOK)
+	if d, a := work(t, x); d != 1 || a != 1 {
+		t.Fatalf("enabled again: dispatched %d, attempted %d; want 1 and 1", d, a)
 	}
 	// Deleted: the org's decisions write no event any more, nothing more is
 	// delivered, and the integration is gone.

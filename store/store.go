@@ -24,6 +24,7 @@ import (
 	"github.com/clearancehq/clearance/idempotency"
 	"github.com/clearancehq/clearance/jobs"
 	"github.com/clearancehq/clearance/ledger"
+	"github.com/clearancehq/clearance/outbox"
 	"github.com/clearancehq/clearance/registry"
 	"github.com/clearancehq/clearance/tenant"
 )
@@ -89,6 +90,9 @@ type Tx interface {
 	claim.Tx
 	registry.Tx
 	jobs.Tx
+	// outbox.SubscriberTx: whether the org's events are owed to anyone,
+	// at hand without a read (decisions emit through it).
+	outbox.SubscriberTx
 	PutBundle(ctx context.Context, b BundleRecord) error
 	// LatestBundleInTx returns the org's newest bundle as of this transaction.
 	LatestBundleInTx(ctx context.Context) (BundleRecord, error)

@@ -129,7 +129,13 @@ func (s *Service) Dispatch(ctx context.Context) (int, error) {
 	total := 0
 	var held []jobs.Job
 	targets := map[string]target{}
+	var failed error
 	for _, org := range orgs {
+		if err := s.render(ctx, byOrg[org]); err != nil {
+			// The org's events wait for the next pass; the others go on.
+			failed = errors.Join(failed, err)
+			continue
+		}
 		var taken int
 		var queued []jobs.Job
 		var r stored
@@ -149,6 +155,7 @@ func (s *Service) Dispatch(ctx context.Context) (int, error) {
 					continue
 				}
 				taken++
+				ev.Body = e.Body // as rendered
 				if found && r.wants(ev) {
 					j, created, err := s.queue(ctx, tx, ev, owner)
 					if err != nil {
@@ -171,7 +178,24 @@ func (s *Service) Dispatch(ctx context.Context) (int, error) {
 			targets[org] = s.target(org, r, found, nil)
 		}
 	}
-	return total, s.deliverHeld(ctx, orgs, held, targets)
+	return total, errors.Join(failed, s.deliverHeld(ctx, orgs, held, targets))
+}
+
+// render replaces each event's stored body with the body delivered
+// (Config.Render), before the org's transaction: an event is taken only
+// with the body it is sent with.
+func (s *Service) render(ctx context.Context, events []outbox.Event) error {
+	if s.cfg.Render == nil {
+		return nil
+	}
+	for i := range events {
+		body, err := s.cfg.Render(ctx, events[i])
+		if err != nil {
+			return core.Translate("render event "+events[i].ID, err)
+		}
+		events[i].Body = body
+	}
+	return nil
 }
 
 // queue enqueues ev's delivery to the org's WEBHOOK integration, held by

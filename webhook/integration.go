@@ -14,6 +14,7 @@ import (
 	"github.com/clearancehq/clearance/internal/core"
 	"github.com/clearancehq/clearance/internal/outbound"
 	"github.com/clearancehq/clearance/internal/strictjson"
+	"github.com/clearancehq/clearance/outbox"
 	"github.com/clearancehq/clearance/store"
 )
 
@@ -330,7 +331,14 @@ func (s *Service) Connect(ctx context.Context, orgID string, body []byte) (Integ
 			}
 		}
 		out = r.view(now, !found)
-		return writeIntegration(ctx, tx, &r)
+		if err := writeIntegration(ctx, tx, &r); err != nil {
+			return err
+		}
+		// Decisions write events only while something is subscribed.
+		if r.enabled() {
+			return outbox.Subscribe(ctx, tx, subscriber)
+		}
+		return outbox.Unsubscribe(ctx, tx, subscriber)
 	})
 	if err != nil {
 		return Integration{}, core.Translate("connect webhook integration", err)
@@ -387,6 +395,9 @@ func (s *Service) Delete(ctx context.Context, orgID string) error {
 		if !found {
 			return notConnected()
 		}
+		if err := outbox.Unsubscribe(ctx, tx, subscriber); err != nil {
+			return err
+		}
 		// The record stays, emptied: artifacts are never deleted.
 		return tx.PutArtifact(ctx, artifact.Record{OrgID: orgID, Kind: integrationKind, ID: Provider, Ref: integrationRef,
 			CreatedAt: s.d.Now(), Body: []byte(deletedBody)})
@@ -400,19 +411,18 @@ func (s *Service) Delete(ctx context.Context, orgID string) error {
 // deletedBody is the body of a deleted integration's record.
 const deletedBody = `{}`
 
-// HasDestination reports, in the org's transaction, whether the org's
-// events have somewhere to go: a connected WEBHOOK integration. An event
-// is written only then, so that an org without one pays nothing for it
-// (an integration receives the events made after its connect anyway).
-func (s *Service) HasDestination(ctx context.Context, tx store.Tx) (bool, error) {
-	rec, err := tx.ArtifactInTx(ctx, integrationKind, Provider)
-	if core.IsNotFound(err) {
-		return false, nil
+// subscriber is the outbox subscriber name of an org's WEBHOOK
+// integration: subscribed while it has an enabled subscription.
+const subscriber = "webhook"
+
+// enabled reports whether r receives any event.
+func (r *stored) enabled() bool {
+	for _, sub := range r.Subscriptions {
+		if sub.IsEnabled {
+			return true
+		}
 	}
-	if err != nil {
-		return false, err
-	}
-	return string(rec.Body) != deletedBody, nil
+	return false
 }
 
 func notConnected() error {

@@ -20,6 +20,10 @@ type Config struct {
 	Rotation time.Duration
 	// Worker tunes the dispatcher and the delivery worker.
 	Worker WorkerOptions
+	// Render returns the body delivered for an event, when the outbox
+	// holds less than the body (a reference the emitting feature writes
+	// out at dispatch, off its request path). nil: the stored body is sent.
+	Render func(ctx context.Context, ev outbox.Event) ([]byte, error)
 }
 
 // WorkerOptions tune delivery. The zero value is a good default.

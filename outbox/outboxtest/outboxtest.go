@@ -35,6 +35,45 @@ func Run(t *testing.T, open func(t *testing.T) store.Backend) {
 	t.Run("RacingDispatchers", func(t *testing.T) { racing(t, open(t)) })
 	t.Run("OrgsApart", func(t *testing.T) { orgsApart(t, open(t)) })
 	t.Run("InvalidRefused", func(t *testing.T) { invalid(t, open(t)) })
+	t.Run("NothingOwedWithoutSubscribers", func(t *testing.T) { withoutSubscribers(t, open(t)) })
+	t.Run("SubscribersRolledBack", func(t *testing.T) { subscribersRolledBack(t, open(t)) })
+}
+
+// subscriber is the name the suite subscribes with.
+const subscriber = "outboxtest"
+
+// emitted emits e in tx and fails unless it was written.
+func emitted(ctx context.Context, tx store.Tx, e outbox.Event) error {
+	ok, err := outbox.Emit(ctx, tx, e)
+	if err == nil && !ok {
+		return fmt.Errorf("event %s of a subscribed org was not emitted", e.ID)
+	}
+	return err
+}
+
+func update(t *testing.T, b store.Backend, org string, fn func(ctx context.Context, tx store.Tx) error) {
+	t.Helper()
+	ctx := context.Background()
+	if err := b.Update(ctx, org, func(tx store.Tx) error { return fn(ctx, tx) }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func subscribe(t *testing.T, b store.Backend, orgs ...string) {
+	t.Helper()
+	for _, org := range orgs {
+		update(t, b, org, func(ctx context.Context, tx store.Tx) error { return outbox.Subscribe(ctx, tx, subscriber) })
+	}
+}
+
+func subscribed(t *testing.T, b store.Backend, org string) bool {
+	t.Helper()
+	var ok bool
+	update(t, b, org, func(ctx context.Context, tx store.Tx) (err error) {
+		ok, err = tx.OutboxSubscribed(ctx)
+		return err
+	})
+	return ok
 }
 
 func event(org string, n int) outbox.Event {
@@ -45,7 +84,8 @@ func event(org string, n int) outbox.Event {
 func emit(t *testing.T, b store.Backend, events ...outbox.Event) {
 	t.Helper()
 	for _, e := range events {
-		if err := b.Update(context.Background(), e.OrgID, func(tx store.Tx) error { return outbox.Emit(context.Background(), tx, e) }); err != nil {
+		subscribe(t, b, e.OrgID)
+		if err := b.Update(context.Background(), e.OrgID, func(tx store.Tx) error { return emitted(context.Background(), tx, e) }); err != nil {
 			t.Fatalf("emit %s: %v", e.ID, err)
 		}
 	}
@@ -88,8 +128,9 @@ func committed(t *testing.T, b store.Backend) {
 }
 
 func rolledBack(t *testing.T, b store.Backend) {
+	subscribe(t, b, orgA)
 	err := b.Update(context.Background(), orgA, func(tx store.Tx) error {
-		if err := outbox.Emit(context.Background(), tx, event(orgA, 1)); err != nil {
+		if err := emitted(context.Background(), tx, event(orgA, 1)); err != nil {
 			return err
 		}
 		return errBoom
@@ -187,7 +228,8 @@ func orgsApart(t *testing.T, b store.Backend) {
 	if _, _, err := take(b, orgB, e.ID); !errors.Is(err, jobs.ErrNotFound) {
 		t.Fatalf("another org's Take = %v, want jobs.ErrNotFound", err)
 	}
-	err := b.Update(context.Background(), orgB, func(tx store.Tx) error { return outbox.Emit(context.Background(), tx, e) })
+	subscribe(t, b, orgB)
+	err := b.Update(context.Background(), orgB, func(tx store.Tx) error { return emitted(context.Background(), tx, e) })
 	if !errors.Is(err, outbox.ErrInvalid) {
 		t.Fatalf("emitting org A's event in org B = %v, want ErrInvalid", err)
 	}
@@ -202,13 +244,99 @@ func invalid(t *testing.T, b store.Backend) {
 		{OrgID: orgA, ID: "e1", Name: "x", OccurredAt: time.Now(), Body: []byte(`[1]`)},
 		{OrgID: orgA, ID: "e1", Name: "x", OccurredAt: time.Now(), Body: []byte(`{`)},
 	}
+	subscribe(t, b, orgA)
 	for i, e := range bad {
-		err := b.Update(context.Background(), orgA, func(tx store.Tx) error { return outbox.Emit(context.Background(), tx, e) })
+		err := b.Update(context.Background(), orgA, func(tx store.Tx) error { return emitted(context.Background(), tx, e) })
 		if !errors.Is(err, outbox.ErrInvalid) {
 			t.Errorf("case %d: Emit = %v, want ErrInvalid", i, err)
 		}
 	}
 	if p := pending(t, b); len(p) != 0 {
 		t.Fatalf("refused events were written: %v", p)
+	}
+}
+
+// An org without subscribers owes nothing: Emit writes nothing and says
+// so. Subscribers are a set: the org owes events while any is left.
+func withoutSubscribers(t *testing.T, b store.Backend) {
+	try := func(n int) bool {
+		t.Helper()
+		var ok bool
+		update(t, b, orgA, func(ctx context.Context, tx store.Tx) (err error) {
+			ok, err = outbox.Emit(ctx, tx, event(orgA, n))
+			return err
+		})
+		return ok
+	}
+	if subscribed(t, b, orgA) || try(1) {
+		t.Fatal("an org that never subscribed owes an event")
+	}
+	update(t, b, orgA, func(ctx context.Context, tx store.Tx) error {
+		for _, name := range []string{"one", "two", "two"} {
+			if err := outbox.Subscribe(ctx, tx, name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if !subscribed(t, b, orgA) || !try(2) {
+		t.Fatal("a subscribed org owes no event")
+	}
+	if subscribed(t, b, orgB) {
+		t.Fatal("org A's subscribers count for org B")
+	}
+	update(t, b, orgA, func(ctx context.Context, tx store.Tx) error { return outbox.Unsubscribe(ctx, tx, "one") })
+	if !try(3) {
+		t.Fatal("the org lost every subscriber with one of two")
+	}
+	update(t, b, orgA, func(ctx context.Context, tx store.Tx) error {
+		if err := outbox.Unsubscribe(ctx, tx, "two"); err != nil {
+			return err
+		}
+		return outbox.Unsubscribe(ctx, tx, "never")
+	})
+	if subscribed(t, b, orgA) || try(4) {
+		t.Fatal("an org with no subscriber left owes an event")
+	}
+	p := pending(t, b)
+	if len(p) != 2 || p[orgA+"/evt_002"].ID == "" || p[orgA+"/evt_003"].ID == "" {
+		t.Fatalf("pending = %v, want events 2 and 3 only", p)
+	}
+	for _, name := range []string{"", "Webhook", "a b", string(make([]byte, outbox.MaxNameLen+1))} {
+		err := b.Update(context.Background(), orgA, func(tx store.Tx) error { return outbox.Subscribe(context.Background(), tx, name) })
+		if !errors.Is(err, outbox.ErrInvalid) {
+			t.Errorf("Subscribe(%q) = %v, want ErrInvalid", name, err)
+		}
+	}
+}
+
+// A subscription is the transaction's: seen by its own later writes, gone
+// with its rollback.
+func subscribersRolledBack(t *testing.T, b store.Backend) {
+	err := b.Update(context.Background(), orgA, func(tx store.Tx) error {
+		ctx := context.Background()
+		if err := outbox.Subscribe(ctx, tx, subscriber); err != nil {
+			return err
+		}
+		if err := emitted(ctx, tx, event(orgA, 1)); err != nil {
+			return err
+		}
+		return errBoom
+	})
+	if !errors.Is(err, errBoom) {
+		t.Fatalf("Update = %v, want the fn's error", err)
+	}
+	if subscribed(t, b, orgA) || len(pending(t, b)) != 0 {
+		t.Fatal("a rolled back subscription stayed")
+	}
+	subscribe(t, b, orgA)
+	err = b.Update(context.Background(), orgA, func(tx store.Tx) error {
+		if err := outbox.Unsubscribe(context.Background(), tx, subscriber); err != nil {
+			return err
+		}
+		return errBoom
+	})
+	if !errors.Is(err, errBoom) || !subscribed(t, b, orgA) {
+		t.Fatalf("Update = %v; a rolled back unsubscription took effect", err)
 	}
 }

@@ -83,6 +83,7 @@
 //	o <org> t <index u64>               32-byte ledger tree hash at that tlog stored-hash index
 //	o <org> p <size u64>                ledger checkpoint: root(32) uvarint(len(origin)) origin signed-note
 //	o <org> j <kind (uvarint-prefixed)> <id>    jobs.Job
+//	o <org> w <name>                    empty: an outbox subscriber of the org
 //	j <kind (uvarint-prefixed)> <due µs> <org> 0x00 <id>
 //	                                    empty: the due index of every org (jobs.go)
 //
@@ -95,7 +96,8 @@
 // is a reverse seek over "o <org> p"; the tree hashes a proof needs are
 // point reads of "o <org> t". Databases written before the tree existed
 // simply have no "t" and "p" keys (sealed size 0), and databases written
-// before grant key revocations were stored no "g" keys (none revoked). Layout "1" had no
+// before grant key revocations were stored no "g" keys (none revoked), and databases
+// written before outbox subscribers no "w" keys (none subscribed). Layout "1" had no
 // activations ("u"): the newest bundle was active. Open upgrades such a
 // database in one synced batch, giving each org with bundles its newest one
 // as activation and stamping "2", so a build that would ignore activations

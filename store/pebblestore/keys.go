@@ -35,6 +35,7 @@ const (
 	subTreeHash    = 't' // .. t <index u64be>             -> 32-byte ledger tree hash
 	subCheckpoint  = 'p' // .. p <size u64be>              -> ledger checkpoint (see codec.go)
 	subActivation  = 'u' // .. u                           -> store.Activation (JSON): the version in use
+	subSubscriber  = 'w' // .. w <name>                    -> empty: an outbox subscriber of the org
 )
 
 // formatKey holds the layout version; Open refuses an unknown one.

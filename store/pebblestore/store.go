@@ -228,6 +228,10 @@ type org struct {
 	active                 store.Activation
 	headKnown              bool
 	head                   ledger.Head
+	// How many outbox subscribers the org has, once counted: whether a
+	// decision owes an event, without a read.
+	subscribersKnown bool
+	subscribers      int
 	// ceil bounds the keys of the write-once ranges (ceiling.go).
 	ceil ceilings
 }
@@ -237,7 +241,7 @@ type org struct {
 func (s *Store) forget(orgID string) {
 	o := s.org(orgID)
 	o.mu.Lock()
-	o.activeKnown, o.headKnown, o.ceil = false, false, nil
+	o.activeKnown, o.headKnown, o.subscribersKnown, o.ceil = false, false, false, nil
 	o.mu.Unlock()
 }
 
@@ -327,6 +331,9 @@ func (s *Store) apply(ctx context.Context, orgID string, fn func(tx store.Tx) er
 	}
 	if t.appended {
 		o.head, o.headKnown = t.head, t.headKnown
+	}
+	if t.subscribersSet {
+		o.subscribers, o.subscribersKnown = t.subscribers, true
 	}
 	return b, nil
 }

@@ -40,6 +40,10 @@ type tx struct {
 	state     *org
 	active    store.Activation
 	activeSet bool
+	// subscribers is the org's outbox subscriber count this transaction
+	// wrote (subscribersSet), applied to state when its batch is.
+	subscribers    int
+	subscribersSet bool
 	// dues are the due entries of the jobs this transaction read or
 	// wrote, so that a write need not read the job again.
 	dues map[string]jobDue

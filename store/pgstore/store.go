@@ -152,10 +152,13 @@ type orgState struct {
 	head      ledger.Head
 	active    store.Activation
 	hasActive bool
+	// subscribed: the org has outbox subscribers (outbox.Subscribe).
+	subscribed bool
 }
 
 // lockOrg begins the transaction, takes the org's row lock and reads the
-// org's ledger head and policy activation, in one round trip. The INSERT
+// org's ledger head, policy activation and whether it has outbox
+// subscribers, in one round trip. The INSERT
 // creates the row the first time an org is seen. Both are read after the
 // lock is granted (each statement its own snapshot), so they are the latest
 // committed, and every decision needs them.
@@ -178,6 +181,9 @@ func lockOrg(ctx context.Context, conn *pgx.Conn, orgID string) (orgState, error
 		}
 		st.hasActive = err == nil
 		return err
+	})
+	b.Queue(selectSubscribed, orgID).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&st.subscribed)
 	})
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
 		return orgState{}, fmt.Errorf("pgstore: lock org %q: %w", orgID, err)
