@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -123,6 +124,9 @@ func (s *Service) CreateConnector(ctx context.Context, orgID string, req NewConn
 	}
 	at := s.d.Now()
 	err = s.d.Store.Update(ctx, orgID, func(tx store.Tx) error {
+		if err := countConnector(ctx, tx, at); err != nil {
+			return err
+		}
 		if err := tx.PutArtifact(ctx, artifact.Record{OrgID: orgID, Kind: kindConnector, ID: id, Ref: refConnector,
 			CreatedAt: at, Body: body}); err != nil {
 			return err
@@ -141,6 +145,38 @@ func (s *Service) CreateConnector(ctx context.Context, orgID string, req NewConn
 		return CreatedConnector{}, core.Translate("create connector", err)
 	}
 	return CreatedConnector{Connector: rec.public(), WebhookSecret: secret}, nil
+}
+
+// connectorCount is the org's count of connectors made (kind kindCount,
+// id idCount): a store lists no artifacts inside a transaction, so the cap
+// is kept by a counter written with each.
+type connectorCount struct {
+	Made int `json:"made"`
+}
+
+// countConnector counts one more connector of the org in tx, or refuses
+// it past MaxConnectors.
+func countConnector(ctx context.Context, tx store.Tx, at time.Time) error {
+	var c connectorCount
+	r, err := tx.ArtifactInTx(ctx, kindCount, idCount)
+	switch {
+	case core.IsNotFound(err):
+		r = artifact.Record{OrgID: tx.OrgID(), Kind: kindCount, ID: idCount}
+	case err != nil:
+		return err
+	default:
+		if err := json.Unmarshal(r.Body, &c); err != nil {
+			return err
+		}
+	}
+	if c.Made >= MaxConnectors {
+		return core.New(core.ErrConflict, CodeConnectorLimit,
+			"the org has made %d signal connectors, the most it may (revoked ones count: they stay listed)", c.Made)
+	}
+	c.Made++
+	r.Body, _ = json.Marshal(c)
+	r.CreatedAt = at
+	return tx.PutArtifact(ctx, r)
 }
 
 func (r connectorRecord) event() connectorEvent {

@@ -13,6 +13,9 @@ const (
 	// CodeInvalidConnectorName: name is not 1 to MaxNameLen characters of
 	// text without control characters (400).
 	CodeInvalidConnectorName = "INVALID_SIGNAL_CONNECTOR_NAME"
+	// CodeConnectorLimit: the org has made MaxConnectors connectors
+	// already, revoked ones included (409).
+	CodeConnectorLimit = "SIGNAL_CONNECTOR_LIMIT_REACHED"
 	// CodeSecretsNotConfigured: a connector that requires signatures needs
 	// its secret sealed at rest, and the engine has no secrets key (503).
 	CodeSecretsNotConfigured = core.CodeSecretsNotConfigured

@@ -17,6 +17,10 @@ const (
 	// MaxTypes is how many signal types an org may have: every decision
 	// whose policy reads signals sees (and records) the latest of each.
 	MaxTypes = 64
+	// MaxConnectors is how many connectors an org may make, revoked ones
+	// included (they stay listed, for the audit): the list stays one
+	// bounded read.
+	MaxConnectors = 500
 	// MaxWebhookIDLen bounds webhook-id.
 	MaxWebhookIDLen = 256
 	// SignatureTolerance is how far webhook-timestamp may be from now, in
@@ -48,10 +52,12 @@ const (
 	kindLatest       = "signal.latest"        // org: one per type, ID = type
 	kindTypes        = "signal.types"         // org: the list of types
 	kindDelivery     = "signal.delivery"      // org: replay record, ID = connector/webhook-id
+	kindCount        = "signal.count"         // org: connectors made, ID = idCount
 
 	refConnector = "connector"
 	refLatest    = "latest"
 	idTypes      = "index"
+	idCount      = "connectors"
 )
 
 // Service runs connectors and stores the signals they deliver. Create it

@@ -2,6 +2,7 @@ package signals_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -141,5 +142,40 @@ func TestSignalTypesBounded(t *testing.T) {
 	in, _, _ := engine.Signals.Current(ctx, org, now)
 	if len(in) != signals.MaxTypes || in["one.more"] != nil {
 		t.Fatalf("%d types stored", len(in))
+	}
+}
+
+// An org makes at most MaxConnectors connectors, revoked ones included;
+// another org is not held to the first one's count.
+func TestSignalConnectorsBounded(t *testing.T) {
+	engine, org, _ := newEngine(t)
+	ctx := context.Background()
+	var first signals.CreatedConnector
+	for i := range signals.MaxConnectors {
+		c, err := engine.Signals.CreateConnector(ctx, org, signals.NewConnector{Name: fmt.Sprintf("feed %d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = c
+		}
+	}
+	if _, err := engine.Signals.RevokeConnector(ctx, org, first.ConnectorID); err != nil {
+		t.Fatal(err)
+	}
+	_, err := engine.Signals.CreateConnector(ctx, org, signals.NewConnector{Name: "one more"})
+	if e, ok := err.(*clearance.Error); !ok || e.Code != signals.CodeConnectorLimit || !errors.Is(err, clearance.ErrConflict) {
+		t.Fatalf("one connector too many: %v", err)
+	}
+	list, err := engine.Signals.ListConnectors(ctx, org)
+	if err != nil || len(list) != signals.MaxConnectors {
+		t.Fatalf("%d connectors listed, %v; want %d", len(list), err, signals.MaxConnectors)
+	}
+	other, err := engine.Admin.CreateOrg(ctx, "Other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := engine.Signals.CreateConnector(ctx, other.Org.ID, signals.NewConnector{Name: "feed"}); err != nil {
+		t.Fatalf("another org: %v", err)
 	}
 }

@@ -82,7 +82,7 @@
 //	o <org> r <kind (uvarint-prefixed)> <kid>   registry.Key
 //	o <org> t <index u64>               32-byte ledger tree hash at that tlog stored-hash index
 //	o <org> p <size u64>                ledger checkpoint: root(32) uvarint(len(origin)) origin signed-note
-//	o <org> j <kind (uvarint-prefixed)> <id>    jobs.Job
+//	o <org> j <kind (uvarint-prefixed)> <id>    jobs.Job (binary, see jobcodec.go; JSON before)
 //	o <org> w <name>                    empty: an outbox subscriber of the org
 //	j <kind (uvarint-prefixed)> <due µs> <org> 0x00 <id>
 //	                                    empty: the due index of every org (jobs.go)

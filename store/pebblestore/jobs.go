@@ -3,16 +3,13 @@ package pebblestore
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
-	"github.com/clearancehq/clearance/internal/jsonw"
 	"github.com/clearancehq/clearance/jobs"
 	"github.com/clearancehq/clearance/store"
 )
@@ -20,7 +17,7 @@ import (
 // Job keys: the record under its org, and the due index of every org
 // (DueJobs), which holds only queued and running jobs (Due set):
 //
-//	o <org> j <kind (uvarint-prefixed)> <id>        -> jobValue (JSON)
+//	o <org> j <kind (uvarint-prefixed)> <id>        -> jobValue (jobcodec.go)
 //	j <kind (uvarint-prefixed)> <due µs^sign> <org> 0x00 <id> -> empty
 //
 // Times are Unix microseconds with the sign bit flipped (appendMicrosOrder),
@@ -83,8 +80,8 @@ func readJob(r kv, orgID, kind, id string) (jobs.Job, error) {
 	if err != nil {
 		return jobs.Job{}, err
 	}
-	var s jobValue
-	if err := decodeJSON(v, &s); err != nil {
+	s, err := decodeJob(v)
+	if err != nil {
 		return jobs.Job{}, err
 	}
 	return jobs.Job{OrgID: orgID, Kind: kind, ID: id, Payload: s.Payload, State: s.State, Attempts: s.Attempts,
@@ -129,64 +126,6 @@ func putJob(b *pebble.Batch, j jobs.Job, old *jobDue) error {
 	if err := b.Set(jobDueKey(j), []byte{}, nil); err != nil {
 		return fmt.Errorf("pebblestore: write: %w", err)
 	}
-	return nil
-}
-
-// encodeJob is encodeJSON for jobs, written by hand: the same stored form
-// (decodeJSON reads it; HTML characters are not escaped), without the
-// reflection, on the paths that write a job per decision. A failure's
-// text may hold invalid UTF-8 (a receiver's words): as encoding/json does,
-// it is stored with U+FFFD in its place.
-func encodeJob(v jobValue) ([]byte, error) {
-	o := jsonw.Open(make([]byte, 0, 160+base64.StdEncoding.EncodedLen(len(v.Payload)+len(v.Result))+len(v.Owner)+len(v.Failure)))
-	if len(v.Payload) > 0 {
-		o.Member("payload")
-		o.B = appendBase64(o.B, v.Payload)
-	}
-	o.String("state", string(v.State))
-	o.Member("attempts")
-	o.B = strconv.AppendInt(o.B, int64(v.Attempts), 10)
-	o.OmitEmpty("owner", v.Owner)
-	if !v.LeaseUntil.IsZero() {
-		if err := appendTime(&o, "lease_until", v.LeaseUntil); err != nil {
-			return nil, err
-		}
-	}
-	if !v.Due.IsZero() {
-		if err := appendTime(&o, "due", v.Due); err != nil {
-			return nil, err
-		}
-	}
-	if len(v.Result) > 0 {
-		o.Member("result")
-		o.B = appendBase64(o.B, v.Result)
-	}
-	o.OmitEmpty("failure", v.Failure)
-	if err := appendTime(&o, "created_at", v.CreatedAt); err != nil {
-		return nil, err
-	}
-	if err := appendTime(&o, "updated_at", v.UpdatedAt); err != nil {
-		return nil, err
-	}
-	return o.Close(), nil
-}
-
-func appendBase64(b, v []byte) []byte {
-	b = append(b, '"')
-	b = base64.StdEncoding.AppendEncode(b, v)
-	return append(b, '"')
-}
-
-// appendTime appends member name with t as time.Time's MarshalJSON
-// writes it, refusing the years it refuses.
-func appendTime(o *jsonw.Object, name string, t time.Time) error {
-	if y := t.Year(); y < 0 || y > 9999 {
-		return fmt.Errorf("pebblestore: encode: %s year %d outside [0,9999]", name, y)
-	}
-	o.Member(name)
-	o.B = append(o.B, '"')
-	o.B = t.AppendFormat(o.B, time.RFC3339Nano)
-	o.B = append(o.B, '"')
 	return nil
 }
 
