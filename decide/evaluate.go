@@ -7,6 +7,7 @@ import (
 	"github.com/clearancehq/clearance/grant"
 	"github.com/clearancehq/clearance/internal/canon"
 	"github.com/clearancehq/clearance/internal/core"
+	"github.com/clearancehq/clearance/outbox"
 	"github.com/clearancehq/clearance/store"
 )
 
@@ -103,6 +104,13 @@ func (s *Service) Evaluate(ctx context.Context, req EvaluateRequest) (Decision, 
 	if err != nil {
 		return Decision{}, err
 	}
+	var resolved outbox.Prepared
+	if dr.route == RouteEvaluateDecision {
+		// ids: dossier, decision, evaluation (draft.evaluate).
+		if resolved, err = prepareResolved(org, ids[2], ids[0], dr.now); err != nil {
+			return Decision{}, core.Translate("prepare decision.resolved", err)
+		}
+	}
 	var out Decision
 	var replayed, emitted bool
 	for tries := 1; ; tries++ {
@@ -119,7 +127,7 @@ func (s *Service) Evaluate(ctx context.Context, req EvaluateRequest) (Decision, 
 				return dec, nil
 			}
 			var err error
-			emitted, err = emitResolved(ctx, tx, &dec, dr.now)
+			emitted, err = resolved.Emit(ctx, tx)
 			return dec, err
 		})
 		if !errors.Is(err, errPolicyMoved) {

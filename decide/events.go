@@ -11,7 +11,6 @@ import (
 	"github.com/clearancehq/clearance/internal/core"
 	"github.com/clearancehq/clearance/internal/jsonw"
 	"github.com/clearancehq/clearance/outbox"
-	"github.com/clearancehq/clearance/store"
 )
 
 // EventDecisionResolved is the event every evaluate-decision emits, in the
@@ -46,15 +45,15 @@ type DecisionResolved struct {
 	LedgerSeq            uint64   `json:"ledger_seq"`
 }
 
-// emitResolved writes the decision.resolved event of d in tx when the org
-// has a subscriber, and reports whether it did: it is committed with the
-// decision or not at all. The event stored is a reference to the dossier
-// recorded beside it; EventBody writes the body delivered, off the
+// prepareResolved prepares the decision.resolved event of the evaluation
+// evaluationID of org, recorded as dossierID at the time at, outside the
+// transaction that emits it. The event stored is a reference to the
+// dossier recorded beside it; EventBody writes the body delivered, off the
 // request path.
-func emitResolved(ctx context.Context, tx store.Tx, d *Decision, at time.Time) (bool, error) {
+func prepareResolved(org, evaluationID, dossierID string, at time.Time) (outbox.Prepared, error) {
 	o := jsonw.Open(make([]byte, 0, 64))
-	o.String("dossier_id", d.DossierID)
-	return outbox.Emit(ctx, tx, outbox.Event{OrgID: d.OrgID, ID: d.EvaluationID, Name: EventDecisionResolved,
+	o.String("dossier_id", dossierID)
+	return outbox.Prepare(outbox.Event{OrgID: org, ID: evaluationID, Name: EventDecisionResolved,
 		OccurredAt: at, Body: o.Close()})
 }
 

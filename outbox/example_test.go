@@ -76,3 +76,23 @@ func ExampleTake() {
 	// true decision.resolved {"protocol_outcome":"ALLOW"}
 	// false
 }
+
+// A change that runs under a lock prepares its event first: the
+// transaction then only writes it.
+func ExamplePrepare() {
+	ctx := context.Background()
+	tx := &memTx{org: "org_1", jobs: map[string]jobs.Job{}, subscribers: map[string]bool{"webhook": true}}
+	p, err := outbox.Prepare(outbox.Event{OrgID: "org_1", ID: "evt_2", Name: "decision.resolved",
+		OccurredAt: tx.Now(), Body: []byte(`{"dossier_id":"dos_1"}`)})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	owed, err := p.Emit(ctx, tx) // inside the change's transaction
+	fmt.Println(owed, err)
+	_, err = outbox.Prepare(outbox.Event{OrgID: "org_1", ID: "evt_3", Name: "Decision"})
+	fmt.Println(errors.Is(err, outbox.ErrInvalid))
+	// Output:
+	// true <nil>
+	// true
+}

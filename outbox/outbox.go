@@ -62,20 +62,48 @@ type Tx interface {
 // caused it) when the org has a subscriber, and reports whether it did:
 // without one nothing is owed, and nothing is written. e.ID must be fresh
 // (an id never emitted before in the org): Emit does not read, so that it
-// costs one write on the paths it rides.
+// costs one write on the paths it rides. Emit is Prepare, then Emit of
+// what it prepared.
 func Emit(ctx context.Context, tx Tx, e Event) (bool, error) {
-	if e.OrgID != tx.OrgID() {
-		return false, fmt.Errorf("%w: event of org %q in a transaction of org %q", ErrInvalid, e.OrgID, tx.OrgID())
-	}
-	if err := e.Validate(); err != nil {
+	p, err := Prepare(e)
+	if err != nil {
 		return false, err
+	}
+	return p.Emit(ctx, tx)
+}
+
+// Prepared is an event validated and encoded: the part of emitting it
+// that needs no transaction, done before one is opened so that the
+// transaction (which holds the org's lock) only writes it.
+type Prepared struct {
+	job jobs.Job
+}
+
+// Prepare validates e and encodes it for Prepared.Emit.
+func Prepare(e Event) (Prepared, error) {
+	if err := e.Validate(); err != nil {
+		return Prepared{}, err
+	}
+	return Prepared{job: jobs.Job{OrgID: e.OrgID, Kind: JobKind, ID: e.ID, Payload: encode(e), State: jobs.Queued}}, nil
+}
+
+// Emit is Emit of the prepared event: it writes it in tx when the org has
+// a subscriber, and reports whether it did. Like Emit it does not read:
+// p's event id must be fresh in the org.
+func (p Prepared) Emit(ctx context.Context, tx Tx) (bool, error) {
+	if p.job.OrgID == "" {
+		return false, fmt.Errorf("%w: not prepared", ErrInvalid)
+	}
+	if p.job.OrgID != tx.OrgID() {
+		return false, fmt.Errorf("%w: event of org %q in a transaction of org %q", ErrInvalid, p.job.OrgID, tx.OrgID())
 	}
 	if ok, err := tx.OutboxSubscribed(ctx); err != nil || !ok {
 		return false, err
 	}
+	j := p.job
 	at := tx.Now().UTC().Truncate(time.Microsecond)
-	return true, tx.InsertJob(ctx, jobs.Job{OrgID: e.OrgID, Kind: JobKind, ID: e.ID, Payload: encode(e), State: jobs.Queued,
-		Due: at, CreatedAt: at, UpdatedAt: at})
+	j.Due, j.CreatedAt, j.UpdatedAt = at, at, at
+	return true, tx.InsertJob(ctx, j)
 }
 
 // Pending lists up to limit pending events of every org, oldest first

@@ -251,6 +251,22 @@ func invalid(t *testing.T, b store.Backend) {
 			t.Errorf("case %d: Emit = %v, want ErrInvalid", i, err)
 		}
 	}
+	// A Prepared is emitted only in its org's transactions, and only once
+	// prepared.
+	subscribe(t, b, orgB)
+	p, err := outbox.Prepare(event(orgA, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, emit := range map[string]func(tx store.Tx) (bool, error){
+		"another org's transaction": func(tx store.Tx) (bool, error) { return p.Emit(context.Background(), tx) },
+		"not prepared":              func(tx store.Tx) (bool, error) { return outbox.Prepared{}.Emit(context.Background(), tx) },
+	} {
+		err := b.Update(context.Background(), orgB, func(tx store.Tx) error { _, err := emit(tx); return err })
+		if !errors.Is(err, outbox.ErrInvalid) {
+			t.Errorf("%s: Emit = %v, want ErrInvalid", name, err)
+		}
+	}
 	if p := pending(t, b); len(p) != 0 {
 		t.Fatalf("refused events were written: %v", p)
 	}
