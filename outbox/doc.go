@@ -6,7 +6,11 @@
 //
 // Emit writes an event in the transaction of the change that caused it:
 // it is committed with that change or not at all, so an acknowledged
-// change always has its event and a refused one never does. Events are
+// change always has its event and a refused one never does. Only an org
+// with a subscriber (Subscribe) is owed events; for the others Emit writes
+// nothing. A change made under a lock prepares its event first (Prepare:
+// validation and encoding, no transaction needed) and emits the Prepared
+// inside, where only the write is left. Events are
 // jobs (package jobs) of kind JobKind, due at once: durable, listed across
 // orgs by Due, and handed over once. Take, in a transaction of the
 // event's org, marks a pending event handed over and reports whether it
