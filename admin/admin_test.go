@@ -17,7 +17,9 @@ import (
 	"github.com/clearancehq/clearance/grant"
 	"github.com/clearancehq/clearance/internal/core"
 	"github.com/clearancehq/clearance/registry"
+	"github.com/clearancehq/clearance/store"
 	"github.com/clearancehq/clearance/store/pebblestore"
+	"github.com/clearancehq/clearance/tenant"
 )
 
 // newService is the admin feature alone over an in-memory store, signing
@@ -167,5 +169,61 @@ func TestJWKSWithoutSigning(t *testing.T) {
 	s, _ := newService(t, nil)
 	if _, ok := s.JWKS(); ok {
 		t.Fatal("JWKS without a ring")
+	}
+}
+
+// TestAuthenticateCredentialLifetimes: a credential with a lifetime (an
+// onboarding grant) authenticates until it expires or is revoked, and its
+// revocation holds at the next use: it is never served from memory.
+func TestAuthenticateCredentialLifetimes(t *testing.T) {
+	ctx := context.Background()
+	b, err := pebblestore.Open("db", pebblestore.Options{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	d := core.Deps{Store: core.NewStore(b), Clock: core.Clock(func() time.Time { return now }), IDs: core.IDs{Rand: rand.Reader},
+		Logger: slog.New(slog.DiscardHandler), Keys: core.NewKeys(nil), Issuer: "clearance"}
+	s := admin.New(d)
+	o, err := s.CreateOrg(ctx, "Acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	issue := func(id string, expires time.Time) (string, tenant.APIKey) {
+		secret, hash, err := tenant.NewSecret(rand.Reader, tenant.PrefixOnboarding)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := tenant.APIKey{ID: id, OrgID: o.Org.ID, Kind: tenant.KindOnboarding, Hash: hash, CreatedAt: now, ExpiresAt: expires}
+		if err := b.Update(ctx, o.Org.ID, func(tx store.Tx) error { return tx.PutAPIKey(ctx, k) }); err != nil {
+			t.Fatal(err)
+		}
+		return secret, k
+	}
+	revocable, k := issue("onb_1", now.Add(30*time.Minute))
+	expiring, _ := issue("onb_2", now.Add(10*time.Minute))
+	for range 2 {
+		p, err := s.Authenticate(ctx, revocable)
+		if err != nil || p.KeyID != "onb_1" || p.OrgID != o.Org.ID || p.Kind != tenant.KindOnboarding {
+			t.Fatalf("Authenticate(grant) = %+v, %v", p, err)
+		}
+	}
+	k.RevokedAt = now
+	if err := b.Update(ctx, o.Org.ID, func(tx store.Tx) error { return tx.PutAPIKey(ctx, k) }); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Authenticate(ctx, revocable)
+	wantErrorCode(t, "a revoked grant", err, core.ErrUnauthenticated, core.CodeUnauthenticated, "")
+
+	if _, err := s.Authenticate(ctx, expiring); err != nil {
+		t.Fatalf("grant before its expiry: %v", err)
+	}
+	now = now.Add(10 * time.Minute)
+	_, err = s.Authenticate(ctx, expiring)
+	wantErrorCode(t, "a grant at its expiry", err, core.ErrUnauthenticated, core.CodeUnauthenticated, "")
+	// The org's own key, with no lifetime, is unaffected.
+	if _, err := s.Authenticate(ctx, o.Key.Secret); err != nil {
+		t.Fatal(err)
 	}
 }

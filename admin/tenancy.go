@@ -33,12 +33,26 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (core.Princip
 			return core.Principal{}, core.Unavailable("authentication", err)
 		}
 		k = got
-		s.apiKeys.Store(hash, k)
+		// Only keys that neither expire nor are revoked stay in memory: a
+		// credential with a lifetime is read from the store on every use,
+		// so its revocation by any server holds at once on every other.
+		if cacheable(k) {
+			s.apiKeys.Store(hash, k)
+		}
 	}
 	if !k.Matches(secret) {
 		return core.Principal{}, core.New(core.ErrUnauthenticated, core.CodeUnauthenticated, "unknown API key")
 	}
+	if !k.Usable(s.d.Now()) {
+		return core.Principal{}, core.New(core.ErrUnauthenticated, core.CodeUnauthenticated, "the credential expired or was revoked")
+	}
 	return core.PrincipalOf(k), nil
+}
+
+// cacheable reports whether k may be kept in memory after its first use:
+// an org or platform key without an expiry and not revoked.
+func cacheable(k tenant.APIKey) bool {
+	return (k.Kind == tenant.KindOrg || k.Kind == tenant.KindPlatform) && k.ExpiresAt.IsZero() && k.RevokedAt.IsZero()
 }
 
 // IssuedKey is a newly created API key; Secret is shown only here.

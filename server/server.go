@@ -217,6 +217,11 @@ func (s *Server) serve(rt route, c *call) error {
 			return err
 		}
 		switch {
+		case p.Kind == tenant.KindOnboarding:
+			// No route of the table takes one yet: the onboarding routes
+			// will be the only ones to.
+			return &clearance.Error{Kind: clearance.ErrForbidden, Code: clearance.CodeInsufficientScope,
+				Detail: "an onboarding grant works only on the onboarding routes"}
 		case rt.auth == authPlatform && !p.IsPlatform():
 			return &clearance.Error{Kind: clearance.ErrForbidden, Code: clearance.CodePlatformKeyRequired, Detail: "this route needs the platform key"}
 		case rt.auth == authKey && !p.IsPlatform() && len(rt.scopes) > 0 && !p.Allows(rt.scopes...):

@@ -22,8 +22,9 @@ import (
 
 // Key prefixes.
 const (
-	PrefixOrg      = "clr_org_"
-	PrefixPlatform = "clr_plat_"
+	PrefixOrg        = "clr_org_"
+	PrefixPlatform   = "clr_plat_"
+	PrefixOnboarding = "clr_onb_"
 )
 
 // PlatformOrgID is the pseudo-org that owns the platform key in storage.
@@ -79,6 +80,10 @@ type KeyKind string
 const (
 	KindOrg      KeyKind = "org"
 	KindPlatform KeyKind = "platform"
+	// KindOnboarding is an onboarding grant: short-lived, good only on the
+	// onboarding routes of its org, revoked once the org's deployment
+	// bundle is issued.
+	KindOnboarding KeyKind = "onboarding"
 )
 
 // APIKey is the stored form of a key: never the secret itself.
@@ -89,6 +94,16 @@ type APIKey struct {
 	Hash      string    `json:"hash"` // hex SHA-256 of the secret
 	Scopes    []Scope   `json:"scopes"`
 	CreatedAt time.Time `json:"created_at"`
+	// ExpiresAt is when the key stops working; zero: never.
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
+	// RevokedAt is when the key was revoked; zero: it was not.
+	RevokedAt time.Time `json:"revoked_at,omitzero"`
+}
+
+// Usable reports whether the key authenticates at now: not revoked and
+// not expired (a key expires at ExpiresAt itself).
+func (k APIKey) Usable(now time.Time) bool {
+	return k.RevokedAt.IsZero() && (k.ExpiresAt.IsZero() || now.Before(k.ExpiresAt))
 }
 
 // Allows reports whether the key carries any of the wanted scopes.
@@ -128,7 +143,7 @@ func (k APIKey) Matches(secret string) bool {
 
 // LooksLikeKey reports whether s has a known key prefix.
 func LooksLikeKey(s string) bool {
-	return strings.HasPrefix(s, PrefixOrg) || strings.HasPrefix(s, PrefixPlatform)
+	return strings.HasPrefix(s, PrefixOrg) || strings.HasPrefix(s, PrefixPlatform) || strings.HasPrefix(s, PrefixOnboarding)
 }
 
 // Tx is what tenancy writes need from a backend transaction.

@@ -12,15 +12,22 @@
 // ErrOpen, never a partial plaintext. The data key is any secret of at
 // least MinKeyLen bytes; the AES key is HKDF-SHA256 of it, so a key file
 // holding text works as well as one holding raw bytes.
+//
+// MAC is for the secrets Clearance only compares but that are too short
+// to store as a plain hash (a 6-digit code has a million values: its
+// SHA-256 is reversed at once): HMAC-SHA256 under another key derived from
+// the same data key, so a copy of the database alone does not reveal them.
 package secretbox
 
 import (
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/hkdf"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
@@ -33,6 +40,7 @@ const (
 	prefix    = "v1."
 	nonceSize = 12
 	hkdfInfo  = "clearance secretbox v1"
+	macInfo   = "clearance secretbox mac v1"
 )
 
 // Sentinels.
@@ -47,7 +55,8 @@ var (
 // Box seals and opens secrets under one data key. It is safe for
 // concurrent use.
 type Box struct {
-	aead cipher.AEAD
+	aead   cipher.AEAD
+	macKey []byte
 }
 
 // New returns a Box keyed by dataKey (at least MinKeyLen bytes).
@@ -67,7 +76,25 @@ func New(dataKey []byte) (*Box, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Box{aead: aead}, nil
+	macKey, err := hkdf.Key(sha256.New, dataKey, nil, macInfo, 32)
+	if err != nil {
+		return nil, err
+	}
+	return &Box{aead: aead, macKey: macKey}, nil
+}
+
+// MAC returns HMAC-SHA256 of secret for the record named by context, under
+// the box's MAC key: equal inputs give equal MACs, so it is stored and
+// compared (with hmac.Equal) in place of the secret.
+func (b *Box) MAC(secret []byte, context string) []byte {
+	m := hmac.New(sha256.New, b.macKey)
+	// Length-prefixed context: ("ab", "c") and ("a", "bc") differ.
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], uint64(len(context)))
+	m.Write(n[:])
+	m.Write([]byte(context))
+	m.Write(secret)
+	return m.Sum(nil)
 }
 
 // Seal encrypts secret for the record named by context (e.g.

@@ -2,6 +2,8 @@ package secretbox
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
 	"errors"
 	"strings"
 	"testing"
@@ -60,4 +62,35 @@ func TestShortKey(t *testing.T) {
 	if _, err := New(key[:MinKeyLen-1]); !errors.Is(err, ErrKey) {
 		t.Fatalf("New(short) = %v, want ErrKey", err)
 	}
+}
+
+func TestMAC(t *testing.T) {
+	b, _ := New(key)
+	other, _ := New(bytes.Repeat([]byte("o"), MinKeyLen))
+	m := b.MAC([]byte("123456"), "otp/a@example.com")
+	if len(m) != 32 {
+		t.Fatalf("MAC is %d bytes, want 32", len(m))
+	}
+	if !bytes.Equal(m, b.MAC([]byte("123456"), "otp/a@example.com")) {
+		t.Fatal("MAC of equal inputs differs")
+	}
+	for name, got := range map[string][]byte{
+		"another secret":      b.MAC([]byte("123457"), "otp/a@example.com"),
+		"another context":     b.MAC([]byte("123456"), "otp/b@example.com"),
+		"shifted boundary":    b.MAC([]byte("3456"), "otp/a@example.com12"),
+		"another data key":    other.MAC([]byte("123456"), "otp/a@example.com"),
+		"the seal key's HMAC": hmacOf(t, []byte("123456")),
+	} {
+		if bytes.Equal(m, got) {
+			t.Errorf("%s: same MAC", name)
+		}
+	}
+}
+
+// hmacOf is HMAC-SHA256 keyed by the data key itself: what MAC must not be.
+func hmacOf(t *testing.T, msg []byte) []byte {
+	t.Helper()
+	h := hmac.New(sha256.New, key)
+	h.Write(msg)
+	return h.Sum(nil)
 }

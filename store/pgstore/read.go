@@ -81,10 +81,17 @@ func readAPIKey(ctx context.Context, q querier, hash string) (tenant.APIKey, err
 	k := tenant.APIKey{Hash: hash}
 	var kind string
 	var scopes []string
-	err := scanOne(q.QueryRow(ctx, `SELECT org_id, key_id, kind, scopes, created_at FROM api_keys WHERE hash = $1`, hash),
-		[]any{&k.OrgID, &k.ID, &kind, &scopes, &k.CreatedAt}, "api key")
+	var expires, revoked *time.Time
+	err := scanOne(q.QueryRow(ctx, `SELECT org_id, key_id, kind, scopes, created_at, expires_at, revoked_at FROM api_keys WHERE hash = $1`, hash),
+		[]any{&k.OrgID, &k.ID, &kind, &scopes, &k.CreatedAt, &expires, &revoked}, "api key")
 	if err != nil {
 		return tenant.APIKey{}, err
+	}
+	if expires != nil {
+		k.ExpiresAt = *expires
+	}
+	if revoked != nil {
+		k.RevokedAt = *revoked
 	}
 	k.Kind = tenant.KeyKind(kind)
 	if len(scopes) > 0 {

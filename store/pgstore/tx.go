@@ -508,10 +508,12 @@ func (t *tx) PutAPIKey(ctx context.Context, k tenant.APIKey) error {
 		scopes[i] = string(s)
 	}
 	return t.exec(ctx, wrapped("put api key"), `
-		INSERT INTO api_keys (hash, org_id, key_id, kind, scopes, created_at) VALUES ($1, $2, $3, $4, $5, $6)
+		INSERT INTO api_keys (hash, org_id, key_id, kind, scopes, created_at, expires_at, revoked_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 		ON CONFLICT (hash) DO UPDATE SET org_id = excluded.org_id, key_id = excluded.key_id, kind = excluded.kind,
-			scopes = excluded.scopes, created_at = excluded.created_at`,
-		k.Hash, k.OrgID, k.ID, string(k.Kind), scopes, k.CreatedAt)
+			scopes = excluded.scopes, created_at = excluded.created_at, expires_at = excluded.expires_at,
+			revoked_at = excluded.revoked_at`,
+		k.Hash, k.OrgID, k.ID, string(k.Kind), scopes, k.CreatedAt, nullTime(k.ExpiresAt), nullTime(k.RevokedAt))
 }
 
 // PutBundle implements store.Tx. Published versions are immutable and

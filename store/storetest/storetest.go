@@ -129,6 +129,25 @@ func testAPIKeys(t *testing.T, b store.Backend) {
 	}
 	_, err := b.APIKeyByHash(t.Context(), tenant.HashSecret("clr_org_unknown"))
 	wantNotFound(t, "APIKeyByHash(unknown)", err)
+
+	// A key's lifetime is kept, and a later write (its revocation) replaces
+	// the stored key.
+	grant := tenant.APIKey{ID: "key_onb", OrgID: orgA, Kind: tenant.KindOnboarding, Hash: tenant.HashSecret("clr_onb_a"),
+		Scopes: []tenant.Scope{tenant.ScopeOrgAll}, CreatedAt: base, ExpiresAt: base.Add(30 * time.Minute)}
+	update(t, b, orgA, func(ctx context.Context, tx store.Tx) error { return tx.PutAPIKey(ctx, grant) })
+	got, err := b.APIKeyByHash(t.Context(), grant.Hash)
+	wantEqual(t, "APIKeyByHash(onboarding grant)", got, err, grant)
+	if !got.Usable(base.Add(time.Minute)) || got.Usable(grant.ExpiresAt) {
+		t.Errorf("grant usable a minute in = %v, at its expiry = %v; want true, false",
+			got.Usable(base.Add(time.Minute)), got.Usable(grant.ExpiresAt))
+	}
+	grant.RevokedAt = base.Add(time.Minute)
+	update(t, b, orgA, func(ctx context.Context, tx store.Tx) error { return tx.PutAPIKey(ctx, grant) })
+	got, err = b.APIKeyByHash(t.Context(), grant.Hash)
+	wantEqual(t, "APIKeyByHash(revoked grant)", got, err, grant)
+	if got.Usable(base.Add(2 * time.Minute)) {
+		t.Error("a revoked grant is usable")
+	}
 }
 
 func bundle(orgID string, seq uint64, version string) store.BundleRecord {
