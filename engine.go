@@ -25,6 +25,7 @@ import (
 	"github.com/clearancehq/clearance/internal/secretbox"
 	"github.com/clearancehq/clearance/internal/strictjson"
 	"github.com/clearancehq/clearance/ledger"
+	"github.com/clearancehq/clearance/onboarding"
 	"github.com/clearancehq/clearance/outbox"
 	"github.com/clearancehq/clearance/policies"
 	"github.com/clearancehq/clearance/sharelink"
@@ -120,6 +121,13 @@ type Options struct {
 	// Webhooks tunes the delivery of events to WEBHOOK integrations; the
 	// zero value is a good default.
 	Webhooks webhook.WorkerOptions
+	// Mailer sends sign-up codes; nil means sign-up answers 503
+	// MAIL_NOT_CONFIGURED. The server uses a mailbox of .eml files in its
+	// data directory unless it is given an SMTP URL (NewMailer).
+	Mailer Mailer
+	// Onboarding tunes sign-up (code and grant lifetimes, tries, sends);
+	// the zero value is the documented defaults.
+	Onboarding OnboardingOptions
 }
 
 // Defaults of Options. DefaultMaxClockSkew is the clock skew tolerated
@@ -210,6 +218,9 @@ type Engine struct {
 	// Signals runs inbound signal connectors and stores what they deliver,
 	// which policies read when they decide and claims read again.
 	Signals *signals.Service
+	// Onboarding signs owners up by e-mail code and issues their orgs'
+	// deployment bundles.
+	Onboarding *onboarding.Service
 }
 
 // Open returns an Engine over backend. The Engine does not own the backend:
@@ -261,6 +272,16 @@ func Open(backend store.Backend, opts Options) (*Engine, error) {
 	e.Execution = execution.New(deps, execution.Config{Policies: e.Policies, StillActive: policies.StillActive,
 		ClaimLease: opts.ClaimLease, Approvals: claimApprovals, Signals: e.Signals})
 	e.Exports = export.New(deps, export.Config{Ledger: e.Audit, Secret: opts.ExportSecret})
+	ob := opts.Onboarding
+	ob.Mailer, ob.Admin, ob.Signals = opts.Mailer, e.Admin, e.Signals
+	ob.PolicyVersion = func(ctx context.Context, orgID string) (string, error) {
+		r, err := e.Policies.Resolve(ctx, orgID, "")
+		if err != nil {
+			return "", err
+		}
+		return r.Active.Snapshot().PolicyVersion, nil
+	}
+	e.Onboarding = onboarding.New(deps, ob)
 	return e, nil
 }
 

@@ -17,6 +17,7 @@ var (
 	ErrNotFound        = core.ErrNotFound        // 404
 	ErrConflict        = core.ErrConflict        // 409
 	ErrUnprocessable   = core.ErrUnprocessable   // 422
+	ErrTooManyRequests = core.ErrTooManyRequests // 429
 	ErrUnavailable     = core.ErrUnavailable     // 503
 )
 

@@ -139,6 +139,7 @@ var goldenElsewhere = []struct{ kind, pkg, name string }{
 	{ledger.KindSignalConnectorCreated, "signals", "signal_connector"},
 	{ledger.KindSignalConnectorRevoked, "signals", "signal_connector"},
 	{ledger.KindSignalsReceived, "signals", "signals_received"},
+	{ledger.KindOnboardingBundleIssued, "onboarding", "bundle_issued"},
 }
 
 // TestGoldenLedgerPayloads pins the RFC 8785 bytes of every record whose

@@ -31,8 +31,12 @@ var goldenRecords = []struct {
 }{
 	{"org_created", func() any { return tenant.Org{ID: goldenOrg, Name: "Acme Payments", CreatedAt: goldenAt} }},
 	{"api_key_created", func() any {
-		return keyRecord{"0190f4b2-0000-7000-8000-0000000000k1", goldenOrg, tenant.KindOrg,
-			[]tenant.Scope{tenant.ScopeOrgAll, tenant.ScopeDecisionRead}, goldenAt.Format(core.TimeFormat)}
+		return keyRecord{KeyID: "0190f4b2-0000-7000-8000-0000000000k1", OrgID: goldenOrg, Kind: tenant.KindOrg,
+			Scopes: []tenant.Scope{tenant.ScopeOrgAll, tenant.ScopeDecisionRead}, CreatedAt: goldenAt.Format(core.TimeFormat)}
+	}},
+	{"api_key_created_onboarding", func() any {
+		return keyRecord{KeyID: "0190f4b2-0000-7000-8000-0000000000k2", OrgID: goldenOrg, Kind: tenant.KindOnboarding,
+			Scopes: []tenant.Scope{}, CreatedAt: goldenAt.Format(core.TimeFormat), ExpiresAt: goldenAt.Add(30 * time.Minute).Format(core.TimeFormat)}
 	}},
 	{"key_registered", func() any { return keyEventOf(goldenKey(registry.StatusActive)) }},
 	{"key_revoked", func() any {

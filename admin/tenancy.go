@@ -2,7 +2,9 @@ package admin
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -61,6 +63,8 @@ type IssuedKey struct {
 	OrgID  string         `json:"org_id"`
 	Secret string         `json:"api_key"`
 	Scopes []tenant.Scope `json:"scopes"`
+	// Stored is the key as stored (its hash, never the secret).
+	Stored tenant.APIKey `json:"-"`
 }
 
 // CreatedOrg is the result of CreateOrg.
@@ -72,16 +76,43 @@ type CreatedOrg struct {
 // CreateOrg creates an organization and its first API key (scope org:*),
 // ledgered as the org's first two entries.
 func (s *Service) CreateOrg(ctx context.Context, name string) (CreatedOrg, error) {
+	var issued IssuedKey
+	org, err := s.CreateOrgWith(ctx, "", name, func(ctx context.Context, tx store.Tx, org tenant.Org) error {
+		k, err := s.IssueKeyIn(ctx, tx, KeySpec{OrgID: org.ID, Kind: tenant.KindOrg, Scopes: []tenant.Scope{tenant.ScopeOrgAll}})
+		issued = k
+		return err
+	})
+	if err != nil {
+		return CreatedOrg{}, err
+	}
+	return CreatedOrg{Org: org, Key: issued}, nil
+}
+
+// ValidOrgName returns name trimmed, or the error CreateOrg answers for it.
+func ValidOrgName(name string) (string, error) {
 	name = strings.TrimSpace(name)
 	if name == "" || utf8.RuneCountInString(name) > MaxOrgNameLength || strings.ContainsFunc(name, unicode.IsControl) {
-		return CreatedOrg{}, core.Invalid(core.CodeInvalidRequest, "name", "name is required: 1 to %d characters, no control characters", MaxOrgNameLength)
+		return "", core.Invalid(core.CodeInvalidRequest, "name", "name is required: 1 to %d characters, no control characters", MaxOrgNameLength)
 	}
-	orgID, err := s.d.IDs.New()
+	return name, nil
+}
+
+// CreateOrgWith creates an organization named name, with the id orgID (""
+// draws a fresh one), and runs then in the transaction that creates it:
+// the org, its org.created entry and what then writes commit together or
+// not at all. It issues no key (then may).
+func (s *Service) CreateOrgWith(ctx context.Context, orgID, name string,
+	then func(ctx context.Context, tx store.Tx, org tenant.Org) error) (tenant.Org, error) {
+	name, err := ValidOrgName(name)
 	if err != nil {
-		return CreatedOrg{}, core.Unavailable("id generation", err)
+		return tenant.Org{}, err
+	}
+	if orgID == "" {
+		if orgID, err = s.d.IDs.New(); err != nil {
+			return tenant.Org{}, core.Unavailable("id generation", err)
+		}
 	}
 	org := tenant.Org{ID: orgID, Name: name, CreatedAt: s.d.Now()}
-	var issued IssuedKey
 	// UpdateNew: the org this transaction creates does not exist yet.
 	err = s.d.Store.UpdateNew(ctx, orgID, func(tx store.Tx) error {
 		if err := tx.PutOrg(ctx, org); err != nil {
@@ -90,15 +121,16 @@ func (s *Service) CreateOrg(ctx context.Context, name string) (CreatedOrg, error
 		if err := core.AppendRecord(ctx, tx, ledger.KindOrgCreated, orgID, org, s.d.Now()); err != nil {
 			return err
 		}
-		k, err := s.issueKey(ctx, tx, orgID, []tenant.Scope{tenant.ScopeOrgAll})
-		issued = k
-		return err
+		if then == nil {
+			return nil
+		}
+		return then(ctx, tx, org)
 	})
 	if err != nil {
-		return CreatedOrg{}, core.Translate("create org", err)
+		return tenant.Org{}, core.Translate("create org", err)
 	}
 	s.d.Store.KnowOrg(orgID)
-	return CreatedOrg{Org: org, Key: issued}, nil
+	return org, nil
 }
 
 // CreateAPIKey issues another key for an existing org.
@@ -109,7 +141,7 @@ func (s *Service) CreateAPIKey(ctx context.Context, orgID string, scopes []strin
 	}
 	var issued IssuedKey
 	err = s.d.Store.Update(ctx, orgID, func(tx store.Tx) error {
-		k, err := s.issueKey(ctx, tx, orgID, sc)
+		k, err := s.IssueKeyIn(ctx, tx, KeySpec{OrgID: orgID, Kind: tenant.KindOrg, Scopes: sc})
 		issued = k
 		return err
 	})
@@ -131,10 +163,37 @@ type keyRecord struct {
 	Kind      tenant.KeyKind `json:"kind"`
 	Scopes    []tenant.Scope `json:"scopes"`
 	CreatedAt string         `json:"created_at"`
+	// ExpiresAt is set for credentials with a lifetime (onboarding grants);
+	// absent, the record's bytes are those of the keys ledgered before.
+	ExpiresAt string `json:"expires_at,omitempty"`
 }
 
-func (s *Service) issueKey(ctx context.Context, tx store.Tx, orgID string, scopes []tenant.Scope) (IssuedKey, error) {
-	secret, hash, err := tenant.NewSecret(s.d.IDs.Rand, tenant.PrefixOrg)
+// KeySpec is a credential to issue.
+type KeySpec struct {
+	OrgID  string
+	Kind   tenant.KeyKind // KindOrg or KindOnboarding
+	Scopes []tenant.Scope
+	// ExpiresAt is when it stops working; zero: never.
+	ExpiresAt time.Time
+}
+
+// IssueKeyIn issues a credential in tx, a transaction of spec.OrgID, with
+// its api_key.created entry, and returns it with its secret (shown once).
+// The stored key is returned too, for a caller that revokes it later in
+// a transaction of its own (tenant.APIKey with RevokedAt set, put again).
+func (s *Service) IssueKeyIn(ctx context.Context, tx store.Tx, spec KeySpec) (IssuedKey, error) {
+	prefix := tenant.PrefixOrg
+	switch spec.Kind {
+	case tenant.KindOrg:
+	case tenant.KindOnboarding:
+		prefix = tenant.PrefixOnboarding
+	default:
+		return IssuedKey{}, fmt.Errorf("admin: cannot issue a key of kind %q", spec.Kind)
+	}
+	if tx.OrgID() != spec.OrgID {
+		return IssuedKey{}, fmt.Errorf("admin: key of org %q in a transaction of org %q", spec.OrgID, tx.OrgID())
+	}
+	secret, hash, err := tenant.NewSecret(s.d.IDs.Rand, prefix)
 	if err != nil {
 		return IssuedKey{}, err
 	}
@@ -142,15 +201,19 @@ func (s *Service) issueKey(ctx context.Context, tx store.Tx, orgID string, scope
 	if err != nil {
 		return IssuedKey{}, err
 	}
-	k := tenant.APIKey{ID: id, OrgID: orgID, Kind: tenant.KindOrg, Hash: hash, Scopes: scopes, CreatedAt: s.d.Now()}
+	k := tenant.APIKey{ID: id, OrgID: spec.OrgID, Kind: spec.Kind, Hash: hash, Scopes: spec.Scopes, CreatedAt: s.d.Now(),
+		ExpiresAt: spec.ExpiresAt}
 	if err := tx.PutAPIKey(ctx, k); err != nil {
 		return IssuedKey{}, err
 	}
-	rec := keyRecord{k.ID, k.OrgID, k.Kind, k.Scopes, k.CreatedAt.Format(core.TimeFormat)}
+	rec := keyRecord{KeyID: k.ID, OrgID: k.OrgID, Kind: k.Kind, Scopes: k.Scopes, CreatedAt: k.CreatedAt.Format(core.TimeFormat)}
+	if !k.ExpiresAt.IsZero() {
+		rec.ExpiresAt = k.ExpiresAt.Format(core.TimeFormat)
+	}
 	if err := core.AppendRecord(ctx, tx, ledger.KindAPIKeyCreated, k.ID, rec, s.d.Now()); err != nil {
 		return IssuedKey{}, err
 	}
-	return IssuedKey{KeyID: id, OrgID: orgID, Secret: secret, Scopes: scopes}, nil
+	return IssuedKey{KeyID: id, OrgID: spec.OrgID, Secret: secret, Scopes: spec.Scopes, Stored: k}, nil
 }
 
 // EnsurePlatformKey registers the platform key's secret (idempotent).

@@ -70,6 +70,10 @@ const (
 	// KindSignalsReceived: a delivery of inbound signals was stored
 	// (subject: the delivery id).
 	KindSignalsReceived = "signals.received"
+	// KindOnboardingBundleIssued: a mapping session's deployment bundle was
+	// issued (subject: the session id): the org's key, its connector, the
+	// onboarding grants it revoked.
+	KindOnboardingBundleIssued = "onboarding.bundle_issued"
 )
 
 // Head is the newest entry of an org's ledger; the zero Head is an empty ledger.

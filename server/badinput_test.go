@@ -226,6 +226,7 @@ type routeSpec struct {
 	foreign     bool              // the accepted body names this org's resources
 	query       string            // the accepted query string ("?…"), e.g. a required org_id
 	headers     map[string]string // headers of the accepted request (a public route's credential)
+	key         string            // the accepted request's credential ("": the one its auth takes)
 	extra       func(q req) []badCase
 	// phase orders the accepted requests, sent after the battery: a route's
 	// goes after every route of a lower phase, because it spoils what those
@@ -259,10 +260,12 @@ func TestBadInputOnEveryRoute(t *testing.T) {
 	table := readRouteTable(t)
 
 	var fake *approvaltest.Service
+	var mailbox string // where sign-up codes are mailed
 	x := newExecEnvWith(t, bandsBundle, func(x *execEnv) {
 		fake = approvaltest.New(t, approvaltest.Options{Now: x.clock})
 		x.approvals = fakeDirectory{fake}
 		x.secretsKey = testSecretsKey
+		mailbox = badInputMailbox(t, x)
 	})
 	s := &badSuite{t: t, x: x, a: x.o, scoped: map[string]string{},
 		byCategory: map[string]int{}, byCode: map[string]int{}, byRoute: map[string]int{}}
@@ -317,6 +320,9 @@ func TestBadInputOnEveryRoute(t *testing.T) {
 		specs[pattern] = spec
 	}
 	for pattern, spec := range s.signalSpecs() {
+		specs[pattern] = spec
+	}
+	for pattern, spec := range s.onboardingSpecs(mailbox) {
 		specs[pattern] = spec
 	}
 
@@ -1159,6 +1165,9 @@ func (s *badSuite) accepted(r tableRoute, spec routeSpec) req {
 		q.key = s.x.platform
 	case "authKey":
 		q.key = s.a.Key
+	}
+	if spec.key != "" {
+		q.key = spec.key
 	}
 	return q
 }

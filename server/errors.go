@@ -54,6 +54,8 @@ func statusOf(err error) int {
 		return http.StatusConflict
 	case errors.Is(err, clearance.ErrUnprocessable):
 		return http.StatusUnprocessableEntity
+	case errors.Is(err, clearance.ErrTooManyRequests):
+		return http.StatusTooManyRequests
 	case errors.Is(err, clearance.ErrUnavailable):
 		return http.StatusServiceUnavailable
 	case errors.Is(err, errTooLarge):
@@ -161,7 +163,10 @@ func healthStatus(h clearance.Health) int {
 // none): an entry not yet sealed is in a checkpoint within a seal interval.
 func retryAfter(err error) string {
 	var ce *clearance.Error
-	if errors.As(err, &ce) && ce.Code == clearance.CodeEntryNotYetSealed {
+	switch {
+	case errors.As(err, &ce) && ce.RetryAfter > 0:
+		return strconv.Itoa(int((ce.RetryAfter + time.Second - 1) / time.Second)) // whole seconds, rounded up
+	case errors.As(err, &ce) && ce.Code == clearance.CodeEntryNotYetSealed:
 		return strconv.Itoa(int(clearance.DefaultSealInterval / time.Second))
 	}
 	return ""

@@ -116,6 +116,13 @@ func (s *Server) routes() []route {
 		// Validation packs (audit exports): built in the background.
 		// Outbound callbacks: the WEBHOOK integration (connect is the spec's;
 		// read, delete, the delivery log and redelivery are extensions).
+		// Onboarding: sign-up by e-mail code, then the mapping session and
+		// its deployment bundle with the onboarding grant.
+		{pattern: "POST /v1/public/auth/register/start", auth: authPublic, throttle: (*Server).throttleSignUp, handle: (*Server).registerStart},
+		{pattern: "POST /v1/public/auth/register/verify", auth: authPublic, throttle: (*Server).throttleSignUp, handle: (*Server).registerVerify},
+		{pattern: "POST /v1/public/pilot/signal-mapping/sessions", auth: authOnboarding, handle: (*Server).createMappingSession},
+		{pattern: "POST /v1/public/pilot/signal-mapping/sessions/{sessionId}/deployment-bundle", auth: authOnboarding, handle: (*Server).deploymentBundle},
+
 		{pattern: "POST /v1/orgs/{orgId}/integrations/WEBHOOK/connect", auth: authKey, scopes: scopeIntegration, handle: (*Server).connectWebhook},
 		{pattern: "GET /v1/orgs/{orgId}/integrations/WEBHOOK", auth: authKey, scopes: scopeIntegration, handle: (*Server).getWebhook},
 		{pattern: "DELETE /v1/orgs/{orgId}/integrations/WEBHOOK", auth: authKey, scopes: scopeIntegration, handle: (*Server).deleteWebhook},

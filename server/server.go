@@ -62,6 +62,11 @@ type Options struct {
 	// their kids; /v1/health reports them, with "grant" always the active
 	// key of the engine's ring in use.
 	Keys map[string]string
+	// PublicURL is the origin clients reach this server at
+	// ("https://clearance.example.com"), for the absolute URLs answers
+	// carry (a deployment bundle's webhook_url); "" means the request's
+	// own scheme and Host.
+	PublicURL string
 }
 
 // Server is the HTTP API over an Engine.
@@ -153,6 +158,9 @@ const (
 	authPublic   authMode = iota // no credential
 	authKey                      // any org key (or the platform key acting for an org)
 	authPlatform                 // the platform key only
+	// authOnboarding: an onboarding grant or an org key (the feature checks
+	// which); the only routes an onboarding grant opens.
+	authOnboarding
 )
 
 // route is one line of the route table.
@@ -217,9 +225,10 @@ func (s *Server) serve(rt route, c *call) error {
 			return err
 		}
 		switch {
-		case p.Kind == tenant.KindOnboarding:
-			// No route of the table takes one yet: the onboarding routes
-			// will be the only ones to.
+		case rt.auth == authOnboarding && p.IsPlatform():
+			return &clearance.Error{Kind: clearance.ErrForbidden, Code: clearance.CodeInsufficientScope,
+				Detail: "this route takes an onboarding grant or an org key"}
+		case rt.auth != authOnboarding && p.Kind == tenant.KindOnboarding:
 			return &clearance.Error{Kind: clearance.ErrForbidden, Code: clearance.CodeInsufficientScope,
 				Detail: "an onboarding grant works only on the onboarding routes"}
 		case rt.auth == authPlatform && !p.IsPlatform():

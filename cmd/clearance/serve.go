@@ -60,6 +60,9 @@ func gcPercent(getenv func(string) string) (int, bool) {
 	return defaultGCPercent, true
 }
 
+// defaultMailFrom is the sender of the mail a server sends without --mail-from.
+const defaultMailFrom = "clearance@localhost"
+
 // platformKeyFile is where serve keeps the platform key inside the data dir.
 const platformKeyFile = "platform.key"
 
@@ -93,11 +96,19 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&approvals.configFile, "approval-config", env("CLEARANCE_APPROVAL_CONFIG", ""), "JSON file naming per-org approval services {default, orgs: {org_id: {base_url, credential_file, issuer, disabled}}} (env CLEARANCE_APPROVAL_CONFIG)")
 	allowPrivate := fs.Bool("allow-private-destinations", false, "let outbound calls (approval services, decision callbacks) reach loopback, private and link-local addresses: development and tests on one machine only")
 	escalationTTL := fs.Duration("escalation-ttl", 0, "how long a managed escalation waits for its approval before it expires; 0 means 15m")
+	smtpURL := fs.String("smtp-url", env("CLEARANCE_SMTP_URL", ""), "SMTP server for sign-up codes: smtp://[user:pass@]host:port (STARTTLS when offered, required with credentials) or smtps://host:port; empty means each message is written as an .eml file under mailbox/ in the data directory (env CLEARANCE_SMTP_URL)")
+	mailFrom := fs.String("mail-from", env("CLEARANCE_MAIL_FROM", defaultMailFrom), "sender address of the mail Clearance sends (env CLEARANCE_MAIL_FROM)")
+	publicURL := fs.String("public-url", env("CLEARANCE_PUBLIC_URL", ""), "origin clients reach this server at, e.g. https://clearance.example.com, for the absolute URLs answers carry (a deployment bundle's webhook_url); empty means the request's own scheme and host (env CLEARANCE_PUBLIC_URL)")
 	var hooks webhookFlags
 	fs.Var(&hooks.retries, "webhook-retries", "comma-separated waits after each failed callback attempt, e.g. 10s,30s,2m; after the last the delivery is dead-lettered; empty means the documented schedule (10s,30s,2m,10m,30m,1h,3h,6h)")
 	fs.DurationVar(&hooks.lease, "webhook-lease", 0, "how long a server holds a callback delivery before another may take it over (after a crash); 0 means 1m, and it is at least the attempt timeout + 5s (15s)")
 	fs.DurationVar(&hooks.poll, "webhook-poll", 0, "how often the callback worker looks for due deliveries when no event wakes it; 0 means 1s")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if u, err := neturl.Parse(*publicURL); *publicURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") ||
+		u.Host == "" || u.User != nil || strings.Trim(u.Path, "/") != "" || u.RawQuery != "" || u.Fragment != "") {
+		fmt.Fprintf(stderr, "clearance: bad --public-url %q: want an origin such as https://clearance.example.com\n", *publicURL)
 		return 2
 	}
 	if *keyReload < 0 {
@@ -117,7 +128,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		rateBurst: *rateBurst, maxBody: *maxBody, grantKeyFile: *grantKeyFile, ledgerKeyFile: *ledgerKeyFile, grantTTL: *grantTTL, claimLease: *claimLease,
 		shareSecretFile: *shareFile, exportSecretFile: *exportFile, secretsKeyFile: *secretsFile, keyReloadInterval: *keyReload, intentMaxAge: *intentMaxAge,
 		maxClockSkew: *maxClockSkew, maxJSONMembers: *maxJSONMembers, maxJSONElements: *maxJSONElements,
-		approvals: approvals, allowPrivate: *allowPrivate, escalationTTL: *escalationTTL, webhooks: hooks}); err != nil {
+		approvals: approvals, allowPrivate: *allowPrivate, escalationTTL: *escalationTTL, webhooks: hooks,
+		smtpURL: *smtpURL, mailFrom: *mailFrom, publicURL: *publicURL}); err != nil {
 		log.Error("server stopped", "error", err.Error())
 		return 1
 	}
@@ -147,6 +159,8 @@ type serveConfig struct {
 	allowPrivate      bool
 	escalationTTL     time.Duration
 	webhooks          webhookFlags
+	smtpURL, mailFrom string
+	publicURL         string
 }
 
 func runServer(ctx context.Context, log *slog.Logger, cfg serveConfig) error {
@@ -209,7 +223,17 @@ func runServer(ctx context.Context, log *slog.Logger, cfg serveConfig) error {
 	if err != nil {
 		return err
 	}
-	engine, err := clearance.Open(backend, clearance.Options{Logger: log, ShareSecret: shareSecret, GrantKeys: grantKeys.ring, LedgerKey: ledgerKey,
+	if cfg.mailFrom == "" {
+		cfg.mailFrom = defaultMailFrom
+	}
+	mailer, err := clearance.NewMailer(cfg.smtpURL, dataDir, cfg.mailFrom, log)
+	if err != nil {
+		return fmt.Errorf("mail: %w", err)
+	}
+	if cfg.smtpURL == "" {
+		log.Info("mail (sign-up codes) is written to the data directory's mailbox, not sent; pass --smtp-url to send it", "mailbox", filepath.Join(dataDir, "mailbox"))
+	}
+	engine, err := clearance.Open(backend, clearance.Options{Logger: log, ShareSecret: shareSecret, Mailer: mailer, GrantKeys: grantKeys.ring, LedgerKey: ledgerKey,
 		ProducerKey: producer, GrantTTL: cfg.grantTTL, ClaimLease: cfg.claimLease, ExportSecret: exportSecret, SecretsKey: secretsKey,
 		IntentMaxAge: cfg.intentMaxAge, MaxClockSkew: cfg.maxClockSkew, MaxJSONMembers: cfg.maxJSONMembers, MaxJSONElements: cfg.maxJSONElements,
 		ApprovalServices: approvalServices, AllowPrivateDestinations: cfg.allowPrivate, EscalationTTL: cfg.escalationTTL,
@@ -241,7 +265,7 @@ func runServer(ctx context.Context, log *slog.Logger, cfg serveConfig) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	srv := server.New(engine, server.Options{Logger: log, Registerer: reg, RateLimit: cfg.rateLimit,
-		RateBurst: cfg.rateBurst, MaxBodyBytes: cfg.maxBody, Keys: map[string]string{"ledger": ledgerKID}})
+		RateBurst: cfg.rateBurst, MaxBodyBytes: cfg.maxBody, Keys: map[string]string{"ledger": ledgerKID}, PublicURL: cfg.publicURL})
 	hs := srv.HTTPServer(cfg.addr)
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {

@@ -60,6 +60,7 @@ var packages = map[string]rule{
 	"internal/secretbox": {layer: leaf, io: true},
 	// Owner-only files written whole (keys, secrets, state): standard library only.
 	"internal/privatefile": {layer: leaf, io: true},
+	"internal/mail":        {layer: leaf, io: true, peers: []string{"internal/privatefile"}}, // sign-up and sign-in codes: an .eml mailbox or SMTP; files written as private files
 
 	"policy":  {layer: pure},
 	"grant":   {layer: pure},
@@ -108,6 +109,10 @@ var packages = map[string]rule{
 	// signals stores inbound signals; decide and execution read them
 	// through an interface of their own (decide.Signals).
 	"signals": {layer: features},
+
+	// onboarding creates orgs and their credentials through admin and the
+	// deployment bundle's connector through signals.
+	"onboarding": {layer: features, peers: []string{"admin", "signals"}},
 
 	// export anchors packs in checkpoints the audit feature signs.
 	"export": {layer: features, peers: []string{"audit"}},

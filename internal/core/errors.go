@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/clearancehq/clearance/idempotency"
 	"github.com/clearancehq/clearance/store"
@@ -17,7 +18,10 @@ var (
 	ErrNotFound        = errors.New("not found")                  // 404
 	ErrConflict        = errors.New("conflict")                   // 409
 	ErrUnprocessable   = errors.New("semantically invalid input") // 422
-	ErrUnavailable     = errors.New("dependency unavailable")     // 503
+	// ErrTooManyRequests: a limit the store keeps (so every server
+	// applies it) refused the request; Error.RetryAfter says when to retry.
+	ErrTooManyRequests = errors.New("too many requests")      // 429
+	ErrUnavailable     = errors.New("dependency unavailable") // 503
 )
 
 // Codes the kernel itself reports; features declare their own.
@@ -71,6 +75,9 @@ type Error struct {
 	Detail string
 	Fields []FieldError
 	Err    error // cause, if any
+	// RetryAfter is when a refusal that resolves by itself may be retried
+	// (0: not said).
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string {

@@ -1,0 +1,392 @@
+package onboarding_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/clearancehq/clearance"
+	"github.com/clearancehq/clearance/internal/core"
+	"github.com/clearancehq/clearance/internal/mail"
+	"github.com/clearancehq/clearance/onboarding"
+	"github.com/clearancehq/clearance/store"
+	"github.com/clearancehq/clearance/store/pebblestore"
+	"github.com/clearancehq/clearance/tenant"
+)
+
+// harness is an engine over an in-memory Pebble with a mailbox in a temp
+// dir and a clock the test moves.
+type harness struct {
+	t       *testing.T
+	engine  *clearance.Engine
+	mailbox string
+	mu      sync.Mutex
+	now     time.Time
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	h := &harness{t: t, now: time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC), mailbox: filepath.Join(t.TempDir(), "mailbox")}
+	clock := func() time.Time { h.mu.Lock(); defer h.mu.Unlock(); return h.now }
+	backend, err := pebblestore.Open("db", pebblestore.Options{FS: vfs.NewMem(), Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { backend.Close() })
+	mb, err := mail.NewMailbox(h.mailbox, "clearance@example.com", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.engine, err = clearance.Open(backend, clearance.Options{Now: clock, Mailer: mb,
+		SecretsKey: []byte("onboarding-unit-test-secrets-key-32!")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func (h *harness) advance(d time.Duration) { h.mu.Lock(); h.now = h.now.Add(d); h.mu.Unlock() }
+
+var codeIn = regexp.MustCompile(`code is ([0-9]{6})\.`)
+
+// lastCode is the code of the newest message to addr in the mailbox.
+func (h *harness) lastCode(addr string) string {
+	h.t.Helper()
+	msgs, err := mail.ReadMailbox(h.mailbox)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].To == addr {
+			if m := codeIn.FindStringSubmatch(msgs[i].Text); m != nil {
+				return m[1]
+			}
+		}
+	}
+	h.t.Fatalf("no code mailed to %s", addr)
+	return ""
+}
+
+func (h *harness) start(email string) (onboarding.Started, error) {
+	return h.engine.Onboarding.Start(context.Background(),
+		fmt.Appendf(nil, `{"owner_email":%q,"owner_name":"Ada Lovelace","org_name":"Analytical Engines"}`, email))
+}
+
+func (h *harness) verify(email, code string) (onboarding.Verified, error) {
+	return h.engine.Onboarding.Verify(context.Background(), fmt.Appendf(nil, `{"owner_email":%q,"otp_code":%q}`, email, code))
+}
+
+func wantCode(t *testing.T, what string, err error, code string) {
+	t.Helper()
+	var ce *core.Error
+	if !errors.As(err, &ce) || ce.Code != code {
+		t.Fatalf("%s: %v, want %s", what, err, code)
+	}
+}
+
+// From nothing to a decision: a code by mail, the grant, a session, the
+// bundle, and the bundle's key deciding; the grant stops working then.
+func TestSignUpToFirstDecision(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	started, err := h.start("Ada@Example.com")
+	if err != nil || started.Status != "code_sent" || started.ExpiresInSeconds != 600 {
+		t.Fatalf("Start = %+v, %v", started, err)
+	}
+	v, err := h.verify("ada@example.com", h.lastCode("ada@example.com"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.OrgID == "" || v.Workspace.OrgID != v.OrgID || v.Workspace.Name != "Analytical Engines" || v.AccountID == "" {
+		t.Fatalf("Verify = %+v", v)
+	}
+	p, err := h.engine.Admin.Authenticate(ctx, v.OnboardingGrant)
+	if err != nil || p.Kind != tenant.KindOnboarding || p.OrgID != v.OrgID {
+		t.Fatalf("grant: %+v, %v", p, err)
+	}
+	sess, err := h.engine.Onboarding.CreateSession(ctx, p, fmt.Appendf(nil, `{"org_id":%q}`, v.OrgID))
+	if err != nil || sess.Status != onboarding.SessionOpen {
+		t.Fatalf("CreateSession = %+v, %v", sess, err)
+	}
+	bundleBody := []byte(`{"provider_key":"stripe","workflow_key":"ap.invoice","source_label":"Stripe payouts"}`)
+	b, err := h.engine.Onboarding.IssueBundle(ctx, p, sess.SessionID, bundleBody)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.OrgID != v.OrgID || b.ConnectorID == "" || b.WebhookSecret == "" || b.PolicyVersion == "" ||
+		b.WebhookPath != "/v1/signals/webhooks/"+b.ConnectorID {
+		t.Fatalf("bundle = %+v", b)
+	}
+	key, err := h.engine.Admin.Authenticate(ctx, b.APIKey)
+	if err != nil || key.Kind != tenant.KindOrg || key.OrgID != v.OrgID {
+		t.Fatalf("bundle key: %+v, %v", key, err)
+	}
+	d, err := h.engine.Evaluate(ctx, clearance.EvaluateRequest{OrgID: v.OrgID, Route: clearance.RouteEvaluateDecision,
+		Principal: key, Body: []byte(`{"decision_type":"PAYMENT","workflow_key":"ap.invoice","amount":250}`)})
+	if err != nil || d.Outcome == "" {
+		t.Fatalf("first decision = %+v, %v", d, err)
+	}
+	_, err = h.engine.Admin.Authenticate(ctx, v.OnboardingGrant)
+	wantCode(t, "the grant after the bundle", err, core.CodeUnauthenticated)
+	// Once: the org key (org:*) asking again mints nothing.
+	_, err = h.engine.Onboarding.IssueBundle(ctx, key, sess.SessionID, bundleBody)
+	wantCode(t, "a second bundle", err, onboarding.CodeBundleAlreadyIssued)
+	conns, err := h.engine.Signals.ListConnectors(ctx, v.OrgID)
+	if err != nil || len(conns) != 1 {
+		t.Fatalf("connectors after a refused second bundle: %d, %v", len(conns), err)
+	}
+}
+
+// Every code that does not verify gets the same answer; a code is good
+// once, for ten minutes, and burned after five wrong tries.
+func TestCodeRefusals(t *testing.T) {
+	h := newHarness(t)
+	const addr = "grace@example.com"
+	if _, err := h.start(addr); err != nil {
+		t.Fatal(err)
+	}
+	code := h.lastCode(addr)
+	wrong := fmt.Sprintf("%06d", (atoi(code)+1)%1_000_000)
+
+	_, err := h.verify("nobody@example.com", code)
+	wantCode(t, "an address that asked for nothing", err, onboarding.CodeOTPInvalid)
+	for _, bad := range []string{"１２３４５６", "1234567", "12345", "12 456", "+12345", "", "١٢٣٤٥٦"} {
+		_, err := h.verify(addr, bad)
+		wantCode(t, fmt.Sprintf("code %q", bad), err, core.CodeInvalidRequest)
+	}
+	for i := range onboarding.DefaultMaxAttempts - 1 {
+		_, err := h.verify(addr, wrong)
+		wantCode(t, fmt.Sprintf("wrong try %d", i+1), err, onboarding.CodeOTPInvalid)
+	}
+	if _, err := h.verify(addr, code); err != nil {
+		t.Fatalf("the right code after %d wrong tries: %v", onboarding.DefaultMaxAttempts-1, err)
+	}
+	_, err = h.verify(addr, code)
+	wantCode(t, "the code used again", err, onboarding.CodeOTPInvalid)
+
+	// Burned: five wrong tries, then the right code fails too.
+	if _, err := h.start(addr); err != nil {
+		t.Fatal(err)
+	}
+	code = h.lastCode(addr)
+	wrong = fmt.Sprintf("%06d", (atoi(code)+1)%1_000_000)
+	for range onboarding.DefaultMaxAttempts {
+		_, _ = h.verify(addr, wrong)
+	}
+	_, err = h.verify(addr, code)
+	wantCode(t, "the right code after five wrong tries", err, onboarding.CodeOTPInvalid)
+
+	// Expired at ten minutes.
+	if _, err := h.start(addr); err != nil {
+		t.Fatal(err)
+	}
+	code = h.lastCode(addr)
+	h.advance(onboarding.DefaultCodeTTL)
+	_, err = h.verify(addr, code)
+	wantCode(t, "an expired code", err, onboarding.CodeOTPInvalid)
+}
+
+func atoi(s string) int {
+	n := 0
+	for _, c := range s {
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
+
+// An address is sent at most five codes an hour, whichever server asks.
+func TestSendLimit(t *testing.T) {
+	h := newHarness(t)
+	const addr = "limit@example.com"
+	for i := range onboarding.DefaultMaxSends {
+		if _, err := h.start(addr); err != nil {
+			t.Fatalf("send %d: %v", i+1, err)
+		}
+		h.advance(time.Minute)
+	}
+	_, err := h.start(addr)
+	wantCode(t, "a sixth code within the hour", err, onboarding.CodeTooManyCodes)
+	var ce *core.Error
+	if errors.As(err, &ce); ce.RetryAfter <= 0 || ce.RetryAfter > time.Hour {
+		t.Fatalf("RetryAfter = %v", ce.RetryAfter)
+	}
+	msgs, _ := mail.ReadMailbox(h.mailbox)
+	if len(msgs) != onboarding.DefaultMaxSends {
+		t.Fatalf("%d messages mailed, want %d", len(msgs), onboarding.DefaultMaxSends)
+	}
+	if _, err := h.start("other@example.com"); err != nil {
+		t.Fatalf("another address is limited too: %v", err)
+	}
+	h.advance(ce.RetryAfter)
+	if _, err := h.start(addr); err != nil {
+		t.Fatalf("after Retry-After: %v", err)
+	}
+}
+
+// Concurrent tries of the right code: exactly one org is created.
+func TestConcurrentVerifyOneWinner(t *testing.T) {
+	h := newHarness(t)
+	const addr = "race@example.com"
+	if _, err := h.start(addr); err != nil {
+		t.Fatal(err)
+	}
+	code := h.lastCode(addr)
+	const n = 8
+	var wg sync.WaitGroup
+	wins := make(chan string, n)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v, err := h.verify(addr, code)
+			var ce *core.Error
+			switch {
+			case err == nil:
+				wins <- v.OrgID
+			case !errors.As(err, &ce) || ce.Code != onboarding.CodeOTPInvalid:
+				t.Errorf("a losing try: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(wins)
+	if len(wins) != 1 {
+		t.Fatalf("%d tries of one code succeeded, want 1", len(wins))
+	}
+}
+
+// The mapping routes refuse another org and keys without org:*, and a
+// session of another org is not found.
+func TestSessionsStayInTheirOrg(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	if _, err := h.start("a@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	va, err := h.verify("a@example.com", h.lastCode("a@example.com"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pa, _ := h.engine.Admin.Authenticate(ctx, va.OnboardingGrant)
+	other, err := h.engine.Admin.CreateOrg(ctx, "Other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pb, _ := h.engine.Admin.Authenticate(ctx, other.Key.Secret)
+	_, err = h.engine.Onboarding.CreateSession(ctx, pa, fmt.Appendf(nil, `{"org_id":%q}`, other.Org.ID))
+	wantCode(t, "a grant naming another org", err, core.CodeOrgMismatch)
+	sess, err := h.engine.Onboarding.CreateSession(ctx, pa, fmt.Appendf(nil, `{"org_id":%q}`, va.OrgID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.engine.Onboarding.IssueBundle(ctx, pb, sess.SessionID, []byte(`{"provider_key":"p","workflow_key":"w","source_label":"s"}`))
+	wantCode(t, "another org's session", err, onboarding.CodeSessionNotFound)
+	narrow, err := h.engine.Admin.CreateAPIKey(ctx, va.OrgID, []string{"decision:write"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pn, _ := h.engine.Admin.Authenticate(ctx, narrow.Secret)
+	_, err = h.engine.Onboarding.IssueBundle(ctx, pn, sess.SessionID, []byte(`{"provider_key":"p","workflow_key":"w","source_label":"s"}`))
+	wantCode(t, "a key without org:*", err, core.CodeInsufficientScope)
+}
+
+// retrying is a backend whose armed Update runs fn once and rolls it back
+// (as PostgreSQL does on a serialization failure), lets between run, then
+// runs fn again: what a retried transaction sees.
+type retrying struct {
+	store.Backend
+	mu      sync.Mutex
+	armed   bool
+	between func()
+}
+
+var errRetry = errors.New("retry")
+
+func (r *retrying) Update(ctx context.Context, org string, fn func(store.Tx) error) error {
+	r.mu.Lock()
+	armed := r.armed && org == onboarding.AccountsOrgID
+	if armed {
+		r.armed = false
+	}
+	r.mu.Unlock()
+	if armed {
+		if err := r.Backend.Update(ctx, org, func(tx store.Tx) error {
+			if err := fn(tx); err != nil {
+				return err
+			}
+			return errRetry
+		}); !errors.Is(err, errRetry) {
+			return err
+		}
+		r.between()
+	}
+	return r.Backend.Update(ctx, org, fn)
+}
+
+// A wrong try whose transaction ran again after the right code committed
+// does not bring the spent code back: nothing of the rolled-back run leaks
+// into the retry.
+func TestVerifyRetriedTransactionLeavesNothing(t *testing.T) {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	inner, err := pebblestore.Open("db", pebblestore.Options{FS: vfs.NewMem(), Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { inner.Close() })
+	dir := filepath.Join(t.TempDir(), "mailbox")
+	mb, err := mail.NewMailbox(dir, "clearance@example.com", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend := &retrying{Backend: inner}
+	engine, err := clearance.Open(backend, clearance.Options{Now: clock, Mailer: mb,
+		SecretsKey: []byte("onboarding-unit-test-secrets-key-32!")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, engine: engine, mailbox: dir, now: now}
+	const addr = "retry@example.com"
+	if _, err := h.start(addr); err != nil {
+		t.Fatal(err)
+	}
+	code := h.lastCode(addr)
+	wrong := fmt.Sprintf("%06d", (atoi(code)+1)%1_000_000)
+	var won error
+	backend.between = func() { _, won = h.verify(addr, code) }
+	backend.armed = true
+	_, err = h.verify(addr, wrong)
+	wantCode(t, "the wrong try", err, onboarding.CodeOTPInvalid)
+	if won != nil {
+		t.Fatalf("the right code, between the runs: %v", won)
+	}
+	_, err = h.verify(addr, code)
+	wantCode(t, "the spent code after the retried wrong try", err, onboarding.CodeOTPInvalid)
+}
+
+// An org opens at most MaxSessions mapping sessions: a leaked org key
+// cannot mint org keys without bound through bundles.
+func TestSessionsBounded(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	o, err := h.engine.Admin.CreateOrg(ctx, "Acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := h.engine.Admin.Authenticate(ctx, o.Key.Secret)
+	body := fmt.Appendf(nil, `{"org_id":%q}`, o.Org.ID)
+	for i := range onboarding.MaxSessions {
+		if _, err := h.engine.Onboarding.CreateSession(ctx, p, body); err != nil {
+			t.Fatalf("session %d: %v", i+1, err)
+		}
+	}
+	_, err = h.engine.Onboarding.CreateSession(ctx, p, body)
+	wantCode(t, "one session more", err, onboarding.CodeSessionLimitReached)
+}

@@ -1,0 +1,313 @@
+package onboarding
+
+import (
+	"context"
+	"crypto/hmac"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/clearancehq/clearance/admin"
+	"github.com/clearancehq/clearance/artifact"
+	"github.com/clearancehq/clearance/internal/core"
+	imail "github.com/clearancehq/clearance/internal/mail"
+	"github.com/clearancehq/clearance/internal/strictjson"
+	"github.com/clearancehq/clearance/store"
+	"github.com/clearancehq/clearance/tenant"
+)
+
+// Record kinds of the accounts pseudo-org and of an org.
+const (
+	kindChallenge = "onboarding.challenge" // AccountsOrgID, id: addressKey
+	kindAccount   = "onboarding.account"   // AccountsOrgID, id: addressKey
+	kindGrants    = "onboarding.grants"    // the org, id: idGrants
+	idGrants      = "grants"
+)
+
+// StartRequest is the body of register/start.
+type StartRequest struct {
+	OwnerEmail string `json:"owner_email"`
+	OwnerName  string `json:"owner_name"`
+	OrgName    string `json:"org_name"`
+}
+
+// Started is the answer to Start: the same for every address.
+type Started struct {
+	Status           string `json:"status"` // "code_sent"
+	ExpiresInSeconds int    `json:"expires_in_seconds"`
+}
+
+// challenge is an address's pending sign-up, with its code's MAC.
+type challenge struct {
+	Email     string    `json:"email"`
+	OwnerName string    `json:"owner_name"`
+	OrgName   string    `json:"org_name"`
+	CodeMAC   string    `json:"code_mac,omitempty"` // "": used or burned
+	ExpiresAt time.Time `json:"expires_at"`
+	Attempts  int       `json:"attempts"`
+	// Sends are the times codes were sent within the send window.
+	Sends []time.Time `json:"sends"`
+}
+
+// account is an owner: an address that proved itself, and its orgs.
+type account struct {
+	AccountID string    `json:"account_id"`
+	Email     string    `json:"email"`
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"created_at"`
+	// OrgIDs are the orgs it registered, oldest first. The last may not
+	// exist: it is listed before the transaction that creates it.
+	OrgIDs []string `json:"org_ids"`
+}
+
+// grants is an org's onboarding grants, kept so that the bundle's
+// transaction revokes them without a read by hash.
+type grants struct {
+	Keys []tenant.APIKey `json:"keys"`
+}
+
+func codeContext(key string) string { return "onboarding/code/" + key }
+
+// Start stores a fresh code for the body's address and mails it.
+func (s *Service) Start(ctx context.Context, raw []byte) (Started, error) {
+	var req StartRequest
+	if err := strictjson.Decode(raw, &req, s.d.JSON); err != nil {
+		return Started{}, err
+	}
+	email, err := normalEmail(req.OwnerEmail)
+	if err != nil {
+		return Started{}, err
+	}
+	ownerName, err := checkName("owner_name", req.OwnerName)
+	if err != nil {
+		return Started{}, err
+	}
+	orgName, err := checkName("org_name", req.OrgName)
+	if err != nil {
+		return Started{}, err
+	}
+	if s.cfg.Mailer == nil {
+		return Started{}, core.New(core.ErrUnavailable, CodeMailNotConfigured, "sign-up needs a mailer, and none is configured")
+	}
+	if s.d.Secrets == nil {
+		return Started{}, core.New(core.ErrUnavailable, core.CodeSecretsNotConfigured, "sign-up codes need a secrets key, and none is configured")
+	}
+	code, err := newCode(s.d.IDs.Rand)
+	if err != nil {
+		return Started{}, core.Unavailable("code generation", err)
+	}
+	key, now := addressKey(email), s.d.Now()
+	err = s.d.Store.Backend.Update(ctx, AccountsOrgID, func(tx store.Tx) error {
+		var c challenge
+		if err := readRecord(ctx, tx, kindChallenge, key, &c); err != nil && !core.IsNotFound(err) {
+			return err
+		}
+		recent := c.Sends[:0]
+		for _, at := range c.Sends {
+			if now.Sub(at) < s.cfg.SendWindow {
+				recent = append(recent, at)
+			}
+		}
+		if len(recent) >= s.cfg.MaxSends {
+			return &core.Error{Kind: core.ErrTooManyRequests, Code: CodeTooManyCodes,
+				Detail:     "too many codes were sent to this address; retry after the Retry-After delay",
+				RetryAfter: recent[0].Add(s.cfg.SendWindow).Sub(now)}
+		}
+		c = challenge{Email: email, OwnerName: ownerName, OrgName: orgName, ExpiresAt: now.Add(s.cfg.CodeTTL),
+			CodeMAC: macOf(s, code, key), Sends: append(recent, now)}
+		return writeRecord(ctx, tx, kindChallenge, key, now, c)
+	})
+	if err != nil {
+		return Started{}, core.Translate("start sign-up", err)
+	}
+	minutes := int(s.cfg.CodeTTL / time.Minute)
+	err = s.cfg.Mailer.Send(ctx, imail.Message{To: email, Subject: "Your Clearance sign-up code",
+		Text: fmt.Sprintf("Your Clearance sign-up code is %s.\r\n\r\nIt creates the workspace %q for %s. "+
+			"It expires in %d minutes and works once. If you did not ask for it, ignore this message.\r\n",
+			code, orgName, ownerName, minutes)})
+	if err != nil {
+		s.d.Logger.Warn("sign-up code not sent", "error", err)
+		return Started{}, core.New(core.ErrUnavailable, CodeMailUnavailable, "the code could not be sent; try again later")
+	}
+	return Started{Status: "code_sent", ExpiresInSeconds: int(s.cfg.CodeTTL / time.Second)}, nil
+}
+
+func macOf(s *Service, code, key string) string {
+	return base64.RawURLEncoding.EncodeToString(s.d.Secrets.MAC([]byte(code), codeContext(key)))
+}
+
+// VerifyRequest is the body of register/verify.
+type VerifyRequest struct {
+	OwnerEmail string `json:"owner_email"`
+	OTPCode    string `json:"otp_code"`
+}
+
+// Verified is the answer to Verify: an onboarding grant, never an API key.
+type Verified struct {
+	OnboardingGrant string    `json:"onboarding_grant"`
+	GrantID         string    `json:"grant_id"`
+	GrantExpiresAt  string    `json:"grant_expires_at"`
+	OrgID           string    `json:"org_id"`
+	AccountID       string    `json:"account_id"`
+	Workspace       Workspace `json:"workspace"`
+}
+
+// Workspace is an org as its owner finds it: its name and the paths of
+// the next steps.
+type Workspace struct {
+	OrgID string         `json:"org_id"`
+	Name  string         `json:"name"`
+	Paths WorkspacePaths `json:"paths"`
+}
+
+// WorkspacePaths are the routes an owner uses next, resolved for the org.
+type WorkspacePaths struct {
+	MappingSessions    string `json:"mapping_sessions"`
+	EvaluateDecision   string `json:"evaluate_decision"`
+	SignalConnectors   string `json:"signal_connectors"`
+	WebhookIntegration string `json:"webhook_integration"`
+}
+
+func workspaceOf(orgID, name string) Workspace {
+	return Workspace{OrgID: orgID, Name: name, Paths: WorkspacePaths{
+		MappingSessions:    "/v1/public/pilot/signal-mapping/sessions",
+		EvaluateDecision:   "/v1/protocol/evaluate-decision",
+		SignalConnectors:   "/v1/signals/connectors",
+		WebhookIntegration: "/v1/orgs/" + orgID + "/integrations/WEBHOOK/connect",
+	}}
+}
+
+// errOTP is the one answer to every code that does not verify.
+func errOTP() error {
+	return core.New(core.ErrUnauthenticated, CodeOTPInvalid, "the code is wrong, expired or used; ask for a new one")
+}
+
+// Verify checks the body's code; on success it creates the org the
+// sign-up named and an onboarding grant for it.
+func (s *Service) Verify(ctx context.Context, raw []byte) (Verified, error) {
+	var req VerifyRequest
+	if err := strictjson.Decode(raw, &req, s.d.JSON); err != nil {
+		return Verified{}, err
+	}
+	email, err := normalEmail(req.OwnerEmail)
+	if err != nil {
+		return Verified{}, err
+	}
+	if !validCode(req.OTPCode) {
+		return Verified{}, core.Invalid(core.CodeInvalidRequest, "otp_code", "otp_code must be exactly 6 ASCII digits")
+	}
+	if s.d.Secrets == nil {
+		return Verified{}, core.New(core.ErrUnavailable, core.CodeSecretsNotConfigured, "sign-up codes need a secrets key, and none is configured")
+	}
+	orgID, err := s.d.IDs.New()
+	if err != nil {
+		return Verified{}, core.Unavailable("id generation", err)
+	}
+	key, now := addressKey(email), s.d.Now()
+	var (
+		ok  bool
+		c   challenge
+		acc account
+	)
+	// The code is checked and spent, and the org listed on the account,
+	// in one transaction; a wrong try is counted even though the answer is
+	// a refusal, so the transaction commits either way.
+	err = s.d.Store.Backend.Update(ctx, AccountsOrgID, func(tx store.Tx) error {
+		// fn may run again (a retried transaction): nothing of a run that
+		// rolled back may leak into the next, or a spent code could be
+		// written back.
+		ok, c, acc = false, challenge{}, account{}
+		switch err := readRecord(ctx, tx, kindChallenge, key, &c); {
+		case core.IsNotFound(err):
+			return nil
+		case err != nil:
+			return err
+		}
+		if c.CodeMAC == "" || !now.Before(c.ExpiresAt) {
+			return nil
+		}
+		want, err := base64.RawURLEncoding.DecodeString(c.CodeMAC)
+		if err != nil {
+			return fmt.Errorf("onboarding: stored code of %s: %w", key, err)
+		}
+		if !hmac.Equal(want, s.d.Secrets.MAC([]byte(req.OTPCode), codeContext(key))) {
+			c.Attempts++
+			if c.Attempts >= s.cfg.MaxAttempts {
+				c.CodeMAC = "" // burned
+			}
+			return writeRecord(ctx, tx, kindChallenge, key, now, c)
+		}
+		ok, c.CodeMAC = true, ""
+		if err := writeRecord(ctx, tx, kindChallenge, key, now, c); err != nil {
+			return err
+		}
+		switch err := readRecord(ctx, tx, kindAccount, key, &acc); {
+		case core.IsNotFound(err):
+			id, err := s.d.IDs.New()
+			if err != nil {
+				return err
+			}
+			acc = account{AccountID: id, Email: email, Name: c.OwnerName, CreatedAt: now}
+		case err != nil:
+			return err
+		}
+		acc.OrgIDs = append(acc.OrgIDs, orgID)
+		return writeRecord(ctx, tx, kindAccount, key, now, acc)
+	})
+	if err != nil {
+		return Verified{}, core.Translate("verify sign-up", err)
+	}
+	if !ok {
+		return Verified{}, errOTP()
+	}
+	var grant admin.IssuedKey
+	expires := now.Add(s.cfg.GrantTTL)
+	_, err = s.cfg.Admin.CreateOrgWith(ctx, orgID, c.OrgName, func(ctx context.Context, tx store.Tx, org tenant.Org) error {
+		var err error
+		grant, err = s.cfg.Admin.IssueKeyIn(ctx, tx, admin.KeySpec{OrgID: org.ID, Kind: tenant.KindOnboarding,
+			Scopes: []tenant.Scope{}, ExpiresAt: expires})
+		if err != nil {
+			return err
+		}
+		return writeRecord(ctx, tx, kindGrants, idGrants, now, grants{Keys: []tenant.APIKey{grant.Stored}})
+	})
+	if err != nil {
+		return Verified{}, err
+	}
+	return Verified{OnboardingGrant: grant.Secret, GrantID: grant.KeyID, GrantExpiresAt: core.Format(expires),
+		OrgID: orgID, AccountID: acc.AccountID, Workspace: workspaceOf(orgID, c.OrgName)}, nil
+}
+
+// readRecord decodes the transaction org's record (kind, id) into v.
+func readRecord(ctx context.Context, tx store.Tx, kind, id string, v any) error {
+	r, err := tx.ArtifactInTx(ctx, kind, id)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		return fmt.Errorf("onboarding: %s %s does not decode: %w", kind, id, err)
+	}
+	return nil
+}
+
+// writeRecord stores v as the transaction org's record (kind, id).
+func writeRecord(ctx context.Context, tx store.Tx, kind, id string, at time.Time, v any) error {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return tx.PutArtifact(ctx, artifact.Record{OrgID: tx.OrgID(), Kind: kind, ID: id, CreatedAt: at, Body: body})
+}
+
+// readCommitted decodes the committed record (kind, id) of org into v.
+func readCommitted(ctx context.Context, r artifact.Reader, org, kind, id string, v any) error {
+	rec, err := r.Artifact(ctx, org, kind, id)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(rec.Body, v); err != nil {
+		return fmt.Errorf("onboarding: %s %s does not decode: %w", kind, id, err)
+	}
+	return nil
+}
