@@ -1,0 +1,54 @@
+package onboarding_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/clearancehq/clearance"
+	"github.com/clearancehq/clearance/internal/mail"
+	"github.com/clearancehq/clearance/store/pebblestore"
+)
+
+// From an e-mail address to an org key: the code arrives in the mailbox,
+// verifies into an onboarding grant, and the grant takes the bundle once.
+func Example() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "onboarding-example-")
+	defer os.RemoveAll(dir)
+	backend, _ := pebblestore.Open("db", pebblestore.Options{FS: vfs.NewMem()})
+	defer backend.Close()
+	mailer, _ := clearance.NewMailer("", dir, "clearance@example.com", nil)
+	engine, _ := clearance.Open(backend, clearance.Options{Mailer: mailer,
+		SecretsKey: []byte("example-secrets-key-of-32-bytes!!")})
+
+	started, _ := engine.Onboarding.Start(ctx, []byte(`{"owner_email":"ada@example.com","owner_name":"Ada","org_name":"Acme"}`))
+	fmt.Println(started.Status)
+
+	msgs, _ := mail.ReadMailbox(filepath.Join(dir, "mailbox"))
+	code := regexp.MustCompile(`code is ([0-9]{6})`).FindStringSubmatch(msgs[0].Text)[1]
+	v, err := engine.Onboarding.Verify(ctx, fmt.Appendf(nil, `{"owner_email":"ada@example.com","otp_code":%q}`, code))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	grant, _ := engine.Admin.Authenticate(ctx, v.OnboardingGrant)
+	sess, _ := engine.Onboarding.CreateSession(ctx, grant, fmt.Appendf(nil, `{"org_id":%q}`, v.OrgID))
+	b, err := engine.Onboarding.IssueBundle(ctx, grant, sess.SessionID,
+		[]byte(`{"provider_key":"stripe","workflow_key":"ap.invoice","source_label":"Stripe payouts"}`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(b.Scopes, b.PolicyVersion, b.WebhookPath == "/v1/signals/webhooks/"+b.ConnectorID)
+	_, err = engine.Admin.Authenticate(ctx, v.OnboardingGrant)
+	fmt.Println("grant after the bundle:", err != nil)
+	// Output:
+	// code_sent
+	// [org:*] starter-1 true
+	// grant after the bundle: true
+}
