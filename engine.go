@@ -281,6 +281,7 @@ func Open(backend store.Backend, opts Options) (*Engine, error) {
 		}
 		return r.Active.Snapshot().PolicyVersion, nil
 	}
+	ob.InstallStarter = e.Policies.InstallStarter
 	e.Onboarding = onboarding.New(deps, ob)
 	return e, nil
 }

@@ -140,6 +140,7 @@ var goldenElsewhere = []struct{ kind, pkg, name string }{
 	{ledger.KindSignalConnectorRevoked, "signals", "signal_connector"},
 	{ledger.KindSignalsReceived, "signals", "signals_received"},
 	{ledger.KindOnboardingBundleIssued, "onboarding", "bundle_issued"},
+	{ledger.KindCredentialsRevoked, "admin", "credentials_revoked"},
 }
 
 // TestGoldenLedgerPayloads pins the RFC 8785 bytes of every record whose

@@ -29,3 +29,14 @@ func NewMailer(smtpURL, dataDir, from string, logger *slog.Logger) (Mailer, erro
 
 // DeploymentBundle is what a mapping session's deployment bundle answers.
 type DeploymentBundle = onboarding.Bundle
+
+// AccountSession is an owner's browser sign-in, as resolved from its
+// session cookie.
+type AccountSession = onboarding.AccountSession
+
+// AutomationAuthorizeError is a refused authorization request of the
+// automation connector.
+type AutomationAuthorizeError = onboarding.AuthorizeError
+
+// AutomationTokenError is a refused token request (RFC 6749 §5.2).
+type AutomationTokenError = onboarding.TokenError

@@ -227,3 +227,60 @@ func TestAuthenticateCredentialLifetimes(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRevokeOrgCredentials: every credential of the org stops working, on
+// this server at once (cached ones included) and on a server that reads
+// the store; the replacement works; other orgs are untouched.
+func TestRevokeOrgCredentials(t *testing.T) {
+	ctx := context.Background()
+	s, d := newService(t, nil)
+	o, err := s.CreateOrg(ctx, "Acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := s.CreateOrg(ctx, "Other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := s.CreateAPIKey(ctx, o.Org.ID, []string{"decision:write"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{o.Key.Secret, second.Secret, other.Key.Secret} {
+		if _, err := s.Authenticate(ctx, secret); err != nil { // cached now
+			t.Fatal(err)
+		}
+	}
+	r, err := s.RevokeOrgCredentials(ctx, o.Org.ID, "acct_1", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.KeyIDs) != 2 || r.KeyIDs[0] != o.Key.KeyID || r.KeyIDs[1] != second.KeyID || r.Replacement == nil {
+		t.Fatalf("revoked %v, replacement %v", r.KeyIDs, r.Replacement)
+	}
+	elsewhere := admin.New(d) // another server on the same store, nothing cached
+	for _, a := range []*admin.Service{s, elsewhere} {
+		for _, secret := range []string{o.Key.Secret, second.Secret} {
+			_, err := a.Authenticate(ctx, secret)
+			wantErrorCode(t, "a revoked key", err, core.ErrUnauthenticated, core.CodeUnauthenticated, "")
+		}
+		if p, err := a.Authenticate(ctx, r.Replacement.Secret); err != nil || p.OrgID != o.Org.ID {
+			t.Fatalf("replacement: %+v, %v", p, err)
+		}
+		if _, err := a.Authenticate(ctx, other.Key.Secret); err != nil {
+			t.Fatalf("another org's key: %v", err)
+		}
+	}
+	entries, err := d.Store.LedgerEntries(ctx, o.Org.ID, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := entries[len(entries)-1]; last.Kind != "credentials.revoked" {
+		t.Fatalf("last entry %s, want credentials.revoked", last.Kind)
+	}
+	// Again, without a replacement: only the replacement is left to revoke.
+	r2, err := s.RevokeOrgCredentials(ctx, o.Org.ID, "acct_1", false)
+	if err != nil || len(r2.KeyIDs) != 1 || r2.KeyIDs[0] != r.Replacement.KeyID || r2.Replacement != nil {
+		t.Fatalf("second revocation = %+v, %v", r2, err)
+	}
+}

@@ -38,6 +38,11 @@ var goldenRecords = []struct {
 		return keyRecord{KeyID: "0190f4b2-0000-7000-8000-0000000000k2", OrgID: goldenOrg, Kind: tenant.KindOnboarding,
 			Scopes: []tenant.Scope{}, CreatedAt: goldenAt.Format(core.TimeFormat), ExpiresAt: goldenAt.Add(30 * time.Minute).Format(core.TimeFormat)}
 	}},
+	{"credentials_revoked", func() any {
+		return credentialsRevoked{KeyIDs: []string{"0190f4b2-0000-7000-8000-0000000000k1", "0190f4b2-0000-7000-8000-0000000000k2"},
+			By: "0190f4b2-0000-7000-8000-0000000000a1", ReplacementID: "0190f4b2-0000-7000-8000-0000000000k3",
+			At: goldenAt.Format(core.TimeFormat)}
+	}},
 	{"key_registered", func() any { return keyEventOf(goldenKey(registry.StatusActive)) }},
 	{"key_revoked", func() any {
 		k := goldenKey(registry.StatusRevoked)

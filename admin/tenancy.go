@@ -24,9 +24,10 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (core.Princip
 	}
 	hash := tenant.HashSecret(secret)
 	var k tenant.APIKey
-	if v, ok := s.apiKeys.Load(hash); ok {
-		k = v.(tenant.APIKey)
+	if v, ok := s.apiKeys.Load(hash); ok && time.Since(v.(cachedKey).read) < KeyCacheTTL {
+		k = v.(cachedKey).key
 	} else {
+		gen := s.forgets.Load()
 		got, err := s.d.Store.APIKeyByHash(ctx, hash)
 		if core.IsNotFound(err) {
 			return core.Principal{}, core.New(core.ErrUnauthenticated, core.CodeUnauthenticated, "unknown API key")
@@ -35,11 +36,15 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (core.Princip
 			return core.Principal{}, core.Unavailable("authentication", err)
 		}
 		k = got
-		// Only keys that neither expire nor are revoked stay in memory: a
-		// credential with a lifetime is read from the store on every use,
-		// so its revocation by any server holds at once on every other.
-		if cacheable(k) {
-			s.apiKeys.Store(hash, k)
+		// Only keys that neither expire nor are revoked stay in memory, and
+		// for KeyCacheTTL: a credential with a lifetime is read from the
+		// store on every use, so its revocation holds at once everywhere;
+		// an org key's holds here at once (Forget) and elsewhere within
+		// KeyCacheTTL.
+		if cacheable(k) && s.forgets.Load() == gen {
+			s.apiKeys.Store(hash, cachedKey{key: k, read: time.Now()})
+		} else {
+			s.apiKeys.Delete(hash)
 		}
 	}
 	if !k.Matches(secret) {
@@ -49,6 +54,14 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (core.Princip
 		return core.Principal{}, core.New(core.ErrUnauthenticated, core.CodeUnauthenticated, "the credential expired or was revoked")
 	}
 	return core.PrincipalOf(k), nil
+}
+
+// forget drops keys from this server's cache, after their revocation.
+func (s *Service) forget(keys ...tenant.APIKey) {
+	s.forgets.Add(1)
+	for _, k := range keys {
+		s.apiKeys.Delete(k.Hash)
+	}
 }
 
 // cacheable reports whether k may be kept in memory after its first use:

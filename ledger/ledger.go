@@ -74,6 +74,9 @@ const (
 	// issued (subject: the session id): the org's key, its connector, the
 	// onboarding grants it revoked.
 	KindOnboardingBundleIssued = "onboarding.bundle_issued"
+	// KindCredentialsRevoked: credentials of the org were revoked at once
+	// by its owner (subject: the org id).
+	KindCredentialsRevoked = "credentials.revoked"
 )
 
 // Head is the newest entry of an org's ledger; the zero Head is an empty ledger.

@@ -199,6 +199,11 @@ func (s *Service) IssueBundle(ctx context.Context, p core.Principal, sessionID s
 	if err != nil {
 		return Bundle{}, err
 	}
+	// Grants revoked already (by an org-wide revocation) keep their record.
+	done, err := s.revokedGrants(ctx, org)
+	if err != nil {
+		return Bundle{}, err
+	}
 	var key admin.IssuedKey
 	var issued bool
 	now := s.d.Now()
@@ -217,7 +222,7 @@ func (s *Service) IssueBundle(ctx context.Context, p core.Principal, sessionID s
 		if err != nil {
 			return err
 		}
-		revoked, err := revokeGrants(ctx, tx, now)
+		revoked, err := revokeGrants(ctx, tx, now, done)
 		if err != nil {
 			return err
 		}
@@ -246,9 +251,25 @@ func (s *Service) IssueBundle(ctx context.Context, p core.Principal, sessionID s
 		PolicyVersion: version, ProviderKey: req.ProviderKey, WorkflowKey: req.WorkflowKey, SourceLabel: label}, nil
 }
 
-// revokeGrants revokes every onboarding grant of the transaction's org and
-// returns their key ids.
-func revokeGrants(ctx context.Context, tx store.Tx, now time.Time) ([]string, error) {
+// revokedGrants returns the hashes of the org's onboarding grants that the
+// store holds revoked.
+func (s *Service) revokedGrants(ctx context.Context, org string) (map[string]bool, error) {
+	keys, err := s.d.Store.APIKeysOf(ctx, org)
+	if err != nil {
+		return nil, core.Unavailable("list credentials", err)
+	}
+	done := map[string]bool{}
+	for _, k := range keys {
+		if k.Kind == tenant.KindOnboarding && !k.RevokedAt.IsZero() {
+			done[k.Hash] = true
+		}
+	}
+	return done, nil
+}
+
+// revokeGrants revokes every onboarding grant of the transaction's org
+// that is not in done (revoked already) and returns their key ids.
+func revokeGrants(ctx context.Context, tx store.Tx, now time.Time, done map[string]bool) ([]string, error) {
 	var g grants
 	switch err := readRecord(ctx, tx, kindGrants, idGrants, &g); {
 	case core.IsNotFound(err):
@@ -258,6 +279,9 @@ func revokeGrants(ctx context.Context, tx store.Tx, now time.Time) ([]string, er
 	}
 	ids := make([]string, 0, len(g.Keys))
 	for i := range g.Keys {
+		if done[g.Keys[i].Hash] {
+			continue
+		}
 		if g.Keys[i].RevokedAt.IsZero() {
 			g.Keys[i].RevokedAt = now
 			if err := tx.PutAPIKey(ctx, g.Keys[i]); err != nil {
@@ -267,17 +291,6 @@ func revokeGrants(ctx context.Context, tx store.Tx, now time.Time) ([]string, er
 		}
 	}
 	return ids, writeRecord(ctx, tx, kindGrants, idGrants, now, g)
-}
-
-// Session returns the credential org's session sessionID.
-func (s *Service) Session(ctx context.Context, p core.Principal, sessionID string) (Session, error) {
-	if err := mayMap(p); err != nil {
-		return Session{}, err
-	}
-	if !core.ValidID(sessionID) {
-		return Session{}, errNoSession()
-	}
-	return s.session(ctx, p.OrgID, sessionID)
 }
 
 func (s *Service) session(ctx context.Context, org, id string) (Session, error) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -389,4 +390,103 @@ func TestSessionsBounded(t *testing.T) {
 	}
 	_, err = h.engine.Onboarding.CreateSession(ctx, p, body)
 	wantCode(t, "one session more", err, onboarding.CodeSessionLimitReached)
+}
+
+// signUp runs register/start and register/verify for addr.
+func (h *harness) signUp(addr string) onboarding.Verified {
+	h.t.Helper()
+	if _, err := h.start(addr); err != nil {
+		h.t.Fatal(err)
+	}
+	v, err := h.verify(addr, h.lastCode(addr))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return v
+}
+
+// signIn runs login/start and login/verify for addr.
+func (h *harness) signIn(addr string) (onboarding.SignedIn, error) {
+	ctx := context.Background()
+	if _, err := h.engine.Onboarding.StartSignIn(ctx, fmt.Appendf(nil, `{"email":%q}`, addr)); err != nil {
+		return onboarding.SignedIn{}, err
+	}
+	return h.engine.Onboarding.VerifySignIn(ctx, fmt.Appendf(nil, `{"email":%q,"otp_code":%q}`, addr, h.lastCode(strings.ToLower(addr))))
+}
+
+// An owner signs in by code, sees the workspaces of the account, revokes
+// every credential of one with a replacement key, and signs out.
+func TestSignInSessionAndRevocation(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	const addr = "owner@example.com"
+	v := h.signUp(addr)
+	in, err := h.signIn("Owner@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Account.AccountID != v.AccountID || len(in.Account.Workspaces) != 1 || in.Account.Workspaces[0].OrgID != v.OrgID {
+		t.Fatalf("signed in as %+v, want account %s with workspace %s", in.Account, v.AccountID, v.OrgID)
+	}
+	as, err := h.engine.Onboarding.Session(ctx, in.Secret)
+	if err != nil || as.AccountID != v.AccountID {
+		t.Fatalf("Session = %+v, %v", as, err)
+	}
+	// Another account's workspace is not found; this one's credentials go.
+	other, err := h.engine.Admin.CreateOrg(ctx, "Other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.engine.Onboarding.RevokeCredentials(ctx, as, other.Org.ID, nil)
+	wantCode(t, "another org", err, onboarding.CodeWorkspaceNotFound)
+	r, err := h.engine.Onboarding.RevokeCredentials(ctx, as, v.OrgID, []byte(`{"issue_replacement_key":true}`))
+	if err != nil || len(r.KeyIDs) != 1 || r.KeyIDs[0] != v.GrantID || r.Replacement == nil {
+		t.Fatalf("RevokeCredentials = %+v, %v", r, err)
+	}
+	if _, err := h.engine.Admin.Authenticate(ctx, v.OnboardingGrant); err == nil {
+		t.Fatal("the onboarding grant works after the revocation")
+	}
+	if p, err := h.engine.Admin.Authenticate(ctx, r.Replacement.Secret); err != nil || p.OrgID != v.OrgID {
+		t.Fatalf("replacement: %+v, %v", p, err)
+	}
+	if _, err := h.engine.Admin.Authenticate(ctx, other.Key.Secret); err != nil {
+		t.Fatalf("another org's key: %v", err)
+	}
+	// Sign-out ends the session; so does its end of life.
+	if err := h.engine.Onboarding.SignOut(ctx, as); err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.engine.Onboarding.Session(ctx, in.Secret)
+	wantCode(t, "a signed-out session", err, onboarding.CodeSignInRequired)
+	in2, err := h.signIn(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.advance(onboarding.DefaultSessionTTL)
+	_, err = h.engine.Onboarding.Session(ctx, in2.Secret)
+	wantCode(t, "an expired session", err, onboarding.CodeSignInRequired)
+	for _, bad := range []string{"", "clr_ses_", "clr_ses_unknown", in2.Secret + "x", "clr_org_x"} {
+		_, err := h.engine.Onboarding.Session(ctx, bad)
+		wantCode(t, "session "+bad, err, onboarding.CodeSignInRequired)
+	}
+}
+
+// A sign-in code is a sign-up code's equal in limits, and one does not
+// verify as the other.
+func TestSignInCodesApart(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	const addr = "new@example.com"
+	if _, err := h.engine.Onboarding.StartSignIn(ctx, fmt.Appendf(nil, `{"email":%q}`, addr)); err != nil {
+		t.Fatal(err)
+	}
+	code := h.lastCode(addr)
+	_, err := h.verify(addr, code) // as a sign-up code
+	wantCode(t, "a sign-in code at register/verify", err, onboarding.CodeOTPInvalid)
+	in, err := h.engine.Onboarding.VerifySignIn(ctx, fmt.Appendf(nil, `{"email":%q,"otp_code":%q}`, addr, code))
+	if err != nil || in.Account.AccountID == "" || len(in.Account.Workspaces) != 0 {
+		t.Fatalf("a new address signs in to an empty account: %+v, %v", in, err)
+	}
+	_, err = h.engine.Onboarding.VerifySignIn(ctx, fmt.Appendf(nil, `{"email":%q,"otp_code":%q}`, addr, code))
+	wantCode(t, "the sign-in code again", err, onboarding.CodeOTPInvalid)
 }

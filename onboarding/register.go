@@ -2,7 +2,6 @@ package onboarding
 
 import (
 	"context"
-	"crypto/hmac"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"github.com/clearancehq/clearance/admin"
 	"github.com/clearancehq/clearance/artifact"
 	"github.com/clearancehq/clearance/internal/core"
-	imail "github.com/clearancehq/clearance/internal/mail"
 	"github.com/clearancehq/clearance/internal/strictjson"
 	"github.com/clearancehq/clearance/store"
 	"github.com/clearancehq/clearance/tenant"
@@ -67,7 +65,13 @@ type grants struct {
 	Keys []tenant.APIKey `json:"keys"`
 }
 
-func codeContext(key string) string { return "onboarding/code/" + key }
+// codeContext names the record a code's MAC belongs to.
+func codeContext(kind, key string) string {
+	if kind == kindChallenge {
+		return "onboarding/code/" + key // the form of the first release
+	}
+	return "onboarding/code/" + kind + "/" + key
+}
 
 // Start stores a fresh code for the body's address and mails it.
 func (s *Service) Start(ctx context.Context, raw []byte) (Started, error) {
@@ -87,54 +91,16 @@ func (s *Service) Start(ctx context.Context, raw []byte) (Started, error) {
 	if err != nil {
 		return Started{}, err
 	}
-	if s.cfg.Mailer == nil {
-		return Started{}, core.New(core.ErrUnavailable, CodeMailNotConfigured, "sign-up needs a mailer, and none is configured")
-	}
-	if s.d.Secrets == nil {
-		return Started{}, core.New(core.ErrUnavailable, core.CodeSecretsNotConfigured, "sign-up codes need a secrets key, and none is configured")
-	}
-	code, err := newCode(s.d.IDs.Rand)
-	if err != nil {
-		return Started{}, core.Unavailable("code generation", err)
-	}
-	key, now := addressKey(email), s.d.Now()
-	err = s.d.Store.Backend.Update(ctx, AccountsOrgID, func(tx store.Tx) error {
-		var c challenge
-		if err := readRecord(ctx, tx, kindChallenge, key, &c); err != nil && !core.IsNotFound(err) {
-			return err
-		}
-		recent := c.Sends[:0]
-		for _, at := range c.Sends {
-			if now.Sub(at) < s.cfg.SendWindow {
-				recent = append(recent, at)
-			}
-		}
-		if len(recent) >= s.cfg.MaxSends {
-			return &core.Error{Kind: core.ErrTooManyRequests, Code: CodeTooManyCodes,
-				Detail:     "too many codes were sent to this address; retry after the Retry-After delay",
-				RetryAfter: recent[0].Add(s.cfg.SendWindow).Sub(now)}
-		}
-		c = challenge{Email: email, OwnerName: ownerName, OrgName: orgName, ExpiresAt: now.Add(s.cfg.CodeTTL),
-			CodeMAC: macOf(s, code, key), Sends: append(recent, now)}
-		return writeRecord(ctx, tx, kindChallenge, key, now, c)
-	})
-	if err != nil {
-		return Started{}, core.Translate("start sign-up", err)
-	}
-	minutes := int(s.cfg.CodeTTL / time.Minute)
-	err = s.cfg.Mailer.Send(ctx, imail.Message{To: email, Subject: "Your Clearance sign-up code",
-		Text: fmt.Sprintf("Your Clearance sign-up code is %s.\r\n\r\nIt creates the workspace %q for %s. "+
-			"It expires in %d minutes and works once. If you did not ask for it, ignore this message.\r\n",
-			code, orgName, ownerName, minutes)})
-	if err != nil {
-		s.d.Logger.Warn("sign-up code not sent", "error", err)
-		return Started{}, core.New(core.ErrUnavailable, CodeMailUnavailable, "the code could not be sent; try again later")
-	}
-	return Started{Status: "code_sent", ExpiresInSeconds: int(s.cfg.CodeTTL / time.Second)}, nil
+	return s.sendCode(ctx, kindChallenge, email, challenge{Email: email, OwnerName: ownerName, OrgName: orgName},
+		"Your Clearance sign-up code", func(code string, minutes int) string {
+			return fmt.Sprintf("Your Clearance sign-up code is %s.\r\n\r\nIt creates the workspace %q for %s. "+
+				"It expires in %d minutes and works once. If you did not ask for it, ignore this message.\r\n",
+				code, orgName, ownerName, minutes)
+		})
 }
 
-func macOf(s *Service, code, key string) string {
-	return base64.RawURLEncoding.EncodeToString(s.d.Secrets.MAC([]byte(code), codeContext(key)))
+func macOf(s *Service, kind, code, key string) string {
+	return base64.RawURLEncoding.EncodeToString(s.d.Secrets.MAC([]byte(code), codeContext(kind, key)))
 }
 
 // VerifyRequest is the body of register/verify.
@@ -205,41 +171,13 @@ func (s *Service) Verify(ctx context.Context, raw []byte) (Verified, error) {
 		return Verified{}, core.Unavailable("id generation", err)
 	}
 	key, now := addressKey(email), s.d.Now()
-	var (
-		ok  bool
-		c   challenge
-		acc account
-	)
-	// The code is checked and spent, and the org listed on the account,
-	// in one transaction; a wrong try is counted even though the answer is
-	// a refusal, so the transaction commits either way.
-	err = s.d.Store.Backend.Update(ctx, AccountsOrgID, func(tx store.Tx) error {
-		// fn may run again (a retried transaction): nothing of a run that
-		// rolled back may leak into the next, or a spent code could be
-		// written back.
-		ok, c, acc = false, challenge{}, account{}
-		switch err := readRecord(ctx, tx, kindChallenge, key, &c); {
-		case core.IsNotFound(err):
-			return nil
-		case err != nil:
-			return err
-		}
-		if c.CodeMAC == "" || !now.Before(c.ExpiresAt) {
-			return nil
-		}
-		want, err := base64.RawURLEncoding.DecodeString(c.CodeMAC)
-		if err != nil {
-			return fmt.Errorf("onboarding: stored code of %s: %w", key, err)
-		}
-		if !hmac.Equal(want, s.d.Secrets.MAC([]byte(req.OTPCode), codeContext(key))) {
-			c.Attempts++
-			if c.Attempts >= s.cfg.MaxAttempts {
-				c.CodeMAC = "" // burned
-			}
-			return writeRecord(ctx, tx, kindChallenge, key, now, c)
-		}
-		ok, c.CodeMAC = true, ""
-		if err := writeRecord(ctx, tx, kindChallenge, key, now, c); err != nil {
+	var c challenge
+	var acc account
+	ok, err := s.spendCode(ctx, kindChallenge, key, req.OTPCode, now, func(tx store.Tx) error {
+		// The sign-up the code belongs to, and the org listed on the
+		// account, in the transaction that spends it.
+		c, acc = challenge{}, account{}
+		if err := readRecord(ctx, tx, kindChallenge, key, &c); err != nil {
 			return err
 		}
 		switch err := readRecord(ctx, tx, kindAccount, key, &acc); {
@@ -251,6 +189,9 @@ func (s *Service) Verify(ctx context.Context, raw []byte) (Verified, error) {
 			acc = account{AccountID: id, Email: email, Name: c.OwnerName, CreatedAt: now}
 		case err != nil:
 			return err
+		}
+		if acc.Name == "" {
+			acc.Name = c.OwnerName
 		}
 		acc.OrgIDs = append(acc.OrgIDs, orgID)
 		return writeRecord(ctx, tx, kindAccount, key, now, acc)

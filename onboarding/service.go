@@ -15,6 +15,7 @@ import (
 	"github.com/clearancehq/clearance/admin"
 	"github.com/clearancehq/clearance/internal/core"
 	imail "github.com/clearancehq/clearance/internal/mail"
+	"github.com/clearancehq/clearance/policies"
 	"github.com/clearancehq/clearance/signals"
 )
 
@@ -37,17 +38,6 @@ const (
 	MaxKeyLen   = 128 // provider_key and workflow_key, in bytes
 )
 
-// Codes of this feature's refusals.
-const (
-	CodeOTPInvalid          = "OTP_INVALID"
-	CodeTooManyCodes        = "TOO_MANY_CODES"
-	CodeMailNotConfigured   = "MAIL_NOT_CONFIGURED"
-	CodeMailUnavailable     = "MAIL_UNAVAILABLE"
-	CodeSessionNotFound     = "MAPPING_SESSION_NOT_FOUND"
-	CodeSessionLimitReached = "MAPPING_SESSION_LIMIT_REACHED"
-	CodeBundleAlreadyIssued = "BUNDLE_ALREADY_ISSUED"
-)
-
 // Config is the feature's settings and the features it orchestrates.
 type Config struct {
 	// Mailer sends the codes; nil: Start answers 503 MAIL_NOT_CONFIGURED.
@@ -58,12 +48,16 @@ type Config struct {
 	Signals *signals.Service
 	// PolicyVersion returns the org's active policy version.
 	PolicyVersion func(ctx context.Context, orgID string) (string, error)
+	// InstallStarter installs the starter policy (SHADOW) for an org with
+	// no policy of its own, and does nothing otherwise.
+	InstallStarter func(ctx context.Context, orgID string) (policies.InstalledStarter, error)
 
 	CodeTTL     time.Duration // how long a code is good
 	GrantTTL    time.Duration // how long an onboarding grant is good
 	MaxAttempts int           // wrong tries that burn a code
 	MaxSends    int           // codes sent to one address per SendWindow
 	SendWindow  time.Duration
+	SessionTTL  time.Duration // how long an account session lasts
 }
 
 // withDefaults fills the zero settings.
@@ -82,6 +76,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SendWindow <= 0 {
 		c.SendWindow = DefaultSendWindow
+	}
+	if c.SessionTTL <= 0 {
+		c.SessionTTL = DefaultSessionTTL
 	}
 	return c
 }

@@ -45,3 +45,7 @@ var starter = sync.OnceValue(func() *Compiled {
 
 // Starter returns the compiled starter policy (compiled once, shared).
 func Starter() *Compiled { return starter() }
+
+// StarterJSON returns the starter policy's bundle as published: an org
+// that installs it (the automation connector does) gets this version.
+func StarterJSON() []byte { return []byte(starterJSON) }

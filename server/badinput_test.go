@@ -70,6 +70,7 @@ const (
 	catLookAlike = "look-alike names (zero-width, bidi, blank, homoglyph, case)"
 	catLimits    = "too many members or elements, NUL in a string"
 	catFresh     = "stale or future signed intents"
+	catCSRF      = "signed-in change without the CSRF header"
 )
 
 // unknownID is a well-formed UUID that names nothing.
@@ -217,6 +218,7 @@ type routeSpec struct {
 	paramCodes  []string          // codes of a bad path parameter
 	org         orgSource
 	body        string            // the accepted body (POST)
+	emptyOK     bool              // an empty body is accepted too (no "empty body" case)
 	openUnknown []string          // member paths whose members are open
 	amounts     []string          // body templates: @@ is an amount literal
 	numbers     []string          // body templates: @@ is a non-amount number literal
@@ -1211,7 +1213,9 @@ func (s *badSuite) cases(r tableRoute, spec routeSpec, q req, methods []string) 
 		out = append(out, s.bodyCases(q, spec)...)
 	}
 	out = append(out, s.pathCases(r, spec, q)...)
-	if r.auth != "authPublic" {
+	// An account route takes a session cookie, no bearer key: its spec's
+	// extra cases send the bad cookies.
+	if r.auth != "authPublic" && r.auth != "authAccount" {
 		out = append(out, s.credentialCases(r, spec, q)...)
 	}
 	out = append(out, s.orgCases(r, spec, q)...)
@@ -1406,7 +1410,9 @@ func (s *badSuite) bodyCases(q req, spec routeSpec) []badCase {
 	}
 	add(catMalformed, "byte order mark", "\xef\xbb\xbf"+base, "MALFORMED_JSON", "INVALID_UTF8")
 	add(catMalformed, "whitespace only", " \n\t", "MALFORMED_JSON", "EMPTY_BODY")
-	add(catMalformed, "empty", "", "EMPTY_BODY")
+	if !spec.emptyOK {
+		add(catMalformed, "empty", "", "EMPTY_BODY")
+	}
 	add(catMalformed, "UTF-16", "\xff\xfe{\x00}\x00", "MALFORMED_JSON", "INVALID_UTF8")
 
 	// Trailing data.
@@ -1477,7 +1483,8 @@ func (s *badSuite) bodyCases(q req, spec routeSpec) []badCase {
 	for _, ct := range []string{"text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x",
 		"application/xml", "text/json", "application/jsonx", "json;;;", "application/json; charset", "*/*", "application/*", "json"} {
 		c := add(catMedia, ct, base, "UNSUPPORTED_MEDIA_TYPE")
-		c.headers, c.status = map[string]string{"Content-Type": ct}, http.StatusUnsupportedMediaType
+		*c = c.with("Content-Type", ct) // the request's other headers (a cookie) kept
+		c.status = http.StatusUnsupportedMediaType
 	}
 
 	// Invalid UTF-8, in a member's value and in a member's name.

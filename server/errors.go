@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -26,6 +27,7 @@ const (
 	codeHeaderBodyMismatch = core.CodeHeaderBodyMismatch // a header and its body member disagree
 	codePathBodyMismatch   = core.CodePathBodyMismatch   // a path segment and its body member disagree
 	codeMissingField       = core.CodeMissingField       // a field the route requires is absent
+	codeCSRFHeaderRequired = "CSRF_HEADER_REQUIRED"      // a signed-in change without HeaderCSRF
 )
 
 // problem is an RFC 9457 body with Clearance's members.
@@ -77,11 +79,13 @@ func statusOf(err error) int {
 }
 
 var (
-	errTooLarge    = errors.New("request body too large")
-	errMediaType   = errors.New("unsupported media type")
-	errRateLimited = errors.New("rate limited")
-	errMethod      = errors.New("method not allowed")
-	errNoRoute     = errors.New("no such route")
+	errTooLarge  = errors.New("request body too large")
+	errMediaType = errors.New("unsupported media type")
+	// errFormMediaType: a form route's body that is not form-encoded.
+	errFormMediaType = fmt.Errorf("%w: form expected", errMediaType)
+	errRateLimited   = errors.New("rate limited")
+	errMethod        = errors.New("method not allowed")
+	errNoRoute       = errors.New("no such route")
 )
 
 // problemOf renders any error as a problem body.
@@ -100,6 +104,8 @@ func problemOf(err error, requestID string) problem {
 		}
 	case errors.Is(err, errTooLarge):
 		p.Code, p.Detail = codeBodyTooLarge, err.Error()
+	case errors.Is(err, errFormMediaType):
+		p.Code, p.Detail = codeUnsupportedMedia, "send Content-Type: application/x-www-form-urlencoded"
 	case errors.Is(err, errMediaType):
 		p.Code, p.Detail = codeUnsupportedMedia, "send Content-Type: application/json"
 	case errors.Is(err, errRateLimited):

@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/clearancehq/clearance"
 )
@@ -71,4 +72,64 @@ func (s *Server) origin(r *http.Request) string {
 		scheme = "https"
 	}
 	return scheme + "://" + r.Host
+}
+
+// CookieSession is the cookie that carries an account session.
+const CookieSession = "clearance_session"
+
+// HeaderCSRF must be "1" on every signed-in request that changes anything.
+const HeaderCSRF = "X-Clearance-CSRF"
+
+func (s *Server) loginStart(c *call) error {
+	out, err := s.engine.Onboarding.StartSignIn(c.r.Context(), c.body)
+	if err != nil {
+		return err
+	}
+	return c.writeJSON(http.StatusAccepted, out)
+}
+
+// loginVerify opens an account session: its secret goes in an HttpOnly
+// cookie (Secure over HTTPS), never in the body.
+func (s *Server) loginVerify(c *call) error {
+	in, err := s.engine.Onboarding.VerifySignIn(c.r.Context(), c.body)
+	if err != nil {
+		return err
+	}
+	http.SetCookie(c.w, &http.Cookie{Name: CookieSession, Value: in.Secret, Path: "/", HttpOnly: true,
+		Secure: s.secure(c.r), SameSite: http.SameSiteLaxMode, Expires: in.ExpiresAt,
+		MaxAge: max(1, int(in.TTL/time.Second))})
+	return c.writeJSON(http.StatusOK, in.Account)
+}
+
+func (s *Server) accountSession(c *call) error {
+	out, err := s.engine.Onboarding.Account(c.r.Context(), c.account)
+	if err != nil {
+		return err
+	}
+	return c.writeJSON(http.StatusOK, out)
+}
+
+func (s *Server) signOut(c *call) error {
+	if err := s.engine.Onboarding.SignOut(c.r.Context(), c.account); err != nil {
+		return err
+	}
+	http.SetCookie(c.w, &http.Cookie{Name: CookieSession, Value: "", Path: "/", HttpOnly: true,
+		Secure: s.secure(c.r), SameSite: http.SameSiteLaxMode, MaxAge: -1})
+	c.w.WriteHeader(http.StatusNoContent)
+	c.status = http.StatusNoContent
+	return nil
+}
+
+func (s *Server) revokeCredentials(c *call) error {
+	out, err := s.engine.Onboarding.RevokeCredentials(c.r.Context(), c.account, c.r.PathValue("orgId"), c.body)
+	if err != nil {
+		return err
+	}
+	return c.writeJSON(http.StatusOK, out)
+}
+
+// secure reports whether cookies set for r are to be Secure: the request
+// came over TLS, or the server's public URL is HTTPS.
+func (s *Server) secure(r *http.Request) bool {
+	return r.TLS != nil || strings.HasPrefix(s.opts.PublicURL, "https://")
 }

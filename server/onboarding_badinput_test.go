@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"fmt"
 	"maps"
 	"net/http"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/clearancehq/clearance"
 	"github.com/clearancehq/clearance/internal/mail"
 	"github.com/clearancehq/clearance/onboarding"
+	"github.com/clearancehq/clearance/server"
 	"github.com/clearancehq/clearance/tenant"
 )
 
@@ -112,19 +114,7 @@ func (s *badSuite) onboardingSpecs(mailbox string) map[string]routeSpec {
 		}
 		return r.str("session_id")
 	}
-	flip := func(b byte) string { // another character than b
-		if b == 'A' {
-			return "B"
-		}
-		return "A"
-	}
-	// wrong is a well-formed code other than c.
-	wrong := func(c string) string {
-		if c == "000000" {
-			return "000001"
-		}
-		return "000000"
-	}
+	flip, wrong := flipChar, otherCode
 
 	// The mapping routes' org: a live grant and an open session.
 	const usedAddr = "badinput-owner@example.com"
@@ -165,15 +155,6 @@ func (s *badSuite) onboardingSpecs(mailbox string) map[string]routeSpec {
 	const startAddr = "badinput-start@example.com" // the accepted start's: never sent a code before
 
 	// register/start.
-	emails := []string{
-		"Ada Lovelace <ada@example.com>", "<ada@example.com>", `"Ada" <ada@example.com>`, "ada@example.com (Ada)",
-		"ada@example.com, grace@example.com", "ada@example.com,grace@example.com", "ada@example.com;grace@example.com",
-		"adä@example.com", "ada@exämple.com", "ada\u200b@example.com", "ada＠example.com", "ada@example.com\u00a0",
-		"ada@localhost", "ada@example", "ada@example.com\r\nBcc: eve@example.com", "ada@example.com\n", "ada@exa\rmple.com",
-		" ada@example.com", "ada@example.com ", "ada @example.com", "ada\t@example.com", `"ada"@example.com`, `"ada lovelace"@example.com`,
-		"ada", "@example.com", "ada@", "ada@@example.com", "ada@.example.com", "ada@example..com", "ada@example.com.", ".ada@example.com",
-		"a..da@example.com", "ada@[IPv6:::1]", "", strings.Repeat("a", 243) + "@example.com",
-	}
 	startValues := func(q req) []badCase {
 		var out []badCase
 		add := func(cat, name, body string, status int, want ...string) {
@@ -181,7 +162,7 @@ func (s *badSuite) onboardingSpecs(mailbox string) map[string]routeSpec {
 			c.status = status
 			out = append(out, c)
 		}
-		for _, e := range emails {
+		for _, e := range badEmails {
 			add(catValue, "owner_email "+shorten(lit(e)), startBody(e), http.StatusBadRequest, "INVALID_REQUEST")
 		}
 		for _, n := range []string{"", "   ", strings.Repeat("n", 201), strings.Repeat("é", 201), "a\u0007b", "a\u2028b", "a\u2029b", "a\u007fb", "\u0085"} {
@@ -213,9 +194,6 @@ func (s *badSuite) onboardingSpecs(mailbox string) map[string]routeSpec {
 		extra: startValues}
 
 	// register/verify.
-	digits := func(c string, zero rune) string { // c in another script's digits
-		return strings.Map(func(r rune) rune { return zero + r - '0' }, c)
-	}
 	verifyValues := func(q req) []badCase {
 		var out []badCase
 		add := func(cat, name, body string, status int, want ...string) {
@@ -223,15 +201,7 @@ func (s *badSuite) onboardingSpecs(mailbox string) map[string]routeSpec {
 			c.status = status
 			out = append(out, c)
 		}
-		for _, c := range []struct{ name, code string }{
-			{"fullwidth digits", digits(pendingCode, '０')}, {"Arabic-Indic digits", digits(pendingCode, '٠')},
-			{"extended Arabic-Indic digits", digits(pendingCode, '۰')}, {"Devanagari digits", digits(pendingCode, '०')},
-			{"7 digits", pendingCode + "0"}, {"5 digits", pendingCode[:5]}, {"empty", ""},
-			{"a space inside", pendingCode[:3] + " " + pendingCode[3:]}, {"a leading space", " " + pendingCode[:5]},
-			{"a trailing space", pendingCode[:5] + " "}, {"spaces around", " " + pendingCode + " "}, {"a trailing newline", pendingCode + "\n"},
-			{"plus sign", "+" + pendingCode[:5]}, {"minus sign", "-" + pendingCode[:5]}, {"hex", "0x1234"}, {"exponent", "1e+004"},
-			{"a letter", pendingCode[:5] + "a"}, {"a zero-width space", pendingCode + "\u200b"}, {"NUL", pendingCode[:5] + "\u0000"},
-		} {
+		for _, c := range badCodes(pendingCode) {
 			add(catValue, "otp_code "+c.name, verifyBody(pendingAddr, c.code), http.StatusBadRequest, "INVALID_REQUEST", "JSON_NUL_CHARACTER")
 		}
 		for _, e := range []string{"Pending <" + pendingAddr + ">", pendingAddr + ", " + usedAddr, pendingAddr + "\r\n",
@@ -373,10 +343,408 @@ func (s *badSuite) onboardingSpecs(mailbox string) map[string]routeSpec {
 		phase: phaseRevokes,
 		extra: bundleValues}
 
-	return map[string]routeSpec{
+	out := map[string]routeSpec{
 		"POST /v1/public/auth/register/start":                                         registerStart,
 		"POST /v1/public/auth/register/verify":                                        registerVerify,
 		"POST /v1/public/pilot/signal-mapping/sessions":                               sessions,
 		"POST /v1/public/pilot/signal-mapping/sessions/{sessionId}/deployment-bundle": deployment,
+	}
+	// Sign-in: no address above is mailed a code from here on (the cases
+	// built later read the newest code of issuedAddr).
+	signIn := s.signInSpecs(signInArgs{code: code, signUp: signUp, signUpAddr: pendingAddr, signUpCode: pendingCode,
+		otherOrgs: []struct{ name, id string }{{"the mapping routes' org, of another account", orgID},
+			{"an org whose bundle is issued, of another account", issuedOrg}}})
+	for pattern, spec := range signIn {
+		out[pattern] = spec
+	}
+	return out
+}
+
+// badEmails are never one bare e-mail address.
+var badEmails = []string{
+	"Ada Lovelace <ada@example.com>", "<ada@example.com>", `"Ada" <ada@example.com>`, "ada@example.com (Ada)",
+	"ada@example.com, grace@example.com", "ada@example.com,grace@example.com", "ada@example.com;grace@example.com",
+	"adä@example.com", "ada@exämple.com", "ada\u200b@example.com", "ada＠example.com", "ada@example.com\u00a0",
+	"ada@localhost", "ada@example", "ada@example.com\r\nBcc: eve@example.com", "ada@example.com\n", "ada@exa\rmple.com",
+	" ada@example.com", "ada@example.com ", "ada @example.com", "ada\t@example.com", `"ada"@example.com`, `"ada lovelace"@example.com`,
+	"ada", "@example.com", "ada@", "ada@@example.com", "ada@.example.com", "ada@example..com", "ada@example.com.", ".ada@example.com",
+	"a..da@example.com", "ada@[IPv6:::1]", "", strings.Repeat("a", 243) + "@example.com",
+}
+
+// badCodes are forms of the code c that are not six ASCII digits.
+func badCodes(c string) []struct{ name, code string } {
+	digits := func(zero rune) string { // c in another script's digits
+		return strings.Map(func(r rune) rune { return zero + r - '0' }, c)
+	}
+	return []struct{ name, code string }{
+		{"fullwidth digits", digits('０')}, {"Arabic-Indic digits", digits('٠')},
+		{"extended Arabic-Indic digits", digits('۰')}, {"Devanagari digits", digits('०')},
+		{"7 digits", c + "0"}, {"5 digits", c[:5]}, {"empty", ""},
+		{"a space inside", c[:3] + " " + c[3:]}, {"a leading space", " " + c[:5]},
+		{"a trailing space", c[:5] + " "}, {"spaces around", " " + c + " "}, {"a trailing newline", c + "\n"},
+		{"plus sign", "+" + c[:5]}, {"minus sign", "-" + c[:5]}, {"hex", "0x1234"}, {"exponent", "1e+004"},
+		{"a letter", c[:5] + "a"}, {"a zero-width space", c + "\u200b"}, {"NUL", c[:5] + "\u0000"},
+	}
+}
+
+// flipChar is another character than b.
+func flipChar(b byte) string {
+	if b == 'A' {
+		return "B"
+	}
+	return "A"
+}
+
+// otherCode is a well-formed code other than c.
+func otherCode(c string) string {
+	if c == "000000" {
+		return "000001"
+	}
+	return "000000"
+}
+
+// signInArgs are what the sign-in specs take from the sign-up ones.
+type signInArgs struct {
+	code                   func(addr string) string                // the newest code mailed to addr
+	signUp                 func(addr string) (grant, orgID string) // through register/start and register/verify
+	signUpAddr, signUpCode string                                  // a pending sign-up code (register/verify's accepted one)
+	otherOrgs              []struct{ name, id string }             // signed-up orgs of other accounts
+}
+
+// signInSpecs are the bad-input specs of the sign-in and account routes.
+// Before the battery it signs up and signs in through the public routes
+// (codes read back from the mailbox):
+//
+//   - an account with a workspace of its own, signed in three times: a
+//     live session (the accepted read and revocation, and most cases), one
+//     signed out, and one that the accepted sign-out ends;
+//   - another account with a workspace and a live session;
+//   - a pending sign-in code (the accepted verify's), a used one, a burned
+//     one, and an address sent its five sign-in codes of the hour.
+//
+// The accepted sign-out and revocation destroy what they act on, so they
+// go last (phaseRevokes) and act on a session and a workspace no other
+// accepted request uses. As for sign-up, every wrong sign-in code sent is
+// for an address whose code cannot be tried any more.
+func (s *badSuite) signInSpecs(a signInArgs) map[string]routeSpec {
+	t, x := s.t, s.x
+	const (
+		pathStart   = "/v1/public/auth/login/start"
+		pathVerify  = "/v1/public/auth/login/verify"
+		pathSession = "/v1/public/auth/session"
+	)
+	pathRevoke := func(id string) string { return "/v1/public/auth/workspaces/" + id + "/revoke-credentials" }
+	startBody := func(addr string) string { return `{"email":` + lit(addr) + `}` }
+	verifyBody := func(addr, code string) string { return `{"email":` + lit(addr) + `,"otp_code":` + lit(code) + `}` }
+	cookie := func(v string) string { return server.CookieSession + "=" + v }
+	// account is the headers of a signed-in request: the session cookie,
+	// and the CSRF header when it changes something.
+	account := func(secret string, change bool) map[string]string {
+		h := map[string]string{"Cookie": cookie(secret)}
+		if change {
+			h[server.HeaderCSRF] = "1"
+		}
+		return h
+	}
+	start := func(addr string) {
+		t.Helper()
+		r := x.req(t, "POST", pathStart, "", startBody(addr), nil).want(t, http.StatusAccepted)
+		if r.str("status") != "code_sent" || r.num("expires_in_seconds") != onboarding.DefaultCodeTTL.Seconds() {
+			t.Fatalf("login/start: %s", r)
+		}
+	}
+	// signIn signs addr in and returns the session's secret, checking the
+	// cookie it comes in and that the body does not carry it.
+	signIn := func(addr string) (secret string, view *result) {
+		t.Helper()
+		start(addr)
+		r := x.req(t, "POST", pathVerify, "", verifyBody(addr, a.code(addr)), nil).want(t, http.StatusOK)
+		var ck *http.Cookie
+		for _, c := range (&http.Response{Header: r.Header}).Cookies() {
+			if c.Name == server.CookieSession {
+				ck = c
+			}
+		}
+		if ck == nil || !strings.HasPrefix(ck.Value, onboarding.PrefixSession) || !ck.HttpOnly || ck.SameSite != http.SameSiteLaxMode ||
+			ck.Path != "/" || ck.Secure || strings.Contains(string(r.Raw), ck.Value) {
+			t.Fatalf("login/verify: session cookie %v: %s", ck, r)
+		}
+		if r.str("email") != addr || r.str("account_id") == "" || r.str("session_expires_at") == "" || lookup(r.JSON, "workspaces") == nil {
+			t.Fatalf("login/verify: %s", r)
+		}
+		return ck.Value, r
+	}
+	workspaces := func(r *result) []string {
+		var ids []string
+		ws, _ := lookup(r.JSON, "workspaces").([]any)
+		for _, w := range ws {
+			if m, ok := w.(map[string]any); ok {
+				ids = append(ids, fmt.Sprint(m["org_id"]))
+			}
+		}
+		return ids
+	}
+
+	// The account: a workspace whose credentials the accepted revocation
+	// revokes (its onboarding grant, and an org key made for it), and
+	// three sessions.
+	const ownerAddr = "badinput-account@example.com"
+	wsGrant, wsOrg := a.signUp(ownerAddr)
+	wsKey := x.createKey(org{ID: wsOrg}, string(tenant.ScopeOrgAll))
+	live, view := signIn(ownerAddr)
+	if ws := workspaces(view); !slices.Equal(ws, []string{wsOrg}) {
+		t.Fatalf("login/verify: workspaces %v, want [%s]", ws, wsOrg)
+	}
+	ended, _ := signIn(ownerAddr)
+	r := x.req(t, "DELETE", pathSession, "", nil, account(ended, true)).want(t, http.StatusNoContent)
+	if cs := (&http.Response{Header: r.Header}).Cookies(); len(cs) != 1 || cs[0].Name != server.CookieSession || cs[0].Value != "" ||
+		cs[0].MaxAge >= 0 {
+		t.Fatalf("sign-out does not clear the cookie: %v", r.Header)
+	}
+	x.req(t, "GET", pathSession, "", nil, account(ended, false)).wantProblem(t, http.StatusUnauthorized, "SIGN_IN_REQUIRED")
+	signOut, _ := signIn(ownerAddr) // the accepted sign-out's
+	usedSignIn := a.code(ownerAddr)
+	if got := x.req(t, "GET", pathSession, "", nil, account(live, false)).want(t, http.StatusOK); !slices.Equal(workspaces(got), []string{wsOrg}) {
+		t.Fatalf("session: %s", got)
+	}
+	// Another account, with a workspace and a live session.
+	const otherAddr = "badinput-other-account@example.com"
+	_, otherOrg := a.signUp(otherAddr)
+	otherLive, _ := signIn(otherAddr)
+	// A pending sign-in code (the accepted verify's, of an address without
+	// an account), a burned one, and an address at its limit of codes.
+	const pendingAddr, burnedAddr, limitedAddr = "badinput-login-pending@example.com", "badinput-login-burned@example.com",
+		"badinput-login-limited@example.com"
+	start(pendingAddr)
+	pendingCode := a.code(pendingAddr)
+	start(burnedAddr)
+	burnedCode := a.code(burnedAddr)
+	for range 5 {
+		x.req(t, "POST", pathVerify, "", verifyBody(burnedAddr, otherCode(burnedCode)), nil).wantProblem(t, http.StatusUnauthorized, "OTP_INVALID")
+	}
+	for range 5 {
+		start(limitedAddr)
+	}
+	r = x.req(t, "POST", pathStart, "", startBody(limitedAddr), nil).wantProblem(t, http.StatusTooManyRequests, "TOO_MANY_CODES")
+	if ra, err := strconv.Atoi(r.Header.Get("Retry-After")); err != nil || ra < 1 || ra > 3600 {
+		t.Fatalf("TOO_MANY_CODES without a Retry-After of 1 to 3600 seconds: %v", r.Header)
+	}
+	const startAddr = "badinput-login-start@example.com" // the accepted start's: never sent a sign-in code before
+
+	// login/start.
+	startValues := func(q req) []badCase {
+		var out []badCase
+		add := func(name, body string, status int, want ...string) {
+			c := s.variant(q, catValue, name, body, want...)
+			c.status = status
+			out = append(out, c)
+		}
+		for _, e := range badEmails {
+			add("email "+shorten(lit(e)), startBody(e), http.StatusBadRequest, "INVALID_REQUEST")
+		}
+		add(`{}`, `{}`, http.StatusBadRequest, "INVALID_REQUEST")
+		add("email null", `{"email":null}`, http.StatusBadRequest, "INVALID_REQUEST")
+		for _, b := range []string{`{"owner_email":` + lit(startAddr) + `}`,
+			`{"email":` + lit(startAddr) + `,"owner_name":"Ada","org_name":"Engines"}`,
+			`{"email":` + lit(startAddr) + `,"otp_code":"123456"}`, `{"email":` + lit(startAddr) + `,"org_id":` + lit(s.a.ID) + `}`} {
+			add(shorten(b), b, http.StatusBadRequest, "UNKNOWN_MEMBER")
+		}
+		// The sixth sign-in code of the hour, whatever the address's case:
+		// refused before anything is stored or mailed.
+		for _, addr := range []string{limitedAddr, strings.ToUpper(limitedAddr)} {
+			add("a sixth code for "+addr, startBody(addr), http.StatusTooManyRequests, "TOO_MANY_CODES")
+		}
+		return out
+	}
+	loginStart := routeSpec{body: startBody(startAddr), idents: []string{`{"email":@@}`}, extra: startValues}
+
+	// login/verify.
+	verifyValues := func(q req) []badCase {
+		var out []badCase
+		add := func(name, body string, status int, want ...string) {
+			c := s.variant(q, catValue, name, body, want...)
+			c.status = status
+			out = append(out, c)
+		}
+		for _, c := range badCodes(pendingCode) {
+			add("otp_code "+c.name, verifyBody(pendingAddr, c.code), http.StatusBadRequest, "INVALID_REQUEST", "JSON_NUL_CHARACTER")
+		}
+		for _, e := range []string{"Pending <" + pendingAddr + ">", pendingAddr + ", " + ownerAddr, pendingAddr + "\r\n",
+			"pendïng@example.com", "pending@example", pendingAddr + " ", ""} {
+			add("email "+shorten(lit(e)), verifyBody(e, pendingCode), http.StatusBadRequest, "INVALID_REQUEST")
+		}
+		for _, b := range []string{`{}`, `{"otp_code":` + lit(pendingCode) + `}`, `{"email":` + lit(pendingAddr) + `}`,
+			`{"email":` + lit(pendingAddr) + `,"otp_code":null}`} {
+			add(shorten(b), b, http.StatusBadRequest, "INVALID_REQUEST")
+		}
+		add("otp_code a number", `{"email":`+lit(pendingAddr)+`,"otp_code":`+pendingCode+`}`, http.StatusBadRequest, "WRONG_TYPE")
+		for _, b := range []string{`{"owner_email":` + lit(pendingAddr) + `,"otp_code":` + lit(pendingCode) + `}`,
+			`{"email":` + lit(pendingAddr) + `,"otp_code":` + lit(pendingCode) + `,"org_id":` + lit(a.otherOrgs[0].id) + `}`} {
+			add(shorten(b), b, http.StatusBadRequest, "UNKNOWN_MEMBER")
+		}
+		// Codes that do not verify, and whose tries count for nothing: the
+		// one answer, 401 OTP_INVALID.
+		for _, c := range []struct{ name, addr, code string }{
+			{"an address that never asked for a code", "badinput-nobody@example.com", pendingCode},
+			{"the accepted start's address, before it asks", startAddr, pendingCode},
+			{"a used code", ownerAddr, usedSignIn},
+			{"a used code, address in upper case", strings.ToUpper(ownerAddr), usedSignIn},
+			{"a used code, wrong", ownerAddr, otherCode(usedSignIn)},
+			{"a burned code", burnedAddr, burnedCode},
+			{"a burned code, wrong", burnedAddr, otherCode(burnedCode)},
+			{"the pending code with a signed-in address", ownerAddr, pendingCode},
+			{"the pending code with another account's address", otherAddr, pendingCode},
+			{"a pending sign-up code", a.signUpAddr, a.signUpCode},
+		} {
+			add(c.name, verifyBody(c.addr, c.code), http.StatusUnauthorized, "OTP_INVALID")
+		}
+		return out
+	}
+	loginVerify := routeSpec{body: verifyBody(pendingAddr, pendingCode),
+		idents: []string{`{"email":@@,"otp_code":"123456"}`, `{"email":` + lit(pendingAddr) + `,"otp_code":@@}`},
+		extra:  verifyValues}
+
+	// The account routes: every request without a live session of its own
+	// cookie is 401 SIGN_IN_REQUIRED (a bearer credential is no session),
+	// checked before a change's missing CSRF header (403).
+	sessionCases := func(q req, secret string) []badCase {
+		var out []badCase
+		refuse := func(cat, name string, status int, code string, edit func(c badCase) badCase) {
+			c := s.variant(q, cat, name, q.body, code)
+			c.status = status
+			out = append(out, edit(c))
+		}
+		noSession := func(name string, edit func(c badCase) badCase) {
+			refuse(catNoCred, name, http.StatusUnauthorized, "SIGN_IN_REQUIRED", edit)
+		}
+		withCookie := func(name, header string) {
+			noSession(name, func(c badCase) badCase { return c.with("Cookie", header) })
+		}
+		bearer := func(name, key string) {
+			noSession(name, func(c badCase) badCase {
+				c.key = key
+				return c.with("Cookie", "")
+			})
+		}
+		noSession("no cookie", func(c badCase) badCase { return c.with("Cookie", "") })
+		for _, v := range []struct{ name, value string }{
+			{"an empty session", ""}, {"garbage", "garbage"}, {"the prefix alone", onboarding.PrefixSession},
+			{"an unknown session", onboarding.PrefixSession + strings.Repeat("0", 43)},
+			{"the session with its last character changed", secret[:len(secret)-1] + flipChar(secret[len(secret)-1])},
+			{"the session with a character more", secret + "x"}, {"the session with a character less", secret[:len(secret)-1]},
+			{"the session in upper case", strings.ToUpper(secret)}, {"the session without its prefix", strings.TrimPrefix(secret, onboarding.PrefixSession)},
+			{"an overlong session", onboarding.PrefixSession + strings.Repeat("A", 4000)},
+			{"a signed-out session", ended}, {"an org key", s.a.Key}, {"an onboarding grant", wsGrant},
+		} {
+			withCookie("cookie: "+v.name, cookie(v.value))
+		}
+		withCookie("an unknown session before the live one", cookie(onboarding.PrefixSession+strings.Repeat("0", 43))+"; "+cookie(secret))
+		for _, name := range []string{"session", "Clearance_Session", "clearance-session", "clearance_session_id"} {
+			withCookie("the session under the cookie name "+name, name+"="+secret)
+		}
+		bearer("org a's org:* key as a bearer, no cookie", s.a.Key)
+		bearer("the workspace's org:* key as a bearer, no cookie", wsKey)
+		bearer("the workspace's onboarding grant as a bearer, no cookie", wsGrant)
+		bearer("the platform key as a bearer, no cookie", x.platform)
+		bearer("the session as a bearer, no cookie", secret)
+		noSession("the session in the query, no cookie", func(c badCase) badCase {
+			c.path += sep(q.query) + server.CookieSession + "=" + secret
+			return c.with("Cookie", "")
+		})
+		noSession("the session in another header, no cookie", func(c badCase) badCase {
+			return c.with("Cookie", "").with("X-Clearance-Session", secret)
+		})
+		if q.headers[server.HeaderCSRF] == "" { // a read
+			return out
+		}
+		// A change: the CSRF header must be exactly "1".
+		csrf := func(name string, edit func(c badCase) badCase) {
+			refuse(catCSRF, name, http.StatusForbidden, "CSRF_HEADER_REQUIRED", edit)
+		}
+		csrf("no "+server.HeaderCSRF, func(c badCase) badCase { return c.with(server.HeaderCSRF, "") })
+		for _, v := range []string{"0", "true", "yes", "2", "11", "01", "-1", "1.0", "１", "1\u200b", "on"} {
+			csrf(server.HeaderCSRF+" "+strconv.Quote(v), func(c badCase) badCase { return c.with(server.HeaderCSRF, v) })
+		}
+		for _, vs := range [][]string{{""}, {"0", "1"}} {
+			csrf(server.HeaderCSRF+" "+fmt.Sprintf("%q", vs), func(c badCase) badCase {
+				c = c.with(server.HeaderCSRF, "")
+				c.rawHeaders = http.Header{http.CanonicalHeaderKey(server.HeaderCSRF): vs}
+				return c
+			})
+		}
+		for _, h := range []string{"X-CSRF-Token", "X-Requested-With", "X-Clearance-CSRF-Token", "X-Clearance-Csrf-"} {
+			csrf("the CSRF value in "+h, func(c badCase) badCase { return c.with(server.HeaderCSRF, "").with(h, "1") })
+		}
+		csrf("the CSRF value in the query", func(c badCase) badCase {
+			c.path += sep(q.query) + server.HeaderCSRF + "=1"
+			return c.with(server.HeaderCSRF, "")
+		})
+		noSession("no cookie and no "+server.HeaderCSRF, func(c badCase) badCase {
+			return c.with("Cookie", "").with(server.HeaderCSRF, "")
+		})
+		noSession("a signed-out session without "+server.HeaderCSRF, func(c badCase) badCase {
+			return c.with("Cookie", cookie(ended)).with(server.HeaderCSRF, "")
+		})
+		return out
+	}
+	session := routeSpec{headers: account(live, false), extra: func(q req) []badCase { return sessionCases(q, live) }}
+	// The accepted sign-out ends a session of its own.
+	signOutSpec := routeSpec{headers: account(signOut, true), phase: phaseRevokes,
+		extra: func(q req) []badCase { return sessionCases(q, signOut) }}
+
+	// revoke-credentials: the body is optional ({} or none); a workspace
+	// of no account, of another account or of nothing is 404.
+	revokeValues := func(q req) []badCase {
+		out := sessionCases(q, live)
+		add := func(cat, name, path, body string, headers map[string]string, status int, code string) {
+			c := s.variant(q, cat, name, body, code)
+			c.status = status
+			if path != "" {
+				c.path = path
+			}
+			for k, v := range headers {
+				c = c.with(k, v)
+			}
+			out = append(out, c)
+		}
+		for _, v := range []string{`"true"`, `"false"`, `""`, `1`, `0`, `{}`, `[]`, `[true]`} {
+			add(catWrongType, "issue_replacement_key "+v, "", `{"issue_replacement_key":`+v+`}`, nil, http.StatusBadRequest, "WRONG_TYPE")
+		}
+		for _, b := range []string{`{"issue_replacement_key":true,"org_id":` + lit(wsOrg) + `}`, `{"Issue_Replacement_Key":true}`,
+			`{"issue_replacement_key ":true}`, `{"replacement":true}`, `{"scopes":["org:*"]}`, `{"revoke":"all"}`} {
+			add(catUnknown, shorten(b), "", b, nil, http.StatusBadRequest, "UNKNOWN_MEMBER")
+		}
+		add(catDuplicate, "issue_replacement_key twice", "", `{"issue_replacement_key":false,"issue_replacement_key":true}`, nil,
+			http.StatusBadRequest, "DUPLICATE_MEMBER")
+		orgs := append([]struct{ name, id string }{{"org a, of no account", s.a.ID}, {"org b, of no account", s.b.ID},
+			{"another account's workspace", otherOrg}}, a.otherOrgs...)
+		for _, o := range orgs {
+			for _, b := range []string{`{}`, `{"issue_replacement_key":true}`} {
+				add(catForeign, o.name+" "+b, pathRevoke(o.id), b, nil, http.StatusNotFound, "WORKSPACE_NOT_FOUND")
+			}
+		}
+		for _, b := range []string{`{}`, `{"issue_replacement_key":true}`} {
+			add(catForeign, "another account's session on this workspace "+b, "", b, account(otherLive, true),
+				http.StatusNotFound, "WORKSPACE_NOT_FOUND")
+		}
+		add(catOrg, "an unknown org", pathRevoke(unknownID), `{"issue_replacement_key":true}`, nil, http.StatusNotFound, "WORKSPACE_NOT_FOUND")
+		add(catOrg, "not a UUID", pathRevoke("not-a-uuid"), `{}`, nil, http.StatusNotFound, "WORKSPACE_NOT_FOUND")
+		add(catOrg, "the account's id", pathRevoke(view.str("account_id")), `{}`, nil, http.StatusNotFound,
+			"WORKSPACE_NOT_FOUND")
+		return out
+	}
+	revoke := routeSpec{params: map[string]string{"orgId": wsOrg}, paramCodes: []string{"WORKSPACE_NOT_FOUND"},
+		headers: account(live, true), body: `{}`, emptyOK: true,
+		// Its accepted request revokes the workspace's credentials: no
+		// other accepted request uses them.
+		phase: phaseRevokes,
+		extra: revokeValues}
+
+	return map[string]routeSpec{
+		"POST /v1/public/auth/login/start":                           loginStart,
+		"POST /v1/public/auth/login/verify":                          loginVerify,
+		"GET /v1/public/auth/session":                                session,
+		"DELETE /v1/public/auth/session":                             signOutSpec,
+		"POST /v1/public/auth/workspaces/{orgId}/revoke-credentials": revoke,
 	}
 }

@@ -120,6 +120,12 @@ func (s *Server) routes() []route {
 		// its deployment bundle with the onboarding grant.
 		{pattern: "POST /v1/public/auth/register/start", auth: authPublic, throttle: (*Server).throttleSignUp, handle: (*Server).registerStart},
 		{pattern: "POST /v1/public/auth/register/verify", auth: authPublic, throttle: (*Server).throttleSignUp, handle: (*Server).registerVerify},
+		// Account sign-in (a session cookie) and the owner's org-wide revocation.
+		{pattern: "POST /v1/public/auth/login/start", auth: authPublic, throttle: (*Server).throttleSignUp, handle: (*Server).loginStart},
+		{pattern: "POST /v1/public/auth/login/verify", auth: authPublic, throttle: (*Server).throttleSignUp, handle: (*Server).loginVerify},
+		{pattern: "GET /v1/public/auth/session", auth: authAccount, handle: (*Server).accountSession},
+		{pattern: "DELETE /v1/public/auth/session", auth: authAccount, handle: (*Server).signOut},
+		{pattern: "POST /v1/public/auth/workspaces/{orgId}/revoke-credentials", auth: authAccount, handle: (*Server).revokeCredentials},
 		{pattern: "POST /v1/public/pilot/signal-mapping/sessions", auth: authOnboarding, handle: (*Server).createMappingSession},
 		{pattern: "POST /v1/public/pilot/signal-mapping/sessions/{sessionId}/deployment-bundle", auth: authOnboarding, handle: (*Server).deploymentBundle},
 

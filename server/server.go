@@ -161,6 +161,10 @@ const (
 	// authOnboarding: an onboarding grant or an org key (the feature checks
 	// which); the only routes an onboarding grant opens.
 	authOnboarding
+	// authAccount: an account session (the session cookie); a request that
+	// changes anything also carries HeaderCSRF, which a cross-site form or
+	// a simple cross-site fetch cannot send.
+	authAccount
 )
 
 // route is one line of the route table.
@@ -175,7 +179,10 @@ type route struct {
 	// throttle runs before the body is read: a public route's own rate
 	// limits (the per-credential one needs a credential).
 	throttle func(*Server, *call) error
-	handle   func(*Server, *call) error
+	// form: the body is application/x-www-form-urlencoded (OAuth's token
+	// endpoint, an HTML form) instead of JSON.
+	form   bool
+	handle func(*Server, *call) error
 }
 
 // call is one request in flight.
@@ -185,6 +192,7 @@ type call struct {
 	r         *http.Request
 	requestID string
 	principal clearance.Principal
+	account   clearance.AccountSession // authAccount routes
 	body      []byte
 	json      strictjson.Options // how decode reads body
 	status    int
@@ -219,7 +227,24 @@ func (s *Server) wrap(rt route) http.Handler {
 }
 
 func (s *Server) serve(rt route, c *call) error {
-	if rt.auth != authPublic {
+	if rt.auth == authAccount {
+		var secret string
+		if ck, err := c.r.Cookie(CookieSession); err == nil {
+			secret = ck.Value
+		}
+		as, err := s.engine.Onboarding.Session(c.r.Context(), secret)
+		if err != nil {
+			return err
+		}
+		if c.r.Method != http.MethodGet && c.r.Method != http.MethodHead && c.r.Header.Get(HeaderCSRF) != "1" {
+			return &clearance.Error{Kind: clearance.ErrForbidden, Code: codeCSRFHeaderRequired,
+				Detail: "a signed-in change needs the header " + HeaderCSRF + ": 1"}
+		}
+		if err := s.allow(c.w, "account:"+as.AccountID); err != nil {
+			return err
+		}
+		c.account = as
+	} else if rt.auth != authPublic {
 		p, err := s.engine.Admin.Authenticate(c.r.Context(), bearer(c.r))
 		if err != nil {
 			return err
@@ -248,7 +273,7 @@ func (s *Server) serve(rt route, c *call) error {
 		}
 	}
 	if c.r.Method == http.MethodPost || c.r.Method == http.MethodPut {
-		if err := readBody(c, s.opts.MaxBodyBytes); err != nil {
+		if err := readBody(c, s.opts.MaxBodyBytes, rt.form); err != nil {
 			return err
 		}
 	}
@@ -300,10 +325,13 @@ func (s *Server) sweepLimiters() {
 	})
 }
 
-func readBody(c *call, limit int64) error {
-	if ct := c.r.Header.Get("Content-Type"); ct != "" {
+func readBody(c *call, limit int64, form bool) error {
+	if ct := c.r.Header.Get("Content-Type"); ct != "" || form {
 		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+		switch {
+		case form && (err != nil || mt != "application/x-www-form-urlencoded"):
+			return errFormMediaType
+		case !form && (err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json"))):
 			return errMediaType
 		}
 	}

@@ -42,12 +42,14 @@ const (
 	ScopeAuditRead        Scope = "audit:read"
 	ScopeAuditWrite       Scope = "audit:write"
 	ScopeIntegrationWrite Scope = "integration:write"
-	ScopeOrgAll           Scope = "org:*"
+	// ScopeAutomation: the automation connector's routes (/v1/automation/…).
+	ScopeAutomation Scope = "automation"
+	ScopeOrgAll     Scope = "org:*"
 )
 
 // AllScopes lists every scope an org key may carry.
 var AllScopes = []Scope{ScopeDecisionWrite, ScopeDecisionRead, ScopePolicyWrite, ScopePolicyRead,
-	ScopeAuditRead, ScopeAuditWrite, ScopeIntegrationWrite, ScopeOrgAll}
+	ScopeAuditRead, ScopeAuditWrite, ScopeIntegrationWrite, ScopeAutomation, ScopeOrgAll}
 
 // ParseScopes validates wire scope strings.
 func ParseScopes(in []string) ([]Scope, error) {
@@ -156,4 +158,8 @@ type Tx interface {
 type Reader interface {
 	Org(ctx context.Context, orgID string) (Org, error)
 	APIKeyByHash(ctx context.Context, hash string) (APIKey, error)
+	// APIKeysOf returns every credential of the org (revoked and expired
+	// ones included), ordered by CreatedAt then ID. It is for rare work
+	// (revoking them all): a backend may scan every key to answer.
+	APIKeysOf(ctx context.Context, orgID string) ([]APIKey, error)
 }

@@ -521,6 +521,15 @@ func TestSecurityMatchesRouteTable(t *testing.T) {
 			t.Errorf("%s needs a key but documents no security requirement", r.key())
 			continue
 		}
+		if r.auth == "authAccount" { // the session cookie, never a bearer key
+			for _, req := range sec {
+				scopes, ok := req.Requirements.Get("sessionCookie")
+				if req.Requirements.Len() != 1 || !ok || len(scopes) != 0 {
+					t.Errorf("%s takes the session cookie: document it with `security: [{sessionCookie: []}]`", r.key())
+				}
+			}
+			continue
+		}
 		var got []string
 		for _, req := range sec {
 			if req.Requirements == nil || req.Requirements.Len() != 1 {

@@ -111,8 +111,9 @@ var packages = map[string]rule{
 	"signals": {layer: features},
 
 	// onboarding creates orgs and their credentials through admin and the
-	// deployment bundle's connector through signals.
-	"onboarding": {layer: features, peers: []string{"admin", "signals"}},
+	// deployment bundle's connector through signals; it installs the starter
+	// policy for the automation connector through policies.
+	"onboarding": {layer: features, peers: []string{"admin", "signals", "policies"}},
 
 	// export anchors packs in checkpoints the audit feature signs.
 	"export": {layer: features, peers: []string{"audit"}},

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -360,6 +362,37 @@ func (s *Store) APIKeyByHash(ctx context.Context, hash string) (tenant.APIKey, e
 	}
 	defer s.leave()
 	return readAPIKey(s.db, hash)
+}
+
+// APIKeysOf implements tenant.Reader: keys are filed by hash alone, so this
+// scans every key (rare work: revoking an org's credentials).
+func (s *Store) APIKeysOf(ctx context.Context, orgID string) ([]tenant.APIKey, error) {
+	if err := s.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer s.leave()
+	prefix := []byte{tagAPIKey}
+	out := []tenant.APIKey{}
+	err := scan(s.db, prefix, upperBound(prefix), func(_, v []byte) (bool, error) {
+		var k tenant.APIKey
+		if err := decodeJSON(v, &k); err != nil {
+			return false, err
+		}
+		if k.OrgID == orgID {
+			out = append(out, k)
+		}
+		return ctx.Err() == nil, ctx.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b tenant.APIKey) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out, nil
 }
 
 // LedgerEntries implements ledger.Reader. A limit <= 0 returns no entries.

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -351,6 +353,36 @@ func (s *Store) Org(ctx context.Context, orgID string) (tenant.Org, error) {
 		return tenant.Org{}, err
 	}
 	return readOrg(ctx, s.pool, orgID)
+}
+
+// APIKeysOf implements tenant.Reader (index api_keys_org).
+func (s *Store) APIKeysOf(ctx context.Context, orgID string) ([]tenant.APIKey, error) {
+	if err := s.enter(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, `SELECT hash FROM api_keys WHERE org_id = $1`, orgID)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: list api keys: %w", err)
+	}
+	hashes, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: list api keys: %w", err)
+	}
+	out := make([]tenant.APIKey, 0, len(hashes))
+	for _, h := range hashes {
+		k, err := readAPIKey(ctx, s.pool, h)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, k)
+	}
+	slices.SortFunc(out, func(a, b tenant.APIKey) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out, nil
 }
 
 // APIKeyByHash implements tenant.Reader.

@@ -148,6 +148,12 @@ func testAPIKeys(t *testing.T, b store.Backend) {
 	if got.Usable(base.Add(2 * time.Minute)) {
 		t.Error("a revoked grant is usable")
 	}
+
+	// An org's credentials, revoked ones included, by CreatedAt then ID.
+	for org, want := range map[string][]tenant.APIKey{orgA: {grant, keyA}, orgB: {keyB}, "org_none": {}} {
+		got, err := b.APIKeysOf(t.Context(), org)
+		wantEqual(t, "APIKeysOf("+org+")", got, err, want)
+	}
 }
 
 func bundle(orgID string, seq uint64, version string) store.BundleRecord {
