@@ -165,6 +165,8 @@ func (s *Service) CheckAuthorize(ctx context.Context, q url.Values) (Authorizati
 		return Authorization{}, &AuthorizeError{Redirect: true, RedirectURI: redirect, State: state, OAuthCode: code, Description: desc}
 	}
 	switch {
+	case one("response_type") == "":
+		return refuse(OAuthInvalidRequest, "response_type is required (code)")
 	case one("response_type") != "code":
 		return refuse(OAuthUnsupportedResponseType, "response_type must be code")
 	case state == "" || len(state) > MaxStateLen:
@@ -194,6 +196,9 @@ type codeRecord struct {
 	// unused): a second exchange revokes it (RFC 6749 §4.1.2).
 	KeyID   string `json:"key_id,omitempty"`
 	KeyHash string `json:"key_hash,omitempty"`
+	// Replayed: the code was presented again. An exchange still under way
+	// when that happens revokes what it issues.
+	Replayed bool `json:"replayed,omitempty"`
 }
 
 // Approve is the owner's consent: for one of the session's workspaces, the
@@ -278,7 +283,7 @@ func (s *Service) Exchange(ctx context.Context, form url.Values) (Token, error) 
 	case err != nil:
 		return Token{}, core.Translate("read authorization code", err)
 	case rec.KeyID != "":
-		s.revokeReplayed(ctx, rec)
+		s.replayed(ctx, key, now)
 		return Token{}, bad
 	}
 	challenge := sha256.Sum256([]byte(verifier))
@@ -306,7 +311,7 @@ func (s *Service) Exchange(ctx context.Context, form url.Values) (Token, error) 
 		return Token{}, core.Translate("spend authorization code", err)
 	}
 	if spent {
-		s.revokeReplayed(ctx, rec)
+		s.replayed(ctx, key, now)
 		return Token{}, bad
 	}
 	err = s.d.Store.Update(ctx, rec.OrgID, func(tx store.Tx) error {
@@ -317,22 +322,53 @@ func (s *Service) Exchange(ctx context.Context, form url.Values) (Token, error) 
 	if err != nil {
 		return Token{}, core.Translate("issue automation credential", err)
 	}
+	var replayed bool
 	err = s.d.Store.Backend.Update(ctx, AccountsOrgID, func(tx store.Tx) error {
 		var cur codeRecord
 		if err := readRecord(ctx, tx, kindCode, key, &cur); err != nil {
 			return err
 		}
+		replayed = cur.Replayed
 		cur.KeyID, cur.KeyHash = issued.KeyID, issued.Stored.Hash
 		return writeRecord(ctx, tx, kindCode, key, now, cur)
 	})
 	if err != nil {
 		return Token{}, core.Translate("record the exchange", err)
 	}
+	if replayed {
+		// Presented again while this exchange ran: what it issued is
+		// revoked before anyone sees it.
+		s.revokeReplayed(ctx, codeRecord{OrgID: rec.OrgID, KeyID: issued.KeyID, KeyHash: issued.Stored.Hash})
+		return Token{}, bad
+	}
 	scopes := make([]string, len(AutomationScopes))
 	for i, sc := range AutomationScopes {
 		scopes[i] = string(sc)
 	}
 	return Token{AccessToken: issued.Secret, TokenType: "Bearer", Scope: strings.Join(scopes, " "), OrgID: rec.OrgID, KeyID: issued.KeyID}, nil
+}
+
+// replayed marks the code presented again and revokes the credential it
+// was exchanged for, if that exchange has finished (an exchange still
+// under way finds the mark and revokes its own).
+func (s *Service) replayed(ctx context.Context, key string, now time.Time) {
+	var cur codeRecord
+	err := s.d.Store.Backend.Update(ctx, AccountsOrgID, func(tx store.Tx) error {
+		cur = codeRecord{}
+		if err := readRecord(ctx, tx, kindCode, key, &cur); err != nil {
+			return err
+		}
+		if cur.Replayed {
+			return nil
+		}
+		cur.Replayed = true
+		return writeRecord(ctx, tx, kindCode, key, now, cur)
+	})
+	if err != nil {
+		s.d.Logger.Warn("replayed code not marked", "error", err)
+		return
+	}
+	s.revokeReplayed(ctx, cur)
 }
 
 // revokeReplayed revokes the credential a replayed code was exchanged for

@@ -13,6 +13,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"slices"
 	"sort"
 	"strconv"
@@ -38,9 +39,10 @@ import (
 // and detail, never a 5xx, and changes nothing"). It reads the route table
 // from routes.go, so a new route cannot be forgotten: every route must have
 // bad-input cases here, and every case must be refused with a 4xx and a
-// stable code, never authorize, and change nothing — checked after every
-// case on both orgs' ledger heads, and after the battery on everything the
-// API shows and on every byte of the store.
+// stable code (or, on the automation connector's routes, the refusal OAuth
+// prescribes: see answerKind), never authorize, and change nothing —
+// checked after every case on both orgs' ledger heads, and after the
+// battery on everything the API shows and on every byte of the store.
 
 // Categories of bad input, as reported in the totals.
 const (
@@ -96,7 +98,8 @@ func readRouteTable(t *testing.T) []tableRoute {
 		"ScopeDecisionWrite": tenant.ScopeDecisionWrite, "ScopeDecisionRead": tenant.ScopeDecisionRead,
 		"ScopePolicyWrite": tenant.ScopePolicyWrite, "ScopePolicyRead": tenant.ScopePolicyRead,
 		"ScopeAuditRead": tenant.ScopeAuditRead, "ScopeAuditWrite": tenant.ScopeAuditWrite,
-		"ScopeIntegrationWrite": tenant.ScopeIntegrationWrite, "ScopeOrgAll": tenant.ScopeOrgAll,
+		"ScopeIntegrationWrite": tenant.ScopeIntegrationWrite, "ScopeAutomation": tenant.ScopeAutomation,
+		"ScopeOrgAll": tenant.ScopeOrgAll,
 	}
 	sets := map[string][]tenant.Scope{} // package-level scope sets by name
 	for _, d := range f.Decls {
@@ -192,6 +195,12 @@ type badCase struct {
 	rawHeaders     http.Header       // set verbatim: empty values and repeats included
 	status         int               // the status wanted; 0: any 4xx
 	want           []string          // the codes allowed; nil: any stable code
+	// answer is what the refusal is when it is not a problem (the
+	// automation connector's pages, redirects and OAuth errors; want then
+	// holds OAuth error codes), checked by checkAnswer.
+	answer     answerKind
+	redirectTo string // answerRedirect: the registered redirect URI the browser goes back to
+	state      string // answerRedirect: the state it carries back ("": none)
 }
 
 // req is a route's accepted request, the base of its bad variants.
@@ -230,6 +239,11 @@ type routeSpec struct {
 	headers     map[string]string // headers of the accepted request (a public route's credential)
 	key         string            // the accepted request's credential ("": the one its auth takes)
 	extra       func(q req) []badCase
+	form        bool // the body is application/x-www-form-urlencoded: formCases, not bodyCases
+	redirects   bool // the accepted answer is a 303 (a browser form), not followed
+	// late runs after the route's accepted request, in its phase: refusals
+	// that change something by design (a replayed code revokes a credential).
+	late func(t *testing.T)
 	// phase orders the accepted requests, sent after the battery: a route's
 	// goes after every route of a lower phase, because it spoils what those
 	// rely on. Routes of one phase do not depend on each other.
@@ -401,12 +415,25 @@ func TestBadInputOnEveryRoute(t *testing.T) {
 		if q.method == http.MethodGet {
 			fp = s.x.fingerprint(t)
 		}
-		res := s.x.req(t, q.method, q.url(), q.key, body, q.headers)
-		if res.Status < 200 || res.Status > 299 {
-			t.Errorf("%s: the accepted request is refused: %s", r.pattern, res)
+		var res *result
+		if specs[r.pattern].redirects {
+			res = s.send(t, badCase{category: "accepted", name: r.pattern, method: q.method, path: q.url(), key: q.key,
+				body: q.body, hasBody: q.body != "", headers: q.headers})
+			if loc, _ := url.Parse(res.Header.Get("Location")); res.Status != http.StatusSeeOther || loc == nil ||
+				loc.Query().Has("error") {
+				t.Errorf("%s: the accepted request is refused: %s %v", r.pattern, res, res.Header)
+			}
+		} else {
+			res = s.x.req(t, q.method, q.url(), q.key, body, q.headers)
+			if res.Status < 200 || res.Status > 299 {
+				t.Errorf("%s: the accepted request is refused: %s", r.pattern, res)
+			}
 		}
 		if q.method == http.MethodGet && s.x.fingerprint(t) != fp {
 			t.Errorf("%s: a read changed the store", r.pattern)
+		}
+		if late := specs[r.pattern].late; late != nil {
+			late(t)
 		}
 	}
 	s.x.ledgerOK(t)
@@ -520,11 +547,11 @@ func (s *badSuite) check(t *testing.T, r tableRoute, c badCase, res *result) {
 		t.Errorf("%s: server error: %s", what, res)
 		return
 	}
-	if authorizes(res.JSON) {
+	if authorizes(res.JSON) || redirectsWithCode(res) {
 		s.authorized++
-		t.Errorf("%s: a bad request authorized: %s", what, res)
+		t.Errorf("%s: a bad request authorized: %s %v", what, res, res.Header.Get("Location"))
 	}
-	if res.Status < 400 {
+	if res.Status < 400 && c.answer != answerRedirect {
 		t.Errorf("%s: want a 4xx: %s", what, res)
 		return
 	}
@@ -538,6 +565,10 @@ func (s *badSuite) check(t *testing.T, r tableRoute, c badCase, res *result) {
 	}
 	if c.status != 0 && res.Status != c.status {
 		t.Errorf("%s: want %d: %s", what, c.status, res)
+	}
+	if c.answer != answerProblem {
+		s.checkAnswer(t, c, res, what)
+		return
 	}
 	code := res.str("code")
 	s.byCode[code]++
@@ -577,7 +608,7 @@ func authorizes(v any) bool {
 				if m == true {
 					return true
 				}
-			case "execution_token", "claim_token", "claim_attestation", "grant", "api_key", "verification_envelope":
+			case "execution_token", "claim_token", "claim_attestation", "grant", "api_key", "verification_envelope", "access_token":
 				if m != nil && m != "" {
 					return true
 				}
@@ -1209,7 +1240,10 @@ func (s *badSuite) values(q req, bodies []string) []badCase {
 // cases builds every bad request of one route.
 func (s *badSuite) cases(r tableRoute, spec routeSpec, q req, methods []string) []badCase {
 	var out []badCase
-	if q.method == "POST" {
+	switch {
+	case q.method == "POST" && spec.form:
+		out = append(out, s.formCases(q)...)
+	case q.method == "POST":
 		out = append(out, s.bodyCases(q, spec)...)
 	}
 	out = append(out, s.pathCases(r, spec, q)...)
@@ -1224,7 +1258,7 @@ func (s *badSuite) cases(r tableRoute, spec routeSpec, q req, methods []string) 
 	}
 	for _, m := range []string{"GET", "POST", "PUT", "PATCH", "DELETE"} {
 		if !slices.Contains(methods, m) {
-			c := s.variant(q, catMethod, m, `{"a":`, "METHOD_NOT_ALLOWED")
+			c := s.variant(q, catMethod, m, `{"a":`, "METHOD_NOT_ALLOWED").with("Content-Type", "application/json") // a form route's too
 			c.method, c.hasBody, c.status = m, m != "GET", http.StatusMethodNotAllowed
 			out = append(out, c)
 		}
@@ -1806,7 +1840,9 @@ func (s *badSuite) pathCases(r tableRoute, spec routeSpec, q req) []badCase {
 		for _, suffix := range []string{"/.", "/..", "/../v1/health", "/./", "//", "/x/..", "/%2e/.."} {
 			p := q
 			p.path += suffix
-			c := s.variant(p, catPath, "suffix "+suffix, p.body, "ROUTE_NOT_FOUND")
+			// Sent as JSON, like the method probes: the answers of paths and
+			// methods the table does not serve read a body as JSON first.
+			c := s.variant(p, catPath, "suffix "+suffix, p.body, "ROUTE_NOT_FOUND").with("Content-Type", "application/json")
 			c.status = http.StatusNotFound
 			out = append(out, c)
 		}

@@ -30,6 +30,14 @@ const (
 	codeCSRFHeaderRequired = "CSRF_HEADER_REQUIRED"      // a signed-in change without HeaderCSRF
 )
 
+// Statuses of the automation connector's answers that are not problems:
+// its HTML pages and its token endpoint's OAuth errors (RFC 6749 §5.2).
+const (
+	statusPageRefused = http.StatusBadRequest // an authorization request or form that cannot go on
+	statusPageForged  = http.StatusForbidden  // a consent form not of this signed-in session
+	statusOAuthError  = http.StatusBadRequest // every token error RFC 6749 names
+)
+
 // problem is an RFC 9457 body with Clearance's members.
 type problem struct {
 	Type      string                 `json:"type"`

@@ -357,6 +357,11 @@ func (s *badSuite) onboardingSpecs(mailbox string) map[string]routeSpec {
 	for pattern, spec := range signIn {
 		out[pattern] = spec
 	}
+	// The automation connector: its owners sign up and in with addresses
+	// of their own.
+	for pattern, spec := range s.automationSpecs(automationArgs{code: code, signUp: signUp}) {
+		out[pattern] = spec
+	}
 	return out
 }
 

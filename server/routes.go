@@ -20,6 +20,7 @@ var (
 	scopeExportWrite   = []tenant.Scope{tenant.ScopeAuditWrite}
 	scopeExportRead    = []tenant.Scope{tenant.ScopeAuditRead, tenant.ScopeAuditWrite}
 	scopeIntegration   = []tenant.Scope{tenant.ScopeIntegrationWrite}
+	scopeAutomation    = []tenant.Scope{tenant.ScopeAutomation}
 
 	agentKeys    = keyRoutes{kind: registry.KindAgent}
 	providerKeys = keyRoutes{kind: registry.KindProvider}
@@ -126,6 +127,14 @@ func (s *Server) routes() []route {
 		{pattern: "GET /v1/public/auth/session", auth: authAccount, handle: (*Server).accountSession},
 		{pattern: "DELETE /v1/public/auth/session", auth: authAccount, handle: (*Server).signOut},
 		{pattern: "POST /v1/public/auth/workspaces/{orgId}/revoke-credentials", auth: authAccount, handle: (*Server).revokeCredentials},
+		// The automation connector: OAuth 2.0 authorization code with PKCE,
+		// for clients the platform registers, then its credential's routes.
+		{pattern: "POST /v1/platform/automation/clients", auth: authPlatform, handle: (*Server).registerAutomationClient},
+		{pattern: "GET /v1/public/auth/automation/authorize", auth: authPublic, throttle: (*Server).throttleSignUp, handle: (*Server).automationAuthorize},
+		{pattern: "POST /v1/public/auth/automation/authorize", auth: authPublic, form: true, throttle: (*Server).throttleSignUp, handle: (*Server).automationConsent},
+		{pattern: "POST /v1/public/auth/automation/token", auth: authPublic, form: true, throttle: (*Server).throttleSignUp, handle: (*Server).automationToken},
+		{pattern: "GET /v1/automation/me", auth: authKey, scopes: scopeAutomation, handle: (*Server).automationMe},
+		{pattern: "POST /v1/automation/policy/bootstrap", auth: authKey, scopes: scopeAutomation, handle: (*Server).automationBootstrap},
 		{pattern: "POST /v1/public/pilot/signal-mapping/sessions", auth: authOnboarding, handle: (*Server).createMappingSession},
 		{pattern: "POST /v1/public/pilot/signal-mapping/sessions/{sessionId}/deployment-bundle", auth: authOnboarding, handle: (*Server).deploymentBundle},
 
