@@ -1,8 +1,12 @@
-// Package onboarding is the sign-up feature: an owner proves an e-mail
+// Package onboarding is the accounts feature: an owner proves an e-mail
 // address with a one-time code, gets an org (a workspace) and a
 // short-lived onboarding grant, opens a signal-mapping session with it and
 // takes the org's deployment bundle: its API key, a signals connector with
-// its secret, the webhook URL and the active policy version.
+// its secret, the webhook URL and the active policy version. An owner
+// signs in by code (an account session), revokes every credential of a
+// workspace at once, and connects automation platforms to a workspace
+// (OAuth 2.0 authorization code with PKCE: Client, CheckAuthorize,
+// Approve, Exchange).
 //
 // # Contract
 //
@@ -24,6 +28,15 @@
 //     the org's API key, shown once, is issued in the same transaction that
 //     marks the session issued and revokes every onboarding grant of the
 //     org; a second call is 409 BUNDLE_ALREADY_ISSUED and mints nothing.
+//   - A sign-in code follows the sign-up code's rules in a record of its
+//     own; an account session is a random secret stored by hash, good for
+//     Config.SessionTTL until signed out. RevokeCredentials revokes every
+//     live credential of a workspace the session's account owns.
+//   - An authorization code is good once, for CodeLifetime, for the client,
+//     redirect URI and PKCE challenge it was issued with; presented again it
+//     revokes the credential it was exchanged for. Refused authorization
+//     requests are AuthorizeError (redirected only when the client and its
+//     redirect URI are known), refused token requests TokenError.
 //
 // Accounts and codes are records of a pseudo-org of their own,
 // AccountsOrgID, like the platform key's: an address is not an org's.
