@@ -59,3 +59,35 @@ func ExampleService_CreateOrg() {
 	// same org: true may write decisions: false
 	// UNAUTHENTICATED
 }
+
+// Revoke every credential of an org at once, with a fresh key in return:
+// the old keys stop working, the replacement works.
+func ExampleService_RevokeOrgCredentials() {
+	backend, err := pebblestore.Open("clearance-data", pebblestore.Options{FS: vfs.NewMem()})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer backend.Close()
+	engine, err := clearance.Open(backend, clearance.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	created, _ := engine.Admin.CreateOrg(ctx, "Acme Payments")
+	second, _ := engine.Admin.CreateAPIKey(ctx, created.Org.ID, []string{"decision:write"})
+
+	r, err := engine.Admin.RevokeOrgCredentials(ctx, created.Org.ID, "the owner", true)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("revoked:", len(r.KeyIDs), "replacement scopes:", r.Replacement.Scopes)
+	for _, secret := range []string{created.Key.Secret, second.Secret, r.Replacement.Secret} {
+		_, err := engine.Admin.Authenticate(ctx, secret)
+		fmt.Println("works:", err == nil)
+	}
+	// Output:
+	// revoked: 2 replacement scopes: [org:*]
+	// works: false
+	// works: false
+	// works: true
+}

@@ -3,6 +3,7 @@ package policies_test
 import (
 	"context"
 	"fmt"
+	"log"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
@@ -54,4 +55,25 @@ func ExampleService_ActivateBundle() {
 	// v1 false
 	// v2 true
 	// ACTIVE_VERSION_MISMATCH
+}
+
+// The starter policy, installed for an org with no policy of its own (the
+// automation connector does this), and never over one.
+func ExampleService_InstallStarter() {
+	backend, err := pebblestore.Open("clearance-data", pebblestore.Options{FS: vfs.NewMem()})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer backend.Close()
+	engine, err := clearance.Open(backend, clearance.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	o, _ := engine.Admin.CreateOrg(ctx, "Acme")
+	first, _ := engine.Policies.InstallStarter(ctx, o.Org.ID)
+	again, _ := engine.Policies.InstallStarter(ctx, o.Org.ID)
+	fmt.Println(first.Installed, first.PolicyVersion, again.Installed)
+	// Output:
+	// true starter-1 false
 }
