@@ -2,7 +2,11 @@ package admin
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"time"
 
+	"github.com/clearancehq/clearance/artifact"
 	"github.com/clearancehq/clearance/internal/core"
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/store"
@@ -27,6 +31,37 @@ type credentialsRevoked struct {
 	By            string   `json:"by"`
 	ReplacementID string   `json:"replacement_key_id,omitempty"`
 	At            string   `json:"at"`
+}
+
+// Record of an org's last org-wide revocation (kind revocationKind, id
+// revocationID): the transactions that issue credentials read it, so that
+// nothing opened or authenticated before a revocation issues one after it.
+const (
+	revocationKind = "admin.revocation"
+	revocationID   = "last"
+)
+
+type revocation struct {
+	At time.Time `json:"at"`
+}
+
+// RevokedSince returns when the transaction's org last revoked all its
+// credentials (zero: never). A change that issues a credential refuses
+// when what authorizes it (the caller's credential, a mapping session, an
+// authorization code) is older than that: it was revoked with the rest.
+func RevokedSince(ctx context.Context, tx store.Tx) (time.Time, error) {
+	rec, err := tx.ArtifactInTx(ctx, revocationKind, revocationID)
+	if core.IsNotFound(err) {
+		return time.Time{}, nil
+	}
+	if err != nil {
+		return time.Time{}, err
+	}
+	var r revocation
+	if err := json.Unmarshal(rec.Body, &r); err != nil {
+		return time.Time{}, fmt.Errorf("admin: revocation record of %s: %w", tx.OrgID(), err)
+	}
+	return r.At, nil
 }
 
 // maxRevokePasses bounds the passes of RevokeOrgCredentials: each revokes
@@ -59,7 +94,7 @@ func (s *Service) RevokeOrgCredentials(ctx context.Context, orgID, by string, re
 				due = append(due, k)
 			}
 		}
-		if len(due) == 0 && (pass > 0 || !replacement) {
+		if len(due) == 0 && pass > 0 {
 			break
 		}
 		var issued *IssuedKey
@@ -72,6 +107,11 @@ func (s *Service) RevokeOrgCredentials(ctx context.Context, orgID, by string, re
 					return err
 				}
 				ids = append(ids, k.ID)
+			}
+			body, _ := json.Marshal(revocation{At: at})
+			if err := tx.PutArtifact(ctx, artifact.Record{OrgID: orgID, Kind: revocationKind, ID: revocationID,
+				CreatedAt: at, Body: body}); err != nil {
+				return err
 			}
 			rec := credentialsRevoked{KeyIDs: ids, By: by, At: core.Format(at)}
 			if replacement && out.Replacement == nil {

@@ -191,6 +191,7 @@ type codeRecord struct {
 	CodeChallenge string    `json:"code_challenge"`
 	OrgID         string    `json:"org_id"`
 	AccountID     string    `json:"account_id"`
+	IssuedAt      time.Time `json:"issued_at"`
 	ExpiresAt     time.Time `json:"expires_at"`
 	// KeyID is the credential the code was exchanged for ("" while
 	// unused): a second exchange revokes it (RFC 6749 §4.1.2).
@@ -217,7 +218,7 @@ func (s *Service) Approve(ctx context.Context, as AccountSession, a Authorizatio
 	}
 	now := s.d.Now()
 	rec := codeRecord{ClientID: a.Client.ClientID, RedirectURI: a.RedirectURI, CodeChallenge: a.CodeChallenge,
-		OrgID: orgID, AccountID: as.AccountID, ExpiresAt: now.Add(CodeLifetime)}
+		OrgID: orgID, AccountID: as.AccountID, IssuedAt: now, ExpiresAt: now.Add(CodeLifetime)}
 	err = s.d.Store.Backend.Update(ctx, AccountsOrgID, func(tx store.Tx) error {
 		return writeRecord(ctx, tx, kindCode, codeKey(code), now, rec)
 	})
@@ -314,13 +315,25 @@ func (s *Service) Exchange(ctx context.Context, form url.Values) (Token, error) 
 		s.replayed(ctx, key, now)
 		return Token{}, bad
 	}
+	var closed bool
 	err = s.d.Store.Update(ctx, rec.OrgID, func(tx store.Tx) error {
-		var err error
+		// A code approved before the org's last org-wide revocation issues
+		// nothing: the revocation closed it.
+		since, err := admin.RevokedSince(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if closed = !since.IsZero() && rec.IssuedAt.Before(since); closed {
+			return nil
+		}
 		issued, err = s.cfg.Admin.IssueKeyIn(ctx, tx, admin.KeySpec{OrgID: rec.OrgID, Kind: tenant.KindOrg, Scopes: AutomationScopes})
 		return err
 	})
 	if err != nil {
 		return Token{}, core.Translate("issue automation credential", err)
+	}
+	if closed {
+		return Token{}, bad
 	}
 	var replayed bool
 	err = s.d.Store.Backend.Update(ctx, AccountsOrgID, func(tx store.Tx) error {

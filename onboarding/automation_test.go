@@ -5,10 +5,13 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/clearancehq/clearance/internal/core"
 	"github.com/clearancehq/clearance/onboarding"
 	"github.com/clearancehq/clearance/tenant"
 )
@@ -185,5 +188,68 @@ func TestInstallStarterKeepsTheOrgsPolicy(t *testing.T) {
 		if err != nil || got.Installed != want || got.PolicyVersion != "starter-1" {
 			t.Fatalf("install %d = %+v, %v", i+1, got, err)
 		}
+	}
+}
+
+// An org-wide revocation closes what was opened or approved before it: a
+// request authenticated just before it issues nothing, an open mapping
+// session takes no bundle, an approved code exchanges for nothing.
+func TestRevocationClosesWhatItRevoked(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	const addr = "owner@example.com"
+	v := h.signUp(addr)
+	in, err := h.signIn(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	as, _ := h.engine.Onboarding.Session(ctx, in.Secret)
+	grant, _ := h.engine.Admin.Authenticate(ctx, v.OnboardingGrant) // authenticated before the revocation
+	sess, err := h.engine.Onboarding.CreateSession(ctx, grant, fmt.Appendf(nil, `{"org_id":%q}`, v.OrgID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const redirect = "https://automation.example/cb"
+	c, _ := h.engine.Onboarding.RegisterClient(ctx, []byte(`{"name":"Flows","redirect_uris":["`+redirect+`"]}`))
+	a, err := h.engine.Onboarding.CheckAuthorize(ctx, authorizeQuery(c.ClientID, redirect, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	loc, err := h.engine.Onboarding.Approve(ctx, as, a, v.OrgID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(loc)
+
+	h.advance(time.Second)
+	r, err := h.engine.Onboarding.RevokeCredentials(ctx, as, v.OrgID, []byte(`{"issue_replacement_key":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.advance(time.Second)
+	body := []byte(`{"provider_key":"stripe","workflow_key":"ap.invoice","source_label":"Stripe payouts"}`)
+	_, err = h.engine.Onboarding.IssueBundle(ctx, grant, sess.SessionID, body)
+	wantCode(t, "a bundle by a caller authenticated before the revocation", err, core.CodeUnauthenticated)
+	_, err = h.engine.Onboarding.CreateSession(ctx, grant, fmt.Appendf(nil, `{"org_id":%q}`, v.OrgID))
+	wantCode(t, "a session by a caller authenticated before the revocation", err, core.CodeUnauthenticated)
+	fresh, err := h.engine.Admin.Authenticate(ctx, r.Replacement.Secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.engine.Onboarding.IssueBundle(ctx, fresh, sess.SessionID, body)
+	wantCode(t, "the bundle of a session opened before the revocation", err, onboarding.CodeSessionNotFound)
+	_, err = h.engine.Onboarding.Exchange(ctx, url.Values{"grant_type": {"authorization_code"}, "code": {u.Query().Get("code")},
+		"redirect_uri": {redirect}, "client_id": {c.ClientID}, "code_verifier": {verifier}})
+	var te *onboarding.TokenError
+	if !errors.As(err, &te) || te.OAuthCode != onboarding.OAuthInvalidGrant {
+		t.Fatalf("a code approved before the revocation: %v", err)
+	}
+	// What comes after the revocation works.
+	sess2, err := h.engine.Onboarding.CreateSession(ctx, fresh, fmt.Appendf(nil, `{"org_id":%q}`, v.OrgID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.engine.Onboarding.IssueBundle(ctx, fresh, sess2.SessionID, body); err != nil {
+		t.Fatalf("a bundle after the revocation: %v", err)
 	}
 }

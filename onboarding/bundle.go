@@ -130,6 +130,9 @@ func (s *Service) CreateSession(ctx context.Context, p core.Principal, raw []byt
 	now := s.d.Now()
 	sess := Session{SessionID: id, OrgID: p.OrgID, Status: SessionOpen, CreatedAt: core.Format(now)}
 	err = s.d.Store.Update(ctx, p.OrgID, func(tx store.Tx) error {
+		if err := stillLive(ctx, tx, p, ""); err != nil {
+			return err
+		}
 		// Each session may mint an org key: an org has at most
 		// MaxSessions, so a leaked key cannot mint keys without bound.
 		var n sessionCount
@@ -215,6 +218,9 @@ func (s *Service) IssueBundle(ctx context.Context, p core.Principal, sessionID s
 		}
 		if sess.Status != SessionOpen {
 			return nil
+		}
+		if err := stillLive(ctx, tx, p, sess.CreatedAt); err != nil {
+			return err
 		}
 		var err error
 		key, err = s.cfg.Admin.IssueKeyIn(ctx, tx, admin.KeySpec{OrgID: org, Kind: tenant.KindOrg,
@@ -323,6 +329,26 @@ func checkKey(field, s string) error {
 	}
 	if !ok {
 		return core.Invalid(core.CodeInvalidRequest, field, "%s must be 1 to %d characters of [A-Za-z0-9_.:-]", field, MaxKeyLen)
+	}
+	return nil
+}
+
+// stillLive refuses, inside the org's transaction, a caller credential or
+// a mapping session (created at opened, "" for none) older than the org's
+// last org-wide revocation: a request authenticated just before it, or a
+// session opened with a credential it revoked, issues nothing after it.
+func stillLive(ctx context.Context, tx store.Tx, p core.Principal, opened string) error {
+	since, err := admin.RevokedSince(ctx, tx)
+	if err != nil || since.IsZero() {
+		return err
+	}
+	if p.IssuedAt().Before(since) {
+		return core.New(core.ErrUnauthenticated, core.CodeUnauthenticated, "the credential expired or was revoked")
+	}
+	if opened != "" {
+		if t, err := time.Parse(core.TimeFormat, opened); err != nil || t.Before(since) {
+			return errNoSession() // closed by the revocation
+		}
 	}
 	return nil
 }

@@ -478,13 +478,15 @@ func TestSignInRevokeOrgCredentials(t *testing.T) {
 		last["payload_digest"] != sha256Digest(payload1) {
 		t.Fatalf("ledger of workspace 1 ends %v, want credentials.revoked of %s", last, payload1)
 	}
-	// Again: nothing is left to revoke, and nothing is ledgered.
+	// Again: no credential is left to revoke, but the revocation is
+	// ledgered all the same (it closes what was opened before it: mapping
+	// sessions, approved codes).
 	again := x.as(in.secret, true, "POST", signinRevokePath(w1.orgID), []byte("{}")).want(t, http.StatusOK)
 	if len(again.strs("revoked_key_ids")) != 0 || again.JSON["revoked_key_ids"] == nil || again.JSON["replacement"] != nil {
 		t.Fatalf("a second revocation: %s", again)
 	}
-	if e := x.ledgerOf(x.platform, w1.orgID); len(e) != len(e1) {
-		t.Fatalf("a revocation of nothing grew the ledger from %d to %d entries", len(e1), len(e))
+	if e := x.ledgerOf(x.platform, w1.orgID); len(e) != len(e1)+1 || e[len(e)-1]["kind"] != "credentials.revoked" {
+		t.Fatalf("a second revocation: the ledger went from %d to %d entries, want one credentials.revoked more", len(e1), len(e))
 	}
 	x.decide(other.Key, signinDecision)
 

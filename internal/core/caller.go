@@ -1,6 +1,10 @@
 package core
 
-import "github.com/clearancehq/clearance/tenant"
+import (
+	"time"
+
+	"github.com/clearancehq/clearance/tenant"
+)
 
 // Principal is an authenticated credential.
 type Principal struct {
@@ -15,6 +19,11 @@ type Principal struct {
 func PrincipalOf(k tenant.APIKey) Principal {
 	return Principal{KeyID: k.ID, OrgID: k.OrgID, Kind: k.Kind, Scopes: k.Scopes, key: k}
 }
+
+// IssuedAt is when the caller's credential was issued: a change that
+// issues credentials refuses a caller issued before the org's last
+// org-wide revocation (admin.RevokedSince), which revoked it.
+func (p Principal) IssuedAt() time.Time { return p.key.CreatedAt }
 
 // IsPlatform reports whether the caller holds the platform key.
 func (p Principal) IsPlatform() bool { return p.Kind == tenant.KindPlatform }
