@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -251,5 +252,38 @@ func TestRevocationClosesWhatItRevoked(t *testing.T) {
 	}
 	if _, err := h.engine.Onboarding.IssueBundle(ctx, fresh, sess2.SessionID, body); err != nil {
 		t.Fatalf("a bundle after the revocation: %v", err)
+	}
+}
+
+// An org's own policy published while the starter is being installed stays
+// the active one, whichever commits first.
+func TestInstallStarterRacingTheOrgsOwn(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	own := `{"bundle_id":"own","version":"v1","mode":"ENFORCEMENT","rules":[],"default":{"outcome":"BLOCK","reason_codes":["NO"]}}`
+	for i := range 20 {
+		o, err := h.engine.Admin.CreateOrg(ctx, fmt.Sprintf("Org %d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			if _, err := h.engine.Policies.InstallStarter(ctx, o.Org.ID); err != nil {
+				t.Error(err)
+			}
+		})
+		wg.Go(func() {
+			if _, err := h.engine.Policies.PublishBundle(ctx, o.Org.ID, []byte(own)); err != nil {
+				t.Error(err)
+			}
+		})
+		wg.Wait()
+		r, err := h.engine.Policies.Resolve(ctx, o.Org.ID, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := r.Active.Snapshot().PolicyVersion; v != "v1" {
+			t.Fatalf("round %d: active version %s, want the org's own v1", i, v)
+		}
 	}
 }

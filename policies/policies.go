@@ -54,17 +54,20 @@ type Published struct {
 // nothing, not even which version is active; with other content it is
 // core.ErrConflict. Publishing and activating are both ledgered.
 func (s *Service) PublishBundle(ctx context.Context, orgID string, raw []byte) (Published, error) {
-	return s.publish(ctx, orgID, raw, true)
+	return s.publish(ctx, orgID, raw, true, false)
 }
 
 // StageBundle is PublishBundle without the activation: the version can be
 // pinned (evaluated and recorded in SHADOW) and activated later with
 // ActivateBundle, while the active version keeps deciding.
 func (s *Service) StageBundle(ctx context.Context, orgID string, raw []byte) (Published, error) {
-	return s.publish(ctx, orgID, raw, false)
+	return s.publish(ctx, orgID, raw, false, false)
 }
 
-func (s *Service) publish(ctx context.Context, orgID string, raw []byte, activate bool) (Published, error) {
+// publish publishes raw, activating it when activate is set; with first
+// set, only as the org's first version (otherwise nothing is written and
+// Created is false), decided inside the publishing transaction.
+func (s *Service) publish(ctx context.Context, orgID string, raw []byte, activate, first bool) (Published, error) {
 	// policy.Load holds bundles to the default JSON limits; configured
 	// limits that are lower apply too.
 	if err := strictjson.Validate(raw, s.d.JSON); err != nil {
@@ -95,6 +98,10 @@ func (s *Service) publish(ctx context.Context, orgID string, raw []byte, activat
 		}
 		var seq uint64 = 1
 		if latest, err := tx.LatestBundleInTx(ctx); err == nil {
+			if first {
+				out = Published{} // the org has a version: nothing to install
+				return nil
+			}
 			seq = latest.Seq + 1
 		} else if !core.IsNotFound(err) {
 			return err

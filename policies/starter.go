@@ -3,7 +3,6 @@ package policies
 import (
 	"context"
 
-	"github.com/clearancehq/clearance/internal/core"
 	"github.com/clearancehq/clearance/policy"
 )
 
@@ -20,20 +19,14 @@ type InstalledStarter struct {
 // otherwise: it never replaces an org's policy, and calling it again (or
 // twice at once) installs it once.
 func (s *Service) InstallStarter(ctx context.Context, orgID string) (InstalledStarter, error) {
-	recs, err := s.d.Store.Bundles(ctx, orgID)
+	// The "no version yet" check and the publication are one transaction:
+	// an org that publishes its own meanwhile keeps it.
+	p, err := s.publish(ctx, orgID, policy.StarterJSON(), true, true)
 	if err != nil {
-		return InstalledStarter{}, core.Unavailable("list bundles", err)
+		return InstalledStarter{}, err
 	}
-	if len(recs) == 0 {
-		// A call racing this one publishes the same content: the version
-		// is returned again, not created twice (Published.Created).
-		p, err := s.PublishBundle(ctx, orgID, policy.StarterJSON())
-		if err != nil {
-			return InstalledStarter{}, err
-		}
-		if p.Created {
-			return InstalledStarter{Installed: true, PolicyVersion: p.Version}, nil
-		}
+	if p.Created {
+		return InstalledStarter{Installed: true, PolicyVersion: p.Version}, nil
 	}
 	r, err := s.Resolve(ctx, orgID, "")
 	if err != nil {
