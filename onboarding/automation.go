@@ -31,6 +31,9 @@ const (
 	MaxStateLen       = 512
 	// CodeLifetime is how long an authorization code may be exchanged.
 	CodeLifetime = time.Minute
+	// ReplayWindow is how long after its lifetime a code presented again
+	// (by its client) still revokes the credential it was exchanged for.
+	ReplayWindow = 10 * time.Minute
 )
 
 // AutomationScopes are the scopes of an automation credential.
@@ -284,7 +287,12 @@ func (s *Service) Exchange(ctx context.Context, form url.Values) (Token, error) 
 	case err != nil:
 		return Token{}, core.Translate("read authorization code", err)
 	case rec.KeyID != "":
-		s.replayed(ctx, key, now)
+		// A replay revokes only from the client the code was issued to and
+		// while it could be a theft in progress: an old code found in a
+		// log or a history cannot kill a credential.
+		if one("client_id") == rec.ClientID && now.Before(rec.ExpiresAt.Add(ReplayWindow)) {
+			s.replayed(ctx, key, now)
+		}
 		return Token{}, bad
 	}
 	challenge := sha256.Sum256([]byte(verifier))

@@ -791,9 +791,24 @@ func TestAutomationCodeExpires(t *testing.T) {
 	acWantOAuthError(t, x.exchange(a), "invalid_grant")
 	// The expired code revoked nothing.
 	x.do("GET", acPathMe, tok, nil, nil).want(t, http.StatusOK)
-	// Presenting the used one after its lifetime still revokes.
+	// The used one presented long after its lifetime (found in a log, a
+	// history) is refused and revokes nothing; within the replay window,
+	// by its client, it revokes.
 	acWantOAuthError(t, x.exchange(bb), "invalid_grant")
-	x.do("GET", acPathMe, tok, nil, nil).wantProblem(t, http.StatusUnauthorized, "UNAUTHENTICATED")
+	x.do("GET", acPathMe, tok, nil, nil).want(t, http.StatusOK)
+	pc := newACPKCE(t)
+	cc := acTokenForm(x.code(b, clientID, acRedirect, "c", pc, w.orgID), acRedirect, clientID, pc.verifier)
+	tok2, _ := acWantToken(t, x.exchange(cc), w.orgID)
+	other := url.Values{}
+	for k, v := range cc {
+		other[k] = v
+	}
+	other.Set("client_id", "01a2117b-0000-7000-8000-000000000000")
+	acWantOAuthError(t, x.exchange(other), "invalid_grant") // another client's replay revokes nothing
+	x.do("GET", acPathMe, tok2, nil, nil).want(t, http.StatusOK)
+	x.advance(acCodeLifetime + 9*time.Minute)
+	acWantOAuthError(t, x.exchange(cc), "invalid_grant")
+	x.do("GET", acPathMe, tok2, nil, nil).wantProblem(t, http.StatusUnauthorized, "UNAUTHENTICATED")
 }
 
 // The consent form belongs to one signed-in session and one request:
