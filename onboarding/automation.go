@@ -197,7 +197,8 @@ type codeRecord struct {
 	IssuedAt      time.Time `json:"issued_at"`
 	ExpiresAt     time.Time `json:"expires_at"`
 	// KeyID is the credential the code was exchanged for ("" while
-	// unused): a second exchange revokes it (RFC 6749 §4.1.2).
+	// unused): the code presented again by its client within
+	// ReplayWindow revokes it (RFC 6749 §4.1.2).
 	KeyID   string `json:"key_id,omitempty"`
 	KeyHash string `json:"key_hash,omitempty"`
 	// Replayed: the code was presented again. An exchange still under way
