@@ -13,6 +13,7 @@ import (
 	"github.com/clearancehq/clearance/approval"
 	"github.com/clearancehq/clearance/audit"
 	"github.com/clearancehq/clearance/claim"
+	"github.com/clearancehq/clearance/connector"
 	"github.com/clearancehq/clearance/decide"
 	"github.com/clearancehq/clearance/escalation"
 	"github.com/clearancehq/clearance/evidence"
@@ -221,6 +222,10 @@ type Engine struct {
 	// Onboarding signs owners up by e-mail code and issues their orgs'
 	// deployment bundles.
 	Onboarding *onboarding.Service
+	// Connector connects automation platforms to a workspace (OAuth 2.0
+	// authorization code with PKCE) and delivers decision.resolved to the
+	// callback URLs they register.
+	Connector *connector.Service
 }
 
 // Open returns an Engine over backend. The Engine does not own the backend:
@@ -283,6 +288,8 @@ func Open(backend store.Backend, opts Options) (*Engine, error) {
 	}
 	ob.InstallStarter = e.Policies.InstallStarter
 	e.Onboarding = onboarding.New(deps, ob)
+	e.Connector = connector.New(deps, connector.Config{Accounts: e.Onboarding, Admin: e.Admin,
+		InstallStarter: e.Policies.InstallStarter, Webhooks: e.Webhooks})
 	return e, nil
 }
 

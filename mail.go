@@ -4,6 +4,7 @@ import (
 	"log/slog"
 
 	"github.com/clearancehq/clearance/internal/mail"
+	"github.com/clearancehq/clearance/connector"
 	"github.com/clearancehq/clearance/onboarding"
 )
 
@@ -36,7 +37,7 @@ type AccountSession = onboarding.AccountSession
 
 // AutomationAuthorizeError is a refused authorization request of the
 // automation connector.
-type AutomationAuthorizeError = onboarding.AuthorizeError
+type AutomationAuthorizeError = connector.AuthorizeError
 
 // AutomationTokenError is a refused token request (RFC 6749 §5.2).
-type AutomationTokenError = onboarding.TokenError
+type AutomationTokenError = connector.TokenError

@@ -174,7 +174,7 @@ func (s *Service) IssueBundle(ctx context.Context, p core.Principal, sessionID s
 		return Bundle{}, core.Invalid(core.CodeInvalidRequest, "workflow_key",
 			"workflow_key must match ^[A-Za-z0-9][A-Za-z0-9._:/-]*$ (at most %d bytes)", policy.MaxWorkflowKeyLen)
 	}
-	label, err := checkName("source_label", req.SourceLabel)
+	label, err := CheckName("source_label", req.SourceLabel)
 	if err != nil {
 		return Bundle{}, err
 	}

@@ -3,10 +3,9 @@
 // short-lived onboarding grant, opens a signal-mapping session with it and
 // takes the org's deployment bundle: its API key, a signals connector with
 // its secret, the webhook URL and the active policy version. An owner
-// signs in by code (an account session), revokes every credential of a
-// workspace at once, and connects automation platforms to a workspace
-// (OAuth 2.0 authorization code with PKCE: Client, CheckAuthorize,
-// Approve, Exchange).
+// signs in by code (an account session, which the automation connector of
+// package connector builds on) and revokes every credential of a workspace
+// at once.
 //
 // # Contract
 //
@@ -32,11 +31,6 @@
 //     own; an account session is a random secret stored by hash, good for
 //     Config.SessionTTL until signed out. RevokeCredentials revokes every
 //     live credential of a workspace the session's account owns.
-//   - An authorization code is good once, for CodeLifetime, for the client,
-//     redirect URI and PKCE challenge it was issued with; presented again it
-//     revokes the credential it was exchanged for. Refused authorization
-//     requests are AuthorizeError (redirected only when the client and its
-//     redirect URI are known), refused token requests TokenError.
 //
 // Accounts and codes are records of a pseudo-org of their own,
 // AccountsOrgID, like the platform key's: an address is not an org's.

@@ -83,11 +83,11 @@ func (s *Service) Start(ctx context.Context, raw []byte) (Started, error) {
 	if err != nil {
 		return Started{}, err
 	}
-	ownerName, err := checkName("owner_name", req.OwnerName)
+	ownerName, err := CheckName("owner_name", req.OwnerName)
 	if err != nil {
 		return Started{}, err
 	}
-	orgName, err := checkName("org_name", req.OrgName)
+	orgName, err := CheckName("org_name", req.OrgName)
 	if err != nil {
 		return Started{}, err
 	}

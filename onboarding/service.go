@@ -175,9 +175,9 @@ func addressKey(email string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// checkName returns a trimmed display name: 1 to MaxNameLen characters
+// CheckName returns a trimmed display name: 1 to MaxNameLen characters
 // without control characters.
-func checkName(field, s string) (string, error) {
+func CheckName(field, s string) (string, error) {
 	s = strings.TrimSpace(s)
 	n := utf8.RuneCountInString(s)
 	if n == 0 || n > MaxNameLen || !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool {

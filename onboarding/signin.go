@@ -82,6 +82,10 @@ type AccountSession struct {
 	hash      string
 }
 
+// SessionKey identifies the session without its secret (the hash it is
+// filed by): what a token bound to the session is computed over.
+func (a AccountSession) SessionKey() string { return a.hash }
+
 func sessionKey(secret string) string {
 	sum := sha256.Sum256([]byte(secret))
 	return hex.EncodeToString(sum[:])
@@ -230,7 +234,7 @@ func (s *Service) RevokeCredentials(ctx context.Context, as AccountSession, orgI
 			replacement = *req.IssueReplacementKey
 		}
 	}
-	if err := s.owns(ctx, as, orgID); err != nil {
+	if err := s.Owns(ctx, as, orgID); err != nil {
 		return admin.RevokedCredentials{}, err
 	}
 	out, err := s.cfg.Admin.RevokeOrgCredentials(ctx, orgID, as.AccountID, replacement)
@@ -242,9 +246,9 @@ func (s *Service) RevokeCredentials(ctx context.Context, as AccountSession, orgI
 	return out, err
 }
 
-// owns refuses an org the session's account does not own, with the one
+// Owns refuses an org the session's account does not own, with the one
 // answer an org that does not exist gets.
-func (s *Service) owns(ctx context.Context, as AccountSession, orgID string) error {
+func (s *Service) Owns(ctx context.Context, as AccountSession, orgID string) error {
 	var acc account
 	if err := readCommitted(ctx, s.d.Store, AccountsOrgID, kindAccount, as.key, &acc); err != nil {
 		return core.Translate("read account", err)

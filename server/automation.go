@@ -84,7 +84,7 @@ func (s *Server) session(c *call) (clearance.AccountSession, bool, error) {
 // automationAuthorize is the connector's authorization endpoint: the
 // sign-in page without an account session, else the consent page.
 func (s *Server) automationAuthorize(c *call) error {
-	a, err := s.engine.Onboarding.CheckAuthorize(c.r.Context(), c.r.URL.Query())
+	a, err := s.engine.Connector.CheckAuthorize(c.r.Context(), c.r.URL.Query())
 	if done, err := authorizeRefused(c, err); done || err != nil {
 		return err
 	}
@@ -101,7 +101,7 @@ func (s *Server) automationAuthorize(c *call) error {
 	}
 	return writePage(c, http.StatusOK, "consent.html", map[string]any{"ClientName": a.Client.Name, "Email": acc.Email,
 		"Workspaces": acc.Workspaces, "ClientID": a.Client.ClientID, "RedirectURI": a.RedirectURI, "State": a.State,
-		"CodeChallenge": a.CodeChallenge, "CSRF": s.engine.Onboarding.ConsentToken(as, a)})
+		"CodeChallenge": a.CodeChallenge, "CSRF": s.engine.Connector.ConsentToken(as, a)})
 }
 
 // automationConsent takes the consent form: allow issues a code for the
@@ -111,7 +111,7 @@ func (s *Server) automationConsent(c *call) error {
 	if err != nil {
 		return writePage(c, statusPageRefused, "error.html", map[string]any{"Reason": "the form could not be read"})
 	}
-	a, err := s.engine.Onboarding.CheckAuthorize(c.r.Context(), form)
+	a, err := s.engine.Connector.CheckAuthorize(c.r.Context(), form)
 	if done, err := authorizeRefused(c, err); done || err != nil {
 		return err
 	}
@@ -119,7 +119,7 @@ func (s *Server) automationConsent(c *call) error {
 	if err != nil {
 		return err
 	}
-	if !ok || len(form["csrf"]) != 1 || !s.engine.Onboarding.CheckConsentToken(as, a, form.Get("csrf")) {
+	if !ok || len(form["csrf"]) != 1 || !s.engine.Connector.CheckConsentToken(as, a, form.Get("csrf")) {
 		return writePage(c, statusPageForged, "error.html", map[string]any{
 			"Reason": "the consent form is not this signed-in session's: open the connection link again"})
 	}
@@ -128,7 +128,7 @@ func (s *Server) automationConsent(c *call) error {
 	}
 	switch form.Get("decision") {
 	case "allow":
-		loc, err := s.engine.Onboarding.Approve(c.r.Context(), as, a, form.Get("org_id"))
+		loc, err := s.engine.Connector.Approve(c.r.Context(), as, a, form.Get("org_id"))
 		var ce *clearance.Error
 		if errors.As(err, &ce) && ce.Code == onboarding.CodeWorkspaceNotFound {
 			return writePage(c, statusPageRefused, "error.html", map[string]any{"Reason": "choose one of your workspaces"})
@@ -138,7 +138,7 @@ func (s *Server) automationConsent(c *call) error {
 		}
 		return redirect(c, loc)
 	case "deny":
-		return redirect(c, s.engine.Onboarding.Deny(a))
+		return redirect(c, s.engine.Connector.Deny(a))
 	}
 	return writePage(c, statusPageRefused, "error.html", map[string]any{"Reason": "allow or deny the connection"})
 }
@@ -150,7 +150,7 @@ func (s *Server) automationToken(c *call) error {
 	if err != nil {
 		form = url.Values{}
 	}
-	tok, err := s.engine.Onboarding.Exchange(c.r.Context(), form)
+	tok, err := s.engine.Connector.Exchange(c.r.Context(), form)
 	c.w.Header().Set("Pragma", "no-cache")
 	var te *clearance.AutomationTokenError
 	if errors.As(err, &te) {
@@ -194,9 +194,36 @@ func (s *Server) automationBootstrap(c *call) error {
 
 // registerAutomationClient registers an automation platform (platform key).
 func (s *Server) registerAutomationClient(c *call) error {
-	out, err := s.engine.Onboarding.RegisterClient(c.r.Context(), c.body)
+	out, err := s.engine.Connector.RegisterClient(c.r.Context(), c.body)
 	if err != nil {
 		return err
 	}
 	return c.writeJSON(http.StatusCreated, out)
+}
+
+// addAutomationWebhook registers a callback URL for decision.resolved.
+func (s *Server) addAutomationWebhook(c *call) error {
+	out, err := s.engine.Connector.AddWebhook(c.r.Context(), c.principal.OrgID, c.body)
+	if err != nil {
+		return err
+	}
+	return c.writeJSON(http.StatusCreated, out)
+}
+
+// automationWebhooks lists the org's callback URLs.
+func (s *Server) automationWebhooks(c *call) error {
+	out, err := s.engine.Connector.Webhooks(c.r.Context(), c.principal.OrgID)
+	if err != nil {
+		return err
+	}
+	return c.writeJSON(http.StatusOK, map[string]any{"webhooks": out})
+}
+
+// removeAutomationWebhook removes one.
+func (s *Server) removeAutomationWebhook(c *call) error {
+	if err := s.engine.Connector.RemoveWebhook(c.r.Context(), c.principal.OrgID, c.r.PathValue("subscriptionId")); err != nil {
+		return err
+	}
+	c.w.WriteHeader(http.StatusNoContent)
+	return nil
 }

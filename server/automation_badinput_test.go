@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/clearancehq/clearance/connector"
 	"github.com/clearancehq/clearance/onboarding"
 	"github.com/clearancehq/clearance/server"
 	"github.com/clearancehq/clearance/tenant"
@@ -320,9 +321,9 @@ func (s *badSuite) automationSpecs(a automationArgs) map[string]routeSpec {
 	codeLate := consent(live, p, csrf, ws)
 	// A code issued more than a minute ago: the clock goes back for its
 	// consent (which writes nothing else: ws has its policy), then forward.
-	x.advance(-2 * onboarding.CodeLifetime)
+	x.advance(-2 * connector.CodeLifetime)
 	codeExpired := consent(live, p, csrf, ws)
-	x.advance(2 * onboarding.CodeLifetime)
+	x.advance(2 * connector.CodeLifetime)
 	narrow := x.createKey(org{ID: ws}, string(tenant.ScopeDecisionWrite), string(tenant.ScopeDecisionRead))
 	if r := x.req(t, "GET", pathMe, token, nil, nil).want(t, http.StatusOK); r.str("org_id") != ws || r.str("workspace.org_id") != ws {
 		t.Fatalf("automation/me: %s", r)
@@ -345,7 +346,7 @@ func (s *badSuite) automationSpecs(a automationArgs) map[string]routeSpec {
 			return `{"name":"Flows","redirect_uris":[` + strings.Join(parts, ",") + `]}`
 		}
 		long := "https://automation.example/cb?x="
-		long += strings.Repeat("a", onboarding.MaxRedirectURILen+1-len(long))
+		long += strings.Repeat("a", connector.MaxRedirectURILen+1-len(long))
 		for _, u := range []string{
 			"http://automation.example/cb", "http://127.0.0.2/cb", "http://127.0.0.1.automation.example/cb",
 			"http://localhost.automation.example/cb", "http://[::2]/cb", "http://0.0.0.0/cb", "http://10.0.0.1/cb",
@@ -464,7 +465,7 @@ func (s *badSuite) automationSpecs(a automationArgs) map[string]routeSpec {
 		back("empty state", raw(with(p, "state", "")), "", invalid)
 		back("state twice", raw(p)+"&state=st-9", "", invalid)
 		back("STATE instead of state", strings.Replace(raw(p), "state=", "STATE=", 1), "", invalid)
-		long := strings.Repeat("s", onboarding.MaxStateLen+1)
+		long := strings.Repeat("s", connector.MaxStateLen+1)
 		back("a 513-byte state", raw(with(p, "state", long)), long, invalid)
 		for _, v := range []string{drop, "", "plain", "s256", "S256 ", "SHA256", "S512", "sha-256"} {
 			back("code_challenge_method "+lit(v), raw(with(p, "code_challenge_method", v)), state, invalid)

@@ -135,6 +135,9 @@ func (s *Server) routes() []route {
 		{pattern: "POST /v1/public/auth/automation/token", auth: authPublic, form: true, throttle: (*Server).throttleSignUp, handle: (*Server).automationToken},
 		{pattern: "GET /v1/automation/me", auth: authKey, scopes: scopeAutomation, handle: (*Server).automationMe},
 		{pattern: "POST /v1/automation/policy/bootstrap", auth: authKey, scopes: scopeAutomation, handle: (*Server).automationBootstrap},
+		{pattern: "POST /v1/automation/webhooks", auth: authKey, scopes: scopeAutomation, handle: (*Server).addAutomationWebhook},
+		{pattern: "GET /v1/automation/webhooks", auth: authKey, scopes: scopeAutomation, handle: (*Server).automationWebhooks},
+		{pattern: "DELETE /v1/automation/webhooks/{subscriptionId}", auth: authKey, scopes: scopeAutomation, handle: (*Server).removeAutomationWebhook},
 		{pattern: "POST /v1/public/pilot/signal-mapping/sessions", auth: authOnboarding, handle: (*Server).createMappingSession},
 		{pattern: "POST /v1/public/pilot/signal-mapping/sessions/{sessionId}/deployment-bundle", auth: authOnboarding, handle: (*Server).deploymentBundle},
 

@@ -64,15 +64,17 @@ type Attempt struct {
 }
 
 // dayRef indexes a delivery by its destination and the UTC day of its
-// event, so that the log is read a day at a time.
-func dayRef(t time.Time) string { return Provider + ":" + t.UTC().Format(time.DateOnly) }
+// event, so that the log is read a destination and a day at a time.
+func dayRef(destination string, t time.Time) string {
+	return destination + ":" + t.UTC().Format(time.DateOnly)
+}
 
 func putDelivery(ctx context.Context, tx store.Tx, d *Delivery, occurred time.Time) error {
 	b, err := json.Marshal(d)
 	if err != nil {
 		return err
 	}
-	return tx.PutArtifact(ctx, artifact.Record{OrgID: tx.OrgID(), Kind: deliveryKind, ID: d.DeliveryID, Ref: dayRef(occurred),
+	return tx.PutArtifact(ctx, artifact.Record{OrgID: tx.OrgID(), Kind: deliveryKind, ID: d.DeliveryID, Ref: dayRef(d.Destination, occurred),
 		CreatedAt: occurred, Body: b})
 }
 
@@ -95,19 +97,52 @@ type outcome struct {
 	dropped bool
 }
 
-// target is an org's destination as one pass sees it: read, and its
-// secrets opened, once for all the org's attempts of the pass.
+// target is a destination as one pass sees it: read, and its secrets
+// opened, once for all the org's attempts of the pass.
 type target struct {
 	url     string
 	secrets [][]byte
-	// problem says why nothing can be sent; dropped that the integration
+	// problem says why nothing can be sent; dropped that the destination
 	// is gone (the delivery ends), not merely unusable for now.
 	problem string
 	dropped bool
 }
 
-// target reads the org's destination for a pass from r, found and err as
-// the integration's read returned them.
+// targetKey files a target by org and destination name.
+func targetKey(orgID, destination string) string { return orgID + "\x00" + destination }
+
+// targets files the org's destinations for a pass into into: the WEBHOOK
+// integration from r, found and err as its read returned them, and each
+// callback of cbs (cbErr: they could not be read).
+func (s *Service) targets(into map[string]target, orgID string, r stored, found bool, err error, cbs callbackSet, cbErr error) {
+	into[targetKey(orgID, Provider)] = s.target(orgID, r, found, err)
+	if cbErr != nil {
+		// Filed under the prefix: every callback of the org waits.
+		into[targetKey(orgID, CallbackPrefix)] = target{problem: "the callbacks cannot be read: " + cbErr.Error()}
+		return
+	}
+	for _, c := range cbs.Callbacks {
+		into[targetKey(orgID, c.destination())] = s.callbackTarget(orgID, c)
+	}
+}
+
+// lookup returns the target of a delivery: a callback that is not filed
+// was removed (its delivery ends) unless the callbacks could not be read.
+func lookup(targets map[string]target, orgID, destination string) target {
+	if t, ok := targets[targetKey(orgID, destination)]; ok {
+		return t
+	}
+	if _, ok := isCallback(destination); ok {
+		if t, ok := targets[targetKey(orgID, CallbackPrefix)]; ok {
+			return t
+		}
+		return target{problem: "the callback was removed", dropped: true}
+	}
+	return target{problem: "the delivery names no destination of the org", dropped: true}
+}
+
+// target reads the org's WEBHOOK integration for a pass from r, found and
+// err as the integration's read returned them.
 func (s *Service) target(orgID string, r stored, found bool, err error) target {
 	switch {
 	case err != nil:
@@ -129,6 +164,18 @@ func (s *Service) target(orgID string, r stored, found bool, err error) target {
 		return target{problem: "the integration has no signing secret"}
 	}
 	return t
+}
+
+// callbackTarget is a callback's target for a pass.
+func (s *Service) callbackTarget(orgID string, c storedCallback) target {
+	if s.d.Secrets == nil {
+		return target{problem: "the server has no secrets key"}
+	}
+	b, err := s.d.Secrets.Open(c.Sealed, callbackSecretContext(orgID, c.ID))
+	if err != nil {
+		return target{problem: "the signing secret cannot be opened: " + err.Error()}
+	}
+	return target{url: c.URL, secrets: [][]byte{b}}
 }
 
 // Deliver attempts the deliveries that are due (retries, and deliveries
@@ -179,7 +226,8 @@ func (s *Service) Deliver(ctx context.Context) (int, error) {
 		if len(claimed) > 0 {
 			held = append(held, claimed...)
 			r, found, err := s.read(ctx, org)
-			targets[org] = s.target(org, r, found, err)
+			cbs, cbErr := s.readCallbacks(ctx, org)
+			s.targets(targets, org, r, found, err, cbs, cbErr)
 		}
 	}
 	return len(held), s.deliverHeld(ctx, orgs, held, targets)
@@ -199,7 +247,7 @@ func (s *Service) deliverHeld(ctx context.Context, orgs []string, held []jobs.Jo
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			results[i] = s.attempt(ctx, h, targets[h.OrgID])
+			results[i] = s.attempt(ctx, h, targets)
 		}()
 	}
 	wg.Wait()
@@ -218,8 +266,8 @@ func (s *Service) deliverHeld(ctx context.Context, orgs []string, held []jobs.Jo
 	return nil
 }
 
-// attempt makes one try of a held delivery to its org's target.
-func (s *Service) attempt(ctx context.Context, held jobs.Job, t target) outcome {
+// attempt makes one try of a held delivery to its destination's target.
+func (s *Service) attempt(ctx context.Context, held jobs.Job, targets map[string]target) outcome {
 	start := s.d.Now()
 	out := outcome{held: held, attempt: Attempt{Number: held.Attempts, At: start.UTC().Format(core.TimeFormat)}}
 	fail := func(format string, args ...any) outcome {
@@ -227,13 +275,14 @@ func (s *Service) attempt(ctx context.Context, held jobs.Job, t target) outcome 
 		out.attempt.DurationMS = s.d.Now().Sub(start).Milliseconds()
 		return out
 	}
-	if t.problem != "" {
-		out.dropped = t.dropped
-		return fail("%s", t.problem)
-	}
 	p, err := decodePayload(held.Payload)
 	if err != nil {
 		return fail("the delivery does not decode: %v", err)
+	}
+	t := lookup(targets, held.OrgID, p.Destination)
+	if t.problem != "" {
+		out.dropped = t.dropped
+		return fail("%s", t.problem)
 	}
 	actx, cancel := context.WithTimeout(ctx, s.cfg.Worker.Timeout)
 	defer cancel()
@@ -336,16 +385,14 @@ func (s *Service) Redeliver(ctx context.Context, orgID, deliveryID string) (Deli
 	}
 	var out Delivery
 	err := s.d.Store.Update(ctx, orgID, func(tx store.Tx) error {
-		if _, found, err := readIntegrationTx(ctx, tx); err != nil {
-			return err
-		} else if !found {
-			return notConnected()
-		}
 		d, occurred, err := readDelivery(tx.ArtifactInTx(ctx, deliveryKind, deliveryID))
 		if core.IsNotFound(err) {
 			return core.New(core.ErrNotFound, CodeDeliveryNotFound, "no delivery of the org has that id")
 		}
 		if err != nil {
+			return err
+		}
+		if err := destinationExists(ctx, tx, d.Destination); err != nil {
 			return err
 		}
 		if d.State != StateDelivered && d.State != StateDeadLettered && d.State != StateDropped {
@@ -366,8 +413,32 @@ func (s *Service) Redeliver(ctx context.Context, orgID, deliveryID string) (Deli
 	return out, nil
 }
 
+// destinationExists refuses a redelivery to a destination that is gone.
+func destinationExists(ctx context.Context, tx store.Tx, destination string) error {
+	if id, ok := isCallback(destination); ok {
+		set, err := readCallbacksTx(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if _, i := set.find(id); i < 0 {
+			return errNoCallback()
+		}
+		return nil
+	}
+	if _, found, err := readIntegrationTx(ctx, tx); err != nil {
+		return err
+	} else if !found {
+		return notConnected()
+	}
+	return nil
+}
+
 // DeliveryFilter selects the delivery log's records.
 type DeliveryFilter struct {
+	// Destination is the destination whose log is read: "" or Provider
+	// for the WEBHOOK integration, CallbackPrefix + subscription id for a
+	// callback.
+	Destination string
 	// Day is the UTC day of the events (YYYY-MM-DD); "" means today.
 	Day string
 	// State, when set, keeps the deliveries in that state.
@@ -382,8 +453,9 @@ const MaxDeliveries = 500
 // CodeInvalidDeliveryFilter: a delivery log query the route refuses.
 const CodeInvalidDeliveryFilter = "INVALID_DELIVERY_FILTER"
 
-// Deliveries returns the delivery log of the org's WEBHOOK integration for
-// one day of events, oldest event first.
+// Deliveries returns the delivery log of one destination of the org (the
+// WEBHOOK integration unless the filter names a callback) for one day of
+// events, oldest event first.
 func (s *Service) Deliveries(ctx context.Context, orgID string, f DeliveryFilter) ([]Delivery, error) {
 	day := s.d.Now().UTC()
 	if f.Day != "" {
@@ -404,12 +476,21 @@ func (s *Service) Deliveries(ctx context.Context, orgID string, f DeliveryFilter
 	if f.Limit == 0 {
 		f.Limit = 100
 	}
-	if _, found, err := s.read(ctx, orgID); err != nil {
-		return nil, err
-	} else if !found {
-		return nil, notConnected()
+	switch id, ok := isCallback(f.Destination); {
+	case ok && !core.ValidID(id):
+		return nil, errNoCallback()
+	case ok:
+	case f.Destination == "" || f.Destination == Provider:
+		f.Destination = Provider
+		if _, found, err := s.read(ctx, orgID); err != nil {
+			return nil, err
+		} else if !found {
+			return nil, notConnected()
+		}
+	default:
+		return nil, core.Invalid(CodeInvalidDeliveryFilter, "destination", "destination must be %s or %s<subscription id>", Provider, CallbackPrefix)
 	}
-	recs, err := s.d.Store.ArtifactsByRef(ctx, orgID, deliveryKind, dayRef(day), 0)
+	recs, err := s.d.Store.ArtifactsByRef(ctx, orgID, deliveryKind, dayRef(f.Destination, day), 0)
 	if err != nil {
 		return nil, core.Translate("read deliveries", err)
 	}

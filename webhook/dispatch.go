@@ -60,45 +60,54 @@ func deliveryID(orgID, eventID, destination string) string {
 }
 
 // encodePayload frames what a delivery job carries, the event as it is
-// sent, as "<event id> <event> <occurred_at>\n<body>": the body byte for
-// byte, encoded once.
-func encodePayload(ev outbox.Event) []byte {
-	b := make([]byte, 0, len(ev.ID)+len(ev.Name)+len(time.RFC3339Nano)+3+len(ev.Body))
+// sent and where, as "<event id> <event> <occurred_at> <destination>\n<body>":
+// the body byte for byte, encoded once.
+func encodePayload(ev outbox.Event, destination string) []byte {
+	b := make([]byte, 0, len(ev.ID)+len(ev.Name)+len(time.RFC3339Nano)+len(destination)+4+len(ev.Body))
 	b = append(b, ev.ID...)
 	b = append(b, ' ')
 	b = append(b, ev.Name...)
 	b = append(b, ' ')
 	b = ev.OccurredAt.UTC().AppendFormat(b, time.RFC3339Nano)
+	b = append(b, ' ')
+	b = append(b, destination...)
 	b = append(b, '\n')
 	return append(b, ev.Body...)
 }
 
-// payload is a delivery job's event.
+// payload is a delivery job's event and destination.
 type payload struct {
-	EventID    string          `json:"event_id"`
-	Event      string          `json:"event"`
-	OccurredAt time.Time       `json:"occurred_at"`
-	Body       json.RawMessage `json:"body"`
+	EventID     string          `json:"event_id"`
+	Event       string          `json:"event"`
+	OccurredAt  time.Time       `json:"occurred_at"`
+	Body        json.RawMessage `json:"body"`
+	Destination string          `json:"-"`
 }
 
-// decodePayload reads encodePayload's frame, and the JSON object that
-// queued deliveries carried before it.
+// decodePayload reads encodePayload's frame, the frame without a
+// destination and the JSON object that queued deliveries carried before
+// it (both the WEBHOOK integration's).
 func decodePayload(b []byte) (payload, error) {
 	var p payload
 	if len(b) > 0 && b[0] == '{' {
 		err := json.Unmarshal(b, &p)
+		p.Destination = Provider
 		return p, err
 	}
 	head, body, ok := bytes.Cut(b, []byte{'\n'})
 	fields := strings.Fields(string(head))
-	if !ok || len(fields) != 3 {
+	if !ok || len(fields) != 3 && len(fields) != 4 {
 		return p, errors.New("not a delivery frame")
 	}
 	at, err := time.Parse(time.RFC3339Nano, fields[2])
 	if err != nil {
 		return p, err
 	}
-	return payload{EventID: fields[0], Event: fields[1], OccurredAt: at, Body: body}, nil
+	p = payload{EventID: fields[0], Event: fields[1], OccurredAt: at, Body: body, Destination: Provider}
+	if len(fields) == 4 {
+		p.Destination = fields[3]
+	}
+	return p, nil
 }
 
 // Dispatch hands the pending events of every org to their destinations
@@ -140,10 +149,14 @@ func (s *Service) Dispatch(ctx context.Context) (int, error) {
 		var queued []jobs.Job
 		var r stored
 		var found bool
+		var cbs callbackSet
 		err := s.d.Store.Update(ctx, org, func(tx store.Tx) error {
 			taken, queued = 0, nil
 			var err error
 			if r, found, err = readIntegrationTx(ctx, tx); err != nil {
+				return err
+			}
+			if cbs, err = readCallbacksTx(ctx, tx); err != nil {
 				return err
 			}
 			for _, e := range byOrg[org] {
@@ -156,8 +169,8 @@ func (s *Service) Dispatch(ctx context.Context) (int, error) {
 				}
 				taken++
 				ev.Body = e.Body // as rendered
-				if found && r.wants(ev) {
-					j, created, err := s.queue(ctx, tx, ev, owner)
+				for _, dest := range destinationsOf(ev, &r, found, cbs) {
+					j, created, err := s.queue(ctx, tx, ev, owner, dest)
 					if err != nil {
 						return err
 					}
@@ -175,7 +188,7 @@ func (s *Service) Dispatch(ctx context.Context) (int, error) {
 		s.stats.dispatched.Add(int64(taken))
 		if len(queued) > 0 {
 			held = append(held, queued...)
-			targets[org] = s.target(org, r, found, nil)
+			s.targets(targets, org, r, found, nil, cbs, nil)
 		}
 	}
 	return total, errors.Join(failed, s.deliverHeld(ctx, orgs, held, targets))
@@ -198,19 +211,42 @@ func (s *Service) render(ctx context.Context, events []outbox.Event) error {
 	return nil
 }
 
-// queue enqueues ev's delivery to the org's WEBHOOK integration, held by
+// queue enqueues ev's delivery to one destination of the org, held by
 // owner for its first attempt, and opens its log record, in the
 // dispatching transaction.
-func (s *Service) queue(ctx context.Context, tx store.Tx, ev outbox.Event, owner string) (jobs.Job, bool, error) {
-	id := deliveryID(ev.OrgID, ev.ID, Provider)
-	j, created, err := jobs.EnqueueClaimed(ctx, tx, deliveryJob, id, encodePayload(ev), owner, jobs.Policy{Lease: s.cfg.Worker.Lease})
+func (s *Service) queue(ctx context.Context, tx store.Tx, ev outbox.Event, owner, destination string) (jobs.Job, bool, error) {
+	id := deliveryID(ev.OrgID, ev.ID, destination)
+	j, created, err := jobs.EnqueueClaimed(ctx, tx, deliveryJob, id, encodePayload(ev, destination), owner, jobs.Policy{Lease: s.cfg.Worker.Lease})
 	if err != nil || !created {
 		return j, false, err
 	}
 	now := tx.Now().UTC()
-	return j, true, putDelivery(ctx, tx, &Delivery{DeliveryID: id, EventID: ev.ID, Event: ev.Name, Destination: Provider,
+	return j, true, putDelivery(ctx, tx, &Delivery{DeliveryID: id, EventID: ev.ID, Event: ev.Name, Destination: destination,
 		State: StatePending, OccurredAt: ev.OccurredAt.UTC().Format(core.TimeFormat), Attempts: []Attempt{},
 		CreatedAt: now.Format(core.TimeFormat), UpdatedAt: now.Format(core.TimeFormat)}, ev.OccurredAt)
+}
+
+// destinationsOf names the destinations of the org that receive ev, as
+// they stand when it is dispatched: the WEBHOOK integration (r, when
+// found) and each callback.
+func destinationsOf(ev outbox.Event, r *stored, found bool, cbs callbackSet) []string {
+	if ev.Name != EventDecisionResolved || !found && len(cbs.Callbacks) == 0 {
+		return nil
+	}
+	var f eventFacts
+	if err := json.Unmarshal(ev.Body, &f); err != nil {
+		return nil
+	}
+	var out []string
+	if found && r.wants(ev, f) {
+		out = append(out, Provider)
+	}
+	for _, c := range cbs.Callbacks {
+		if c.wants(ev, f) {
+			out = append(out, c.destination())
+		}
+	}
+	return out
 }
 
 // eventFacts are the members of an event body the filters read.
@@ -221,19 +257,15 @@ type eventFacts struct {
 	DecisionType string `json:"decision_type"`
 }
 
-// wants reports whether the integration receives ev, as the integration
-// stands when the event is dispatched (normally moments after its
-// commit): an event made after it was connected, with an enabled
-// subscription to its event whose filter matches, within the workflow its
-// config names.
-func (r *stored) wants(ev outbox.Event) bool {
+// wants reports whether the integration receives ev (its facts f), as
+// the integration stands when the event is dispatched (normally moments
+// after its commit): an event made after it was connected, with an
+// enabled subscription to its event whose filter matches, within the
+// workflow its config names.
+func (r *stored) wants(ev outbox.Event, f eventFacts) bool {
 	// An event of a decision made before the integration was connected is
 	// not its to receive.
 	if ev.Name != EventDecisionResolved || ev.OccurredAt.Before(r.CreatedAt) {
-		return false
-	}
-	var f eventFacts
-	if err := json.Unmarshal(ev.Body, &f); err != nil {
 		return false
 	}
 	if r.Config.WorkflowID != "" && f.WorkflowKey != r.Config.WorkflowID {

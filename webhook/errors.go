@@ -21,6 +21,15 @@ const (
 	// CodeDeliveryInProgress: a redelivery of a delivery whose attempts
 	// are still under way.
 	CodeDeliveryInProgress = "DELIVERY_IN_PROGRESS"
+	// CodeInvalidCallback: a callback registration breaks a rule of its
+	// members (errors[] names each field).
+	CodeInvalidCallback = "INVALID_CALLBACK"
+	// CodeCallbackExists: the URL is registered already for the org.
+	CodeCallbackExists = "CALLBACK_EXISTS"
+	// CodeCallbackLimitReached: the org has MaxCallbacks callbacks.
+	CodeCallbackLimitReached = "CALLBACK_LIMIT_REACHED"
+	// CodeCallbackNotFound: the org has no callback with the id.
+	CodeCallbackNotFound = "CALLBACK_NOT_FOUND"
 	// CodeSecretsNotConfigured: the engine has no secrets key, so a
 	// signing secret cannot be stored (503).
 	CodeSecretsNotConfigured = core.CodeSecretsNotConfigured

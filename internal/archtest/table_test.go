@@ -114,6 +114,7 @@ var packages = map[string]rule{
 	// deployment bundle's connector through signals; it installs the starter
 	// policy for the automation connector through policies.
 	"onboarding": {layer: features, peers: []string{"admin", "signals", "policies"}},
+	"connector":  {layer: features, peers: []string{"onboarding", "admin", "policies", "webhook"}}, // the automation connector: OAuth over account sessions, callbacks through webhook
 
 	// export anchors packs in checkpoints the audit feature signs.
 	"export": {layer: features, peers: []string{"audit"}},

@@ -1,4 +1,4 @@
-package onboarding
+package connector
 
 import (
 	"context"
@@ -14,14 +14,15 @@ import (
 	"github.com/clearancehq/clearance/admin"
 	"github.com/clearancehq/clearance/internal/core"
 	"github.com/clearancehq/clearance/internal/strictjson"
+	"github.com/clearancehq/clearance/onboarding"
 	"github.com/clearancehq/clearance/store"
 	"github.com/clearancehq/clearance/tenant"
 )
 
-// Record kinds of the automation connector, in AccountsOrgID.
+// Record kinds of the automation connector, in onboarding.AccountsOrgID.
 const (
-	kindClient = "onboarding.oauth_client" // id: the client id
-	kindCode   = "onboarding.oauth_code"   // id: sha256 of the code
+	kindClient = "connector.client" // id: the client id
+	kindCode   = "connector.code"   // id: sha256 of the code
 )
 
 // Limits of the automation connector.
@@ -61,7 +62,7 @@ func (s *Service) RegisterClient(ctx context.Context, raw []byte) (Client, error
 	if err := strictjson.Decode(raw, &req, s.d.JSON); err != nil {
 		return Client{}, err
 	}
-	name, err := checkName("name", req.Name)
+	name, err := onboarding.CheckName("name", req.Name)
 	if err != nil {
 		return Client{}, err
 	}
@@ -80,7 +81,7 @@ func (s *Service) RegisterClient(ctx context.Context, raw []byte) (Client, error
 	}
 	now := s.d.Now()
 	c := Client{ClientID: id, Name: name, RedirectURIs: req.RedirectURIs, CreatedAt: core.Format(now)}
-	err = s.d.Store.Backend.Update(ctx, AccountsOrgID, func(tx store.Tx) error {
+	err = s.d.Store.Backend.Update(ctx, onboarding.AccountsOrgID, func(tx store.Tx) error {
 		return writeRecord(ctx, tx, kindClient, id, now, c)
 	})
 	if err != nil {
@@ -149,7 +150,7 @@ func (s *Service) CheckAuthorize(ctx context.Context, q url.Values) (Authorizati
 		return Authorization{}, &AuthorizeError{OAuthCode: OAuthInvalidRequest, Description: "unknown client_id"}
 	}
 	var c Client
-	err := readCommitted(ctx, s.d.Store, AccountsOrgID, kindClient, clientID, &c)
+	err := readCommitted(ctx, s.d.Store, onboarding.AccountsOrgID, kindClient, clientID, &c)
 	if core.IsNotFound(err) {
 		return Authorization{}, &AuthorizeError{OAuthCode: OAuthInvalidRequest, Description: "unknown client_id"}
 	}
@@ -209,8 +210,8 @@ type codeRecord struct {
 // Approve is the owner's consent: for one of the session's workspaces, the
 // starter policy is installed when the org has none, and a one-time code
 // is issued; it returns where the browser goes next.
-func (s *Service) Approve(ctx context.Context, as AccountSession, a Authorization, orgID string) (string, error) {
-	if err := s.owns(ctx, as, orgID); err != nil {
+func (s *Service) Approve(ctx context.Context, as onboarding.AccountSession, a Authorization, orgID string) (string, error) {
+	if err := s.cfg.Accounts.Owns(ctx, as, orgID); err != nil {
 		return "", err
 	}
 	if _, err := s.cfg.InstallStarter(ctx, orgID); err != nil {
@@ -223,7 +224,7 @@ func (s *Service) Approve(ctx context.Context, as AccountSession, a Authorizatio
 	now := s.d.Now()
 	rec := codeRecord{ClientID: a.Client.ClientID, RedirectURI: a.RedirectURI, CodeChallenge: a.CodeChallenge,
 		OrgID: orgID, AccountID: as.AccountID, IssuedAt: now, ExpiresAt: now.Add(CodeLifetime)}
-	err = s.d.Store.Backend.Update(ctx, AccountsOrgID, func(tx store.Tx) error {
+	err = s.d.Store.Backend.Update(ctx, onboarding.AccountsOrgID, func(tx store.Tx) error {
 		return writeRecord(ctx, tx, kindCode, codeKey(code), now, rec)
 	})
 	if err != nil {
@@ -239,7 +240,7 @@ func (s *Service) Deny(a Authorization) string {
 }
 
 func codeKey(code string) string {
-	sum := sha256.Sum256([]byte("onboarding/oauth-code\x00" + code))
+	sum := sha256.Sum256([]byte("connector/code\x00" + code))
 	return hex.EncodeToString(sum[:])
 }
 
@@ -281,7 +282,7 @@ func (s *Service) Exchange(ctx context.Context, form url.Values) (Token, error) 
 	key, now := codeKey(code), s.d.Now()
 	var rec codeRecord
 	bad := &TokenError{OAuthInvalidGrant, "the code is unknown, expired, used, or not this client's"}
-	err := readCommitted(ctx, s.d.Store, AccountsOrgID, kindCode, key, &rec)
+	err := readCommitted(ctx, s.d.Store, onboarding.AccountsOrgID, kindCode, key, &rec)
 	switch {
 	case core.IsNotFound(err):
 		return Token{}, bad
@@ -305,7 +306,7 @@ func (s *Service) Exchange(ctx context.Context, form url.Values) (Token, error) 
 	// in its own, first, so that two exchanges cannot both issue one.
 	var issued admin.IssuedKey
 	spent := false
-	err = s.d.Store.Backend.Update(ctx, AccountsOrgID, func(tx store.Tx) error {
+	err = s.d.Store.Backend.Update(ctx, onboarding.AccountsOrgID, func(tx store.Tx) error {
 		var cur codeRecord
 		if err := readRecord(ctx, tx, kindCode, key, &cur); err != nil {
 			return err
@@ -345,7 +346,7 @@ func (s *Service) Exchange(ctx context.Context, form url.Values) (Token, error) 
 		return Token{}, bad
 	}
 	var replayed bool
-	err = s.d.Store.Backend.Update(ctx, AccountsOrgID, func(tx store.Tx) error {
+	err = s.d.Store.Backend.Update(ctx, onboarding.AccountsOrgID, func(tx store.Tx) error {
 		var cur codeRecord
 		if err := readRecord(ctx, tx, kindCode, key, &cur); err != nil {
 			return err
@@ -375,7 +376,7 @@ func (s *Service) Exchange(ctx context.Context, form url.Values) (Token, error) 
 // under way finds the mark and revokes its own).
 func (s *Service) replayed(ctx context.Context, key string, now time.Time) {
 	var cur codeRecord
-	err := s.d.Store.Backend.Update(ctx, AccountsOrgID, func(tx store.Tx) error {
+	err := s.d.Store.Backend.Update(ctx, onboarding.AccountsOrgID, func(tx store.Tx) error {
 		cur = codeRecord{}
 		if err := readRecord(ctx, tx, kindCode, key, &cur); err != nil {
 			return err
@@ -438,16 +439,16 @@ func withQuery(raw string, v url.Values) string {
 // ConsentToken is the anti-forgery token of a consent form: a MAC of the
 // account session and the authorization it answers, so that a form posted
 // from another site, or for another request, is refused.
-func (s *Service) ConsentToken(as AccountSession, a Authorization) string {
+func (s *Service) ConsentToken(as onboarding.AccountSession, a Authorization) string {
 	if s.d.Secrets == nil {
 		return ""
 	}
-	msg := strings.Join([]string{as.hash, a.Client.ClientID, a.RedirectURI, a.State, a.CodeChallenge}, "\x00")
-	return base64.RawURLEncoding.EncodeToString(s.d.Secrets.MAC([]byte(msg), "onboarding/consent"))
+	msg := strings.Join([]string{as.SessionKey(), a.Client.ClientID, a.RedirectURI, a.State, a.CodeChallenge}, "\x00")
+	return base64.RawURLEncoding.EncodeToString(s.d.Secrets.MAC([]byte(msg), "connector/consent"))
 }
 
 // CheckConsentToken reports whether token is ConsentToken(as, a).
-func (s *Service) CheckConsentToken(as AccountSession, a Authorization, token string) bool {
+func (s *Service) CheckConsentToken(as onboarding.AccountSession, a Authorization, token string) bool {
 	want := s.ConsentToken(as, a)
 	return want != "" && subtle.ConstantTimeCompare([]byte(want), []byte(token)) == 1
 }

@@ -1,4 +1,4 @@
-package onboarding_test
+package connector_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clearancehq/clearance/connector"
 	"github.com/clearancehq/clearance/internal/core"
 	"github.com/clearancehq/clearance/onboarding"
 	"github.com/clearancehq/clearance/tenant"
@@ -40,7 +41,7 @@ func TestAutomationAuthorizeAndExchange(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
 	const redirect = "https://automation.example/oauth/callback?app=1"
-	c, err := h.engine.Onboarding.RegisterClient(ctx, []byte(`{"name":"Flows","redirect_uris":["`+redirect+`","http://127.0.0.1:8765/cb"]}`))
+	c, err := h.engine.Connector.RegisterClient(ctx, []byte(`{"name":"Flows","redirect_uris":["`+redirect+`","http://127.0.0.1:8765/cb"]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,8 +74,8 @@ func TestAutomationAuthorizeAndExchange(t *testing.T) {
 		"implicit grant": {authorizeQuery(c.ClientID, redirect, func(q url.Values) { q.Set("response_type", "token") }), true, "unsupported_response_type"},
 		"two client ids": {authorizeQuery(c.ClientID, redirect, func(q url.Values) { q.Add("client_id", c.ClientID) }), false, "invalid_request"},
 	} {
-		_, err := h.engine.Onboarding.CheckAuthorize(ctx, tc.q)
-		var ae *onboarding.AuthorizeError
+		_, err := h.engine.Connector.CheckAuthorize(ctx, tc.q)
+		var ae *connector.AuthorizeError
 		if !errors.As(err, &ae) || ae.Redirect != tc.redirect || ae.OAuthCode != tc.code {
 			t.Errorf("%s: %v (%+v), want %s redirect=%v", name, err, ae, tc.code, tc.redirect)
 		}
@@ -83,7 +84,7 @@ func TestAutomationAuthorizeAndExchange(t *testing.T) {
 		}
 	}
 
-	a, err := h.engine.Onboarding.CheckAuthorize(ctx, authorizeQuery(c.ClientID, redirect, nil))
+	a, err := h.engine.Connector.CheckAuthorize(ctx, authorizeQuery(c.ClientID, redirect, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,9 +92,9 @@ func TestAutomationAuthorizeAndExchange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = h.engine.Onboarding.Approve(ctx, as, a, other.Org.ID)
+	_, err = h.engine.Connector.Approve(ctx, as, a, other.Org.ID)
 	wantCode(t, "consent for another account's org", err, onboarding.CodeWorkspaceNotFound)
-	loc, err := h.engine.Onboarding.Approve(ctx, as, a, v.OrgID)
+	loc, err := h.engine.Connector.Approve(ctx, as, a, v.OrgID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,13 +125,13 @@ func TestAutomationAuthorizeAndExchange(t *testing.T) {
 		"password grant":   form(func(f url.Values) { f.Set("grant_type", "password") }),
 		"short verifier":   form(func(f url.Values) { f.Set("code_verifier", "abc") }),
 	} {
-		_, err := h.engine.Onboarding.Exchange(ctx, f)
-		var te *onboarding.TokenError
+		_, err := h.engine.Connector.Exchange(ctx, f)
+		var te *connector.TokenError
 		if !errors.As(err, &te) {
 			t.Errorf("%s: %v, want a token error", name, err)
 		}
 	}
-	tok, err := h.engine.Onboarding.Exchange(ctx, form(nil))
+	tok, err := h.engine.Connector.Exchange(ctx, form(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,8 +139,8 @@ func TestAutomationAuthorizeAndExchange(t *testing.T) {
 	if err != nil || p.OrgID != v.OrgID || !p.Allows(tenant.ScopeAutomation) || p.Allows(tenant.ScopePolicyWrite) {
 		t.Fatalf("automation credential: %+v, %v", p, err)
 	}
-	_, err = h.engine.Onboarding.Exchange(ctx, form(nil))
-	var te *onboarding.TokenError
+	_, err = h.engine.Connector.Exchange(ctx, form(nil))
+	var te *connector.TokenError
 	if !errors.As(err, &te) || te.OAuthCode != "invalid_grant" {
 		t.Fatalf("replayed code: %v", err)
 	}
@@ -148,21 +149,21 @@ func TestAutomationAuthorizeAndExchange(t *testing.T) {
 	}
 
 	// A code expires after a minute; the starter is installed only once.
-	a2, _ := h.engine.Onboarding.CheckAuthorize(ctx, authorizeQuery(c.ClientID, redirect, nil))
-	loc2, err := h.engine.Onboarding.Approve(ctx, as, a2, v.OrgID)
+	a2, _ := h.engine.Connector.CheckAuthorize(ctx, authorizeQuery(c.ClientID, redirect, nil))
+	loc2, err := h.engine.Connector.Approve(ctx, as, a2, v.OrgID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	u2, _ := url.Parse(loc2)
-	h.advance(onboarding.CodeLifetime)
-	_, err = h.engine.Onboarding.Exchange(ctx, form(func(f url.Values) { f.Set("code", u2.Query().Get("code")) }))
+	h.advance(connector.CodeLifetime)
+	_, err = h.engine.Connector.Exchange(ctx, form(func(f url.Values) { f.Set("code", u2.Query().Get("code")) }))
 	if !errors.As(err, &te) || te.OAuthCode != "invalid_grant" {
 		t.Fatalf("expired code: %v", err)
 	}
 	if bundles, _ := h.engine.Policies.Bundles(ctx, v.OrgID); len(bundles) != 1 {
 		t.Fatalf("%d versions after two consents, want 1", len(bundles))
 	}
-	if d := h.engine.Onboarding.Deny(a2); !strings.Contains(d, "error=access_denied") || !strings.Contains(d, "state=xyz") {
+	if d := h.engine.Connector.Deny(a2); !strings.Contains(d, "error=access_denied") || !strings.Contains(d, "state=xyz") {
 		t.Fatalf("Deny = %s", d)
 	}
 }
@@ -211,12 +212,12 @@ func TestRevocationClosesWhatItRevoked(t *testing.T) {
 		t.Fatal(err)
 	}
 	const redirect = "https://automation.example/cb"
-	c, _ := h.engine.Onboarding.RegisterClient(ctx, []byte(`{"name":"Flows","redirect_uris":["`+redirect+`"]}`))
-	a, err := h.engine.Onboarding.CheckAuthorize(ctx, authorizeQuery(c.ClientID, redirect, nil))
+	c, _ := h.engine.Connector.RegisterClient(ctx, []byte(`{"name":"Flows","redirect_uris":["`+redirect+`"]}`))
+	a, err := h.engine.Connector.CheckAuthorize(ctx, authorizeQuery(c.ClientID, redirect, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	loc, err := h.engine.Onboarding.Approve(ctx, as, a, v.OrgID)
+	loc, err := h.engine.Connector.Approve(ctx, as, a, v.OrgID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,10 +240,10 @@ func TestRevocationClosesWhatItRevoked(t *testing.T) {
 	}
 	_, err = h.engine.Onboarding.IssueBundle(ctx, fresh, sess.SessionID, body)
 	wantCode(t, "the bundle of a session opened before the revocation", err, onboarding.CodeSessionNotFound)
-	_, err = h.engine.Onboarding.Exchange(ctx, url.Values{"grant_type": {"authorization_code"}, "code": {u.Query().Get("code")},
+	_, err = h.engine.Connector.Exchange(ctx, url.Values{"grant_type": {"authorization_code"}, "code": {u.Query().Get("code")},
 		"redirect_uri": {redirect}, "client_id": {c.ClientID}, "code_verifier": {verifier}})
-	var te *onboarding.TokenError
-	if !errors.As(err, &te) || te.OAuthCode != onboarding.OAuthInvalidGrant {
+	var te *connector.TokenError
+	if !errors.As(err, &te) || te.OAuthCode != connector.OAuthInvalidGrant {
 		t.Fatalf("a code approved before the revocation: %v", err)
 	}
 	// What comes after the revocation works.
