@@ -3,8 +3,8 @@ package clearance
 import (
 	"log/slog"
 
-	"github.com/clearancehq/clearance/internal/mail"
 	"github.com/clearancehq/clearance/connector"
+	"github.com/clearancehq/clearance/internal/mail"
 	"github.com/clearancehq/clearance/onboarding"
 )
 
