@@ -140,6 +140,8 @@ var goldenElsewhere = []struct{ kind, pkg, name string }{
 	{ledger.KindSignalConnectorRevoked, "signals", "signal_connector"},
 	{ledger.KindSignalsReceived, "signals", "signals_received"},
 	{ledger.KindOnboardingBundleIssued, "onboarding", "bundle_issued"},
+	{ledger.KindWorkspaceProvisioned, "onboarding", "workspace_provisioned"},
+	{ledger.KindWorkspaceClaimed, "onboarding", "workspace_claimed"},
 	{ledger.KindCredentialsRevoked, "admin", "credentials_revoked"},
 }
 

@@ -77,6 +77,13 @@ const (
 	// KindCredentialsRevoked: credentials of the org were revoked at once
 	// by its owner (subject: the org id).
 	KindCredentialsRevoked = "credentials.revoked"
+	// KindWorkspaceProvisioned: an agent started a provisional workspace
+	// without a human (subject: the org id): its SHADOW-only key and when
+	// its claim window ends.
+	KindWorkspaceProvisioned = "onboarding.workspace_provisioned"
+	// KindWorkspaceClaimed: a signed-in owner claimed a provisional
+	// workspace (subject: the org id): the account and the owner's key.
+	KindWorkspaceClaimed = "onboarding.workspace_claimed"
 )
 
 // Head is the newest entry of an org's ledger; the zero Head is an empty ledger.

@@ -18,6 +18,15 @@ var goldenRecords = []struct {
 			SourceLabel: "Stripe payouts", GrantsRevoked: []string{"0190f4b2-0000-7000-8000-0000000000k2"},
 			At: "2026-03-01T12:00:00.123456789Z"}
 	}},
+	{"workspace_provisioned", func() any {
+		return provisionedEvent{KeyID: "0190f4b2-0000-7000-8000-0000000000k3", Scopes: ProvisionalScopes,
+			KeyExpiresAt: "2026-03-04T12:00:00.123456789Z", ClaimExpiresAt: "2026-03-04T12:00:00.123456789Z",
+			At: "2026-03-01T12:00:00.123456789Z"}
+	}},
+	{"workspace_claimed", func() any {
+		return claimedEvent{AccountID: "0190f4b2-0000-7000-8000-0000000000a1", KeyID: "0190f4b2-0000-7000-8000-0000000000k4",
+			At: "2026-03-02T12:00:00.123456789Z"}
+	}},
 }
 
 // TestGoldenLedgerPayloads pins the RFC 8785 bytes of the records whose

@@ -127,6 +127,10 @@ func (s *Server) routes() []route {
 		{pattern: "GET /v1/public/auth/session", auth: authAccount, handle: (*Server).accountSession},
 		{pattern: "DELETE /v1/public/auth/session", auth: authAccount, handle: (*Server).signOut},
 		{pattern: "POST /v1/public/auth/workspaces/{orgId}/revoke-credentials", auth: authAccount, handle: (*Server).revokeCredentials},
+		// The zero-human lane: an agent starts a provisional workspace (SHADOW
+		// only, decision scopes, 72 h); a signed-in owner claims it.
+		{pattern: "POST /v1/public/workspaces/provisional", auth: authPublic, throttle: (*Server).throttleSignUp, handle: (*Server).provisionWorkspace},
+		{pattern: "POST /v1/public/auth/workspaces/claim", auth: authAccount, handle: (*Server).claimWorkspace},
 		// The automation connector: OAuth 2.0 authorization code with PKCE,
 		// for clients the platform registers, then its credential's routes.
 		{pattern: "POST /v1/platform/automation/clients", auth: authPlatform, handle: (*Server).registerAutomationClient},
