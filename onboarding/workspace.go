@@ -324,4 +324,3 @@ func (s *Service) Claim(ctx context.Context, as AccountSession, raw []byte) (Cla
 	}
 	return Claimed{OrgID: c.OrgID, APIKey: key.Secret, KeyID: key.KeyID, Scopes: key.Scopes, Workspace: workspaceOf(c.OrgID, name)}, nil
 }
-
