@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
@@ -67,4 +68,31 @@ func ExampleService_Exchange() {
 	// Output:
 	// s1 Bearer automation decision:write decision:read true
 	// invalid_grant: the code is unknown, expired, used, or not this client's
+}
+
+// A connected platform registers a callback URL for decision.resolved: its
+// signing secret is answered this once; the list never shows it.
+func ExampleService_AddWebhook() {
+	ctx := context.Background()
+	backend, _ := pebblestore.Open("db", pebblestore.Options{FS: vfs.NewMem()})
+	defer backend.Close()
+	engine, _ := clearance.Open(backend, clearance.Options{SecretsKey: []byte("example-secrets-key-of-32-bytes!!")})
+	org, _ := engine.Admin.CreateOrg(ctx, "Acme")
+
+	cb, err := engine.Connector.AddWebhook(ctx, org.Org.ID, []byte(`{"url":"https://flows.example/hooks/42","filter":{"outcomes":["BLOCK"]}}`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(cb.Event, strings.HasPrefix(cb.SigningSecret, "clr_whsec_"))
+	_, err = engine.Connector.AddWebhook(ctx, org.Org.ID, []byte(`{"url":"https://10.0.0.5/hook"}`))
+	fmt.Println(err != nil)
+	list, _ := engine.Connector.Webhooks(ctx, org.Org.ID)
+	fmt.Println(len(list), list[0].URL)
+	fmt.Println(engine.Connector.RemoveWebhook(ctx, org.Org.ID, cb.SubscriptionID))
+	// Output:
+	// decision.resolved true
+	// true
+	// 1 https://flows.example/hooks/42
+	// <nil>
 }

@@ -52,3 +52,42 @@ func Example() {
 	// [org:*] starter-1 true
 	// grant after the bundle: true
 }
+
+// An agent starts a workspace with no human: a SHADOW-only key and a claim
+// code. An owner signs in by e-mail code later and claims it, once, for
+// the org's org:* key.
+func ExampleService_Provision() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "onboarding-example-")
+	defer os.RemoveAll(dir)
+	backend, _ := pebblestore.Open("db", pebblestore.Options{FS: vfs.NewMem()})
+	defer backend.Close()
+	mailer, _ := clearance.NewMailer("", dir, "clearance@example.com", nil)
+	engine, _ := clearance.Open(backend, clearance.Options{Mailer: mailer,
+		SecretsKey: []byte("example-secrets-key-of-32-bytes!!")})
+
+	p, err := engine.Onboarding.Provision(ctx, "203.0.113.7", []byte(`{"name":"Invoice agent"}`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(p.Mode, p.Scopes, p.PolicyVersion)
+
+	_, _ = engine.Onboarding.StartSignIn(ctx, []byte(`{"email":"ada@example.com"}`))
+	msgs, _ := mail.ReadMailbox(filepath.Join(dir, "mailbox"))
+	code := regexp.MustCompile(`code is ([0-9]{6})`).FindStringSubmatch(msgs[0].Text)[1]
+	in, _ := engine.Onboarding.VerifySignIn(ctx, fmt.Appendf(nil, `{"email":"ada@example.com","otp_code":%q}`, code))
+	session, _ := engine.Onboarding.Session(ctx, in.Secret)
+	c, err := engine.Onboarding.Claim(ctx, session, fmt.Appendf(nil, `{"claim_code":%q}`, p.ClaimCode))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(c.OrgID == p.OrgID, c.Scopes)
+	_, err = engine.Onboarding.Claim(ctx, session, fmt.Appendf(nil, `{"claim_code":%q}`, p.ClaimCode))
+	fmt.Println(err)
+	// Output:
+	// SHADOW [decision:write decision:read] starter-1
+	// true [org:*]
+	// WORKSPACE_ALREADY_CLAIMED: the workspace was claimed already; its owner's key was shown then
+}
