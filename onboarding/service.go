@@ -58,6 +58,11 @@ type Config struct {
 	MaxSends    int           // codes sent to one address per SendWindow
 	SendWindow  time.Duration
 	SessionTTL  time.Duration // how long an account session lasts
+	// MaxFailures is how many wrong codes an address (sign-up and sign-in
+	// together) may give per FailureWindow; at that many it is locked,
+	// every verify and send for it 429 TOO_MANY_ATTEMPTS (attempts.go).
+	MaxFailures   int
+	FailureWindow time.Duration
 }
 
 // withDefaults fills the zero settings.
@@ -79,6 +84,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SessionTTL <= 0 {
 		c.SessionTTL = DefaultSessionTTL
+	}
+	if c.MaxFailures <= 0 {
+		c.MaxFailures = DefaultMaxFailures
+	}
+	if c.FailureWindow <= 0 {
+		c.FailureWindow = DefaultFailureWindow
 	}
 	return c
 }

@@ -302,6 +302,10 @@ func (s *Service) sendCode(ctx context.Context, kind, email string, c challenge,
 	}
 	key, now := addressKey(email), s.d.Now()
 	err = s.d.Store.Backend.Update(ctx, AccountsOrgID, func(tx store.Tx) error {
+		// A locked address is sent nothing: no code would verify.
+		if err := s.checkLocked(ctx, tx, key, now); err != nil {
+			return err
+		}
 		var old challenge
 		if err := readRecord(ctx, tx, kind, key, &old); err != nil && !core.IsNotFound(err) {
 			return err
@@ -334,8 +338,11 @@ func (s *Service) sendCode(ctx context.Context, kind, email string, c challenge,
 
 // spendCode checks code against the pending code of kind for the address
 // key, in one transaction of AccountsOrgID: a wrong try is counted (and
-// burns the code at MaxAttempts), the right one spends it and runs then
-// in the same transaction. It reports whether the code was right.
+// burns the code at MaxAttempts), and counted among the address's failures
+// (attempts.go); the right one spends it and runs then in the same
+// transaction. It reports whether the code was right. An address locked by
+// its failures is refused before any code is checked, the right one too:
+// 429 TOO_MANY_ATTEMPTS.
 func (s *Service) spendCode(ctx context.Context, kind, key, code string, now time.Time, then func(tx store.Tx) error) (bool, error) {
 	var ok bool
 	err := s.d.Store.Backend.Update(ctx, AccountsOrgID, func(tx store.Tx) error {
@@ -343,6 +350,9 @@ func (s *Service) spendCode(ctx context.Context, kind, key, code string, now tim
 		// rolled back may leak into the next, or a spent code could be
 		// written back.
 		ok = false
+		if err := s.checkLocked(ctx, tx, key, now); err != nil {
+			return err
+		}
 		var c challenge
 		switch err := readRecord(ctx, tx, kind, key, &c); {
 		case core.IsNotFound(err):
@@ -361,6 +371,9 @@ func (s *Service) spendCode(ctx context.Context, kind, key, code string, now tim
 			c.Attempts++
 			if c.Attempts >= s.cfg.MaxAttempts {
 				c.CodeMAC = "" // burned
+			}
+			if err := s.noteFailure(ctx, tx, key, now); err != nil {
+				return err
 			}
 			return writeRecord(ctx, tx, kind, key, now, c)
 		}

@@ -69,11 +69,11 @@ func authorizeRefused(c *call, err error) (bool, error) {
 
 // session is the request's account session, or ok false.
 func (s *Server) session(c *call) (clearance.AccountSession, bool, error) {
-	ck, err := c.r.Cookie(CookieSession)
-	if err != nil {
+	secret := s.sessionSecret(c.r)
+	if secret == "" {
 		return clearance.AccountSession{}, false, nil
 	}
-	as, err := s.engine.Onboarding.Session(c.r.Context(), ck.Value)
+	as, err := s.engine.Onboarding.Session(c.r.Context(), secret)
 	var ce *clearance.Error
 	if errors.As(err, &ce) && ce.Code == onboarding.CodeSignInRequired {
 		return clearance.AccountSession{}, false, nil

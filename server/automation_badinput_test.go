@@ -755,7 +755,7 @@ func (s *badSuite) automationSpecs(a automationArgs) map[string]routeSpec {
 	me := routeSpec{key: token, extra: credentialValues}
 	bootstrap := routeSpec{key: token, body: `{}`, emptyOK: true, extra: credentialValues}
 
-	return map[string]routeSpec{
+	out := map[string]routeSpec{
 		"POST " + pathClients:   clients,
 		"GET " + pathAuthorize:  authorize,
 		"POST " + pathAuthorize: consentSpec,
@@ -763,4 +763,11 @@ func (s *badSuite) automationSpecs(a automationArgs) map[string]routeSpec {
 		"GET " + pathMe:         me,
 		"POST " + pathBootstrap: bootstrap,
 	}
+	// The credential's callback URLs (automation_webhooks_badinput_test.go);
+	// the other account connects its own workspace for the foreign credential.
+	for pattern, spec := range s.automationWebhookSpecs(automationWebhookArgs{token: token, narrow: narrow, grant: ownerGrant,
+		revoked: usedToken, code: codeAccepted, foreign: exchange(consent(otherLive, p, csrfOther, otherWS), otherWS)}) {
+		out[pattern] = spec
+	}
+	return out
 }

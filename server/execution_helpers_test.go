@@ -112,7 +112,7 @@ func newExecEnvWith(t testing.TB, bundle string, setup func(x *execEnv)) *execEn
 	x := &execEnv{now: &atomic.Int64{}}
 	x.now.Store(execStart.UnixNano())
 	x.env = &env{t: t, dbDir: filepath.Join(t.TempDir(), "db"),
-		opts: server.Options{RateLimit: -1}}
+		opts: server.Options{RateLimit: -1, AuthRateLimit: -1}}
 	if setup != nil {
 		setup(x)
 	}

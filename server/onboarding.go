@@ -3,22 +3,13 @@ package server
 import (
 	"net"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"strings"
 	"time"
 
 	"github.com/clearancehq/clearance"
 )
-
-// throttleSignUp rate limits the public sign-up routes per client address,
-// before the body is read. The per-address limits (codes sent, tries of a
-// code) are the engine's, kept in the store for every server.
-func (s *Server) throttleSignUp(c *call) error {
-	addr, _, err := net.SplitHostPort(c.r.RemoteAddr)
-	if err != nil {
-		addr = c.r.RemoteAddr
-	}
-	return s.allow(c.w, "signup-addr:"+addr)
-}
 
 // registerStart mails a sign-up code: 202, the same for every address.
 func (s *Server) registerStart(c *call) error {
@@ -74,8 +65,20 @@ func (s *Server) origin(r *http.Request) string {
 	return scheme + "://" + r.Host
 }
 
-// CookieSession is the cookie that carries an account session.
-const CookieSession = "clearance_session"
+// The cookie that carries an account session: CookieSessionSecure, but
+// over plain HTTP to a loopback host (local development), where it is
+// CookieSession (see sessionCookie).
+const (
+	// CookieSessionSecure is the session cookie served over HTTPS (or
+	// behind an https public URL): Secure, Path=/, no Domain, so that the
+	// __Host- prefix makes browsers keep it only as this host set it over
+	// HTTPS; a sibling subdomain or a plain-HTTP answer cannot plant or
+	// shadow it.
+	CookieSessionSecure = "__Host-clearance_session"
+	// CookieSession is the session cookie of plain-HTTP local development
+	// (a loopback host), not Secure.
+	CookieSession = "clearance_session"
+)
 
 // HeaderCSRF must be "1" on every signed-in request that changes anything.
 const HeaderCSRF = "X-Clearance-CSRF"
@@ -89,14 +92,16 @@ func (s *Server) loginStart(c *call) error {
 }
 
 // loginVerify opens an account session: its secret goes in an HttpOnly
-// cookie (Secure over HTTPS), never in the body.
+// cookie (the Secure __Host- one but in local development), never in the
+// body.
 func (s *Server) loginVerify(c *call) error {
 	in, err := s.engine.Onboarding.VerifySignIn(c.r.Context(), c.body)
 	if err != nil {
 		return err
 	}
-	http.SetCookie(c.w, &http.Cookie{Name: CookieSession, Value: in.Secret, Path: "/", HttpOnly: true,
-		Secure: s.secure(c.r), SameSite: http.SameSiteLaxMode, Expires: in.ExpiresAt,
+	name, secure := s.sessionCookie(c.r)
+	http.SetCookie(c.w, &http.Cookie{Name: name, Value: in.Secret, Path: "/", HttpOnly: true,
+		Secure: secure, SameSite: http.SameSiteLaxMode, Expires: in.ExpiresAt,
 		MaxAge: max(1, int(in.TTL/time.Second))})
 	return c.writeJSON(http.StatusOK, in.Account)
 }
@@ -113,8 +118,9 @@ func (s *Server) signOut(c *call) error {
 	if err := s.engine.Onboarding.SignOut(c.r.Context(), c.account); err != nil {
 		return err
 	}
-	http.SetCookie(c.w, &http.Cookie{Name: CookieSession, Value: "", Path: "/", HttpOnly: true,
-		Secure: s.secure(c.r), SameSite: http.SameSiteLaxMode, MaxAge: -1})
+	name, secure := s.sessionCookie(c.r)
+	http.SetCookie(c.w, &http.Cookie{Name: name, Value: "", Path: "/", HttpOnly: true,
+		Secure: secure, SameSite: http.SameSiteLaxMode, MaxAge: -1})
 	c.w.WriteHeader(http.StatusNoContent)
 	c.status = http.StatusNoContent
 	return nil
@@ -128,8 +134,56 @@ func (s *Server) revokeCredentials(c *call) error {
 	return c.writeJSON(http.StatusOK, out)
 }
 
-// secure reports whether cookies set for r are to be Secure: the request
-// came over TLS, or the server's public URL is HTTPS.
+// sessionCookie is the name of r's session cookie, the one set and the
+// only one read, and whether it is Secure: CookieSessionSecure (Secure)
+// when r came over TLS or the public URL is https, and whenever the host
+// (the public URL's, else r's Host) is not a loopback one; CookieSession
+// (not Secure) only for plain HTTP to a loopback host, local development.
+// A plain-HTTP deployment on another host thus gets a cookie browsers
+// keep only over HTTPS: put it behind TLS (and set --public-url).
+func (s *Server) sessionCookie(r *http.Request) (name string, secure bool) {
+	if s.secure(r) {
+		return CookieSessionSecure, true
+	}
+	return CookieSession, false
+}
+
+// sessionSecret is r's session cookie's value ("" for none).
+func (s *Server) sessionSecret(r *http.Request) string {
+	name, _ := s.sessionCookie(r)
+	if ck, err := r.Cookie(name); err == nil {
+		return ck.Value
+	}
+	return ""
+}
+
+// secure reports whether the session cookie of r is the Secure one (see
+// sessionCookie).
 func (s *Server) secure(r *http.Request) bool {
-	return r.TLS != nil || strings.HasPrefix(s.opts.PublicURL, "https://")
+	if r.TLS != nil {
+		return true
+	}
+	host := r.Host
+	if s.opts.PublicURL != "" {
+		u, err := url.Parse(s.opts.PublicURL)
+		if err != nil || u.Scheme != "http" {
+			return true // https, or not understood: never the plain cookie
+		}
+		host = u.Host
+	}
+	return !loopbackHost(host)
+}
+
+// loopbackHost reports whether host (with or without a port) names the
+// local machine: localhost (and *.localhost, RFC 6761) or a loopback IP.
+func loopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
+	return err == nil && a.Unmap().IsLoopback()
 }

@@ -65,8 +65,21 @@ type Options struct {
 	// PublicURL is the origin clients reach this server at
 	// ("https://clearance.example.com"), for the absolute URLs answers
 	// carry (a deployment bundle's webhook_url); "" means the request's
-	// own scheme and Host.
+	// own scheme and Host. An https one (or any but a loopback host) also
+	// makes the session cookie the Secure __Host- one.
 	PublicURL string
+	// AuthRateLimit is the budget of each source (client IP address; an
+	// IPv6 /64) on the public auth routes that send or check e-mail codes,
+	// in requests per minute, burst twice that; the automation connector's
+	// public routes get 6 times it. 0 means DefaultAuthRateLimit (10);
+	// negative turns every public-auth budget off (tests only). RateLimit
+	// does not change it (authlimit.go).
+	AuthRateLimit float64
+	// AuthGlobalRateLimit is the budget of those routes across every
+	// source, per process, in requests per minute, burst twice that (6
+	// times it for the automation routes). 0 means
+	// DefaultAuthGlobalRateLimit (100); negative: no global budget.
+	AuthGlobalRateLimit float64
 }
 
 // Server is the HTTP API over an Engine.
@@ -82,6 +95,7 @@ type Server struct {
 	added    atomic.Int64
 	sweeping sync.Mutex
 	json     strictjson.Options // request bodies: strict, within the engine's JSON limits
+	auth     authLimits         // budgets of the public auth routes
 }
 
 // New builds the HTTP API.
@@ -101,7 +115,14 @@ func New(e *clearance.Engine, opts Options) *Server {
 	if opts.Registerer == nil {
 		opts.Registerer = prometheus.NewRegistry()
 	}
-	s := &Server{engine: e, opts: opts, log: opts.Logger, mux: http.NewServeMux(), metrics: newMetrics(opts.Registerer, e.Webhooks)}
+	if opts.AuthRateLimit == 0 {
+		opts.AuthRateLimit = DefaultAuthRateLimit
+	}
+	if opts.AuthGlobalRateLimit == 0 {
+		opts.AuthGlobalRateLimit = DefaultAuthGlobalRateLimit
+	}
+	s := &Server{engine: e, opts: opts, log: opts.Logger, mux: http.NewServeMux(), metrics: newMetrics(opts.Registerer, e.Webhooks),
+		auth: newAuthLimits(opts, time.Now)}
 	s.json.RejectUnknown = true
 	s.json.MaxMembers, s.json.MaxElements = e.JSONLimits()
 	allowed := map[string][]string{} // path -> methods served
@@ -228,11 +249,7 @@ func (s *Server) wrap(rt route) http.Handler {
 
 func (s *Server) serve(rt route, c *call) error {
 	if rt.auth == authAccount {
-		var secret string
-		if ck, err := c.r.Cookie(CookieSession); err == nil {
-			secret = ck.Value
-		}
-		as, err := s.engine.Onboarding.Session(c.r.Context(), secret)
+		as, err := s.engine.Onboarding.Session(c.r.Context(), s.sessionSecret(c.r))
 		if err != nil {
 			return err
 		}

@@ -181,7 +181,7 @@ func signinCookieOf(t testing.TB, r *result) *http.Cookie {
 		if err != nil {
 			t.Fatalf("Set-Cookie %q: %v", line, err)
 		}
-		if c.Name == signinCookie {
+		if c.Name == signinCookie || c.Name == server.CookieSessionSecure {
 			found = append(found, c)
 		}
 	}
@@ -348,7 +348,7 @@ func TestSignInSessionCookie(t *testing.T) {
 	h.do("POST", signinPathStart, "", map[string]string{"email": owner}, nil).want(t, http.StatusAccepted)
 	hv := h.do("POST", signinPathVerify, "", map[string]string{"email": owner, "otp_code": x.mail.lastCode(t, owner)}, nil).
 		want(t, http.StatusOK)
-	if hc := signinCookieOf(t, hv); !hc.Secure || !hc.HttpOnly || hc.SameSite != http.SameSiteLaxMode || hc.Path != "/" ||
+	if hc := signinCookieOf(t, hv); hc.Name != server.CookieSessionSecure || !hc.Secure || !hc.HttpOnly || hc.SameSite != http.SameSiteLaxMode || hc.Path != "/" ||
 		hc.Value == ck.Value {
 		t.Fatalf("cookie behind an HTTPS public URL: %v", hv.Header.Values("Set-Cookie"))
 	}

@@ -75,6 +75,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	storeURL := fs.String("store", env("CLEARANCE_STORE", ""), "storage backend; empty means embedded Pebble in the data directory (env CLEARANCE_STORE)")
 	rateLimit := fs.Float64("rate-limit", server.DefaultRateLimit, "requests per second per credential; negative disables")
 	rateBurst := fs.Int("rate-burst", server.DefaultRateBurst, "rate-limit burst per credential")
+	authRateLimit := fs.Float64("auth-rate-limit", server.DefaultAuthRateLimit, "requests per minute per client address (an IPv6 /64) on the public sign-up and sign-in routes, burst twice that; the automation connector's authorize and token endpoints get 6 times it; not changed by --rate-limit; 0 means the default, negative disables every public-auth budget (tests only)")
+	authGlobalRateLimit := fs.Float64("auth-rate-limit-global", server.DefaultAuthGlobalRateLimit, "requests per minute on the public sign-up and sign-in routes from all client addresses together, per process, burst twice that (6 times it for the automation endpoints); 0 means the default, negative means no global budget")
 	maxBody := fs.Int64("max-body", server.DefaultMaxBodyBytes, "maximum request body in bytes")
 	logLevel := fs.String("log-level", env("CLEARANCE_LOG_LEVEL", "info"), "log level: debug, info, warn, error")
 	ledgerKeyFile := fs.String("ledger-key-file", env("CLEARANCE_LEDGER_KEY_FILE", ""), "ledger checkpoint signing key file (PEM PKCS#8 Ed25519 or JSON); empty means the ledger key in the data directory (env CLEARANCE_LEDGER_KEY_FILE)")
@@ -125,7 +127,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	log := slog.New(slog.NewJSONHandler(stdout, &slog.HandlerOptions{Level: level}))
 	if err := runServer(ctx, log, serveConfig{data: *data, addr: *addr, metricsAddr: *metricsAddr, store: *storeURL, rateLimit: *rateLimit,
-		rateBurst: *rateBurst, maxBody: *maxBody, grantKeyFile: *grantKeyFile, ledgerKeyFile: *ledgerKeyFile, grantTTL: *grantTTL, claimLease: *claimLease,
+		rateBurst: *rateBurst, authRateLimit: *authRateLimit, authGlobalRateLimit: *authGlobalRateLimit, maxBody: *maxBody, grantKeyFile: *grantKeyFile, ledgerKeyFile: *ledgerKeyFile, grantTTL: *grantTTL, claimLease: *claimLease,
 		shareSecretFile: *shareFile, exportSecretFile: *exportFile, secretsKeyFile: *secretsFile, keyReloadInterval: *keyReload, intentMaxAge: *intentMaxAge,
 		maxClockSkew: *maxClockSkew, maxJSONMembers: *maxJSONMembers, maxJSONElements: *maxJSONElements,
 		approvals: approvals, allowPrivate: *allowPrivate, escalationTTL: *escalationTTL, webhooks: hooks,
@@ -161,6 +163,9 @@ type serveConfig struct {
 	webhooks          webhookFlags
 	smtpURL, mailFrom string
 	publicURL         string
+	// authRateLimit and authGlobalRateLimit are server.Options'
+	// AuthRateLimit and AuthGlobalRateLimit.
+	authRateLimit, authGlobalRateLimit float64
 }
 
 func runServer(ctx context.Context, log *slog.Logger, cfg serveConfig) error {
@@ -265,7 +270,7 @@ func runServer(ctx context.Context, log *slog.Logger, cfg serveConfig) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	srv := server.New(engine, server.Options{Logger: log, Registerer: reg, RateLimit: cfg.rateLimit,
-		RateBurst: cfg.rateBurst, MaxBodyBytes: cfg.maxBody, Keys: map[string]string{"ledger": ledgerKID}, PublicURL: cfg.publicURL})
+		RateBurst: cfg.rateBurst, AuthRateLimit: cfg.authRateLimit, AuthGlobalRateLimit: cfg.authGlobalRateLimit, MaxBodyBytes: cfg.maxBody, Keys: map[string]string{"ledger": ledgerKID}, PublicURL: cfg.publicURL})
 	hs := srv.HTTPServer(cfg.addr)
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
