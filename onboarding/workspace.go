@@ -170,7 +170,7 @@ func (s *Service) Provision(ctx context.Context, source string, raw []byte) (Pro
 	name := DefaultProvisionalName
 	if req.Name != "" {
 		var err error
-		if name, err = admin.ValidOrgName(req.Name); err != nil {
+		if name, err = CheckName("name", req.Name); err != nil {
 			return Provisional{}, err
 		}
 	}
@@ -241,6 +241,13 @@ type Claimed struct {
 	Workspace Workspace      `json:"workspace"`
 }
 
+// validClaimCode reports whether s may be a claim code: its prefix, at
+// most 128 bytes. Anything else of that shape is looked up, and an
+// unknown code is CLAIM_CODE_INVALID.
+func validClaimCode(s string) bool {
+	return strings.HasPrefix(s, PrefixClaimCode) && len(s) <= 128
+}
+
 func errClaimCode() error {
 	return core.New(core.ErrNotFound, CodeClaimCodeInvalid, "the claim code is unknown, expired or spent")
 }
@@ -256,7 +263,7 @@ func (s *Service) Claim(ctx context.Context, as AccountSession, raw []byte) (Cla
 	if err := strictjson.Decode(raw, &req, s.d.JSON); err != nil {
 		return Claimed{}, err
 	}
-	if !strings.HasPrefix(req.ClaimCode, PrefixClaimCode) || len(req.ClaimCode) > 128 {
+	if !validClaimCode(req.ClaimCode) {
 		return Claimed{}, core.Invalid(core.CodeInvalidRequest, "claim_code", "claim_code must be the clr_clm_… code the workspace was started with")
 	}
 	if s.d.Secrets == nil {
@@ -279,11 +286,16 @@ func (s *Service) Claim(ctx context.Context, as AccountSession, raw []byte) (Cla
 		if err := readRecord(ctx, tx, kindAccount, as.key, &acc); err != nil {
 			return err
 		}
+		// A retry by the account that spent it writes nothing: a refusal
+		// that follows changes nothing.
 		if !slices.Contains(acc.OrgIDs, c.OrgID) {
 			acc.OrgIDs = append(acc.OrgIDs, c.OrgID)
 			if err := writeRecord(ctx, tx, kindAccount, as.key, now, acc); err != nil {
 				return err
 			}
+		}
+		if c.ClaimedBy == as.AccountID {
+			return nil
 		}
 		c.ClaimedBy = as.AccountID
 		return writeRecord(ctx, tx, kindClaim, id, now, c)

@@ -50,7 +50,7 @@ func TestProvisionalWorkspaceClaimed(t *testing.T) {
 	owner := h.account("owner@example.com")
 	_, err = e.Onboarding.Claim(ctx, owner, []byte(`{"claim_code":"123456"}`))
 	wantCode(t, "a malformed code", err, core.CodeInvalidRequest)
-	_, err = e.Onboarding.Claim(ctx, owner, []byte(`{"claim_code":"`+onboarding.PrefixClaimCode+`unknown"}`))
+	_, err = e.Onboarding.Claim(ctx, owner, []byte(`{"claim_code":"`+onboarding.PrefixClaimCode+strings.Repeat("A", 43)+`"}`))
 	wantCode(t, "an unknown code", err, onboarding.CodeClaimCodeInvalid)
 	body := fmt.Appendf(nil, `{"claim_code":%q}`, p.ClaimCode)
 	c, err := e.Onboarding.Claim(ctx, owner, body)

@@ -341,6 +341,9 @@ func TestBadInputOnEveryRoute(t *testing.T) {
 	for pattern, spec := range s.onboardingSpecs(mailbox) {
 		specs[pattern] = spec
 	}
+	for pattern, spec := range s.workspaceSpecs(mailbox) {
+		specs[pattern] = spec
+	}
 
 	// Every route has cases, and every spec is a route.
 	served := map[string][]string{} // path -> methods
