@@ -156,6 +156,14 @@ func TestWebhooksJoinTheFanOut(t *testing.T) {
 		t.Fatalf("the callback's delivery log: %+v, %v; want one retrying delivery", log, err)
 	}
 
+	// The WEBHOOK integration's redelivery does not reach a callback's
+	// delivery.
+	if _, err := e.Webhooks.Redeliver(ctx, o.Org.ID, log[0].DeliveryID); err == nil {
+		t.Fatal("the integration's Redeliver took a callback's delivery")
+	} else {
+		wantCode(t, "redelivering a callback's delivery as the integration's", err, webhook.CodeDeliveryNotFound)
+	}
+
 	// Removed while its delivery waits to be retried: the retry is dropped
 	// and later decisions are not sent to it.
 	if err := e.Connector.RemoveWebhook(ctx, o.Org.ID, cb.SubscriptionID); err != nil {

@@ -225,5 +225,6 @@ func (s *Server) removeAutomationWebhook(c *call) error {
 		return err
 	}
 	c.w.WriteHeader(http.StatusNoContent)
+	c.status = http.StatusNoContent
 	return nil
 }

@@ -582,7 +582,8 @@ func (s *badSuite) signInSpecs(a signInArgs) map[string]routeSpec {
 			`{"email":` + lit(pendingAddr) + `,"otp_code":null}`} {
 			add(shorten(b), b, http.StatusBadRequest, "INVALID_REQUEST")
 		}
-		add("otp_code a number", `{"email":`+lit(pendingAddr)+`,"otp_code":`+pendingCode+`}`, http.StatusBadRequest, "WRONG_TYPE")
+		// A JSON number (a code with a leading zero is not one: 1 in front).
+		add("otp_code a number", `{"email":`+lit(pendingAddr)+`,"otp_code":1`+pendingCode+`}`, http.StatusBadRequest, "WRONG_TYPE")
 		for _, b := range []string{`{"owner_email":` + lit(pendingAddr) + `,"otp_code":` + lit(pendingCode) + `}`,
 			`{"email":` + lit(pendingAddr) + `,"otp_code":` + lit(pendingCode) + `,"org_id":` + lit(a.otherOrgs[0].id) + `}`} {
 			add(shorten(b), b, http.StatusBadRequest, "UNKNOWN_MEMBER")

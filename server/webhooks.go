@@ -48,6 +48,7 @@ func (s *Server) deleteWebhook(c *call) error {
 		return err
 	}
 	c.w.WriteHeader(http.StatusNoContent)
+	c.status = http.StatusNoContent
 	return nil
 }
 

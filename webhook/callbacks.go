@@ -241,6 +241,10 @@ func (s *Service) RemoveCallback(ctx context.Context, orgID, id string) error {
 
 // Callbacks lists the org's callbacks, oldest first.
 func (s *Service) Callbacks(ctx context.Context, orgID string) ([]Callback, error) {
+	// An org that does not exist is ORG_NOT_FOUND, as for the writes.
+	if err := s.d.Store.RequireOrg(ctx, orgID); err != nil {
+		return nil, err
+	}
 	set, err := s.readCallbacks(ctx, orgID)
 	if err != nil {
 		return nil, err

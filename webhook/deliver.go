@@ -376,23 +376,26 @@ func jitter(d time.Duration) time.Duration {
 	return d - d/5 + rand.N(2*d/5+1)
 }
 
-// Redeliver queues a delivered or dead-lettered delivery again, with the
-// same delivery id (a receiver that processed it already recognizes it)
-// and a new series of attempts on the schedule.
+// Redeliver queues a delivered or dead-lettered delivery of the WEBHOOK
+// integration again, with the same delivery id (a receiver that processed
+// it already recognizes it) and a new series of attempts on the schedule.
+// A callback's delivery is not the integration's: DELIVERY_NOT_FOUND.
 func (s *Service) Redeliver(ctx context.Context, orgID, deliveryID string) (Delivery, error) {
 	if !core.ValidID(deliveryID) {
 		return Delivery{}, core.New(core.ErrNotFound, CodeDeliveryNotFound, "no delivery of the org has that id")
 	}
 	var out Delivery
 	err := s.d.Store.Update(ctx, orgID, func(tx store.Tx) error {
+		if _, found, err := readIntegrationTx(ctx, tx); err != nil {
+			return err
+		} else if !found {
+			return notConnected()
+		}
 		d, occurred, err := readDelivery(tx.ArtifactInTx(ctx, deliveryKind, deliveryID))
-		if core.IsNotFound(err) {
-			return core.New(core.ErrNotFound, CodeDeliveryNotFound, "no delivery of the org has that id")
+		if core.IsNotFound(err) || err == nil && d.Destination != Provider {
+			return core.New(core.ErrNotFound, CodeDeliveryNotFound, "no delivery of the org's WEBHOOK integration has that id")
 		}
 		if err != nil {
-			return err
-		}
-		if err := destinationExists(ctx, tx, d.Destination); err != nil {
 			return err
 		}
 		if d.State != StateDelivered && d.State != StateDeadLettered && d.State != StateDropped {
@@ -411,26 +414,6 @@ func (s *Service) Redeliver(ctx context.Context, orgID, deliveryID string) (Deli
 	}
 	s.Wake()
 	return out, nil
-}
-
-// destinationExists refuses a redelivery to a destination that is gone.
-func destinationExists(ctx context.Context, tx store.Tx, destination string) error {
-	if id, ok := isCallback(destination); ok {
-		set, err := readCallbacksTx(ctx, tx)
-		if err != nil {
-			return err
-		}
-		if _, i := set.find(id); i < 0 {
-			return errNoCallback()
-		}
-		return nil
-	}
-	if _, found, err := readIntegrationTx(ctx, tx); err != nil {
-		return err
-	} else if !found {
-		return notConnected()
-	}
-	return nil
 }
 
 // DeliveryFilter selects the delivery log's records.
