@@ -78,14 +78,15 @@ func ExampleService_AddWebhook() {
 	defer backend.Close()
 	engine, _ := clearance.Open(backend, clearance.Options{SecretsKey: []byte("example-secrets-key-of-32-bytes!!")})
 	org, _ := engine.Admin.CreateOrg(ctx, "Acme")
+	caller, _ := engine.Admin.Authenticate(ctx, org.Key.Secret) // the platform's credential
 
-	cb, err := engine.Connector.AddWebhook(ctx, org.Org.ID, []byte(`{"url":"https://flows.example/hooks/42","filter":{"outcomes":["BLOCK"]}}`))
+	cb, err := engine.Connector.AddWebhook(ctx, caller, []byte(`{"url":"https://flows.example/hooks/42","filter":{"outcomes":["BLOCK"]}}`))
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	fmt.Println(cb.Event, strings.HasPrefix(cb.SigningSecret, "clr_whsec_"))
-	_, err = engine.Connector.AddWebhook(ctx, org.Org.ID, []byte(`{"url":"https://10.0.0.5/hook"}`))
+	_, err = engine.Connector.AddWebhook(ctx, caller, []byte(`{"url":"https://10.0.0.5/hook"}`))
 	fmt.Println(err != nil)
 	list, _ := engine.Connector.Webhooks(ctx, org.Org.ID)
 	fmt.Println(len(list), list[0].URL)

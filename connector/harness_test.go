@@ -25,6 +25,7 @@ import (
 type harness struct {
 	t       *testing.T
 	engine  *clearance.Engine
+	backend *pebblestore.Store
 	mailbox string
 	mu      sync.Mutex
 	now     time.Time
@@ -39,6 +40,7 @@ func newHarness(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { backend.Close() })
+	h.backend = backend
 	mb, err := mail.NewMailbox(h.mailbox, "clearance@example.com", nil)
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/clearancehq/clearance"
+	"github.com/clearancehq/clearance/admin"
+	"github.com/clearancehq/clearance/store"
+	"github.com/clearancehq/clearance/tenant"
 	"github.com/clearancehq/clearance/webhook"
 )
 
@@ -71,15 +74,19 @@ func TestWebhooksJoinTheFanOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	flaky, filtered, integration := newReceiver(t, http.StatusInternalServerError), newReceiver(t), newReceiver(t)
+	caller, err := e.Admin.Authenticate(ctx, o.Key.Secret)
+	if err != nil {
+		t.Fatal(err)
+	}
 
-	cb, err := e.Connector.AddWebhook(ctx, o.Org.ID, fmt.Appendf(nil, `{"url":%q}`, flaky.URL))
+	cb, err := e.Connector.AddWebhook(ctx, caller, fmt.Appendf(nil, `{"url":%q}`, flaky.URL))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(cb.SigningSecret, webhook.PrefixCallbackSecret) || cb.Event != webhook.EventDecisionResolved {
 		t.Fatalf("registration answered %+v", cb)
 	}
-	_, err = e.Connector.AddWebhook(ctx, o.Org.ID, fmt.Appendf(nil, `{"url":%q,"filter":{"outcomes":["BLOCK"]}}`, filtered.URL))
+	_, err = e.Connector.AddWebhook(ctx, caller, fmt.Appendf(nil, `{"url":%q,"filter":{"outcomes":["BLOCK"]}}`, filtered.URL))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,15 +104,15 @@ func TestWebhooksJoinTheFanOut(t *testing.T) {
 		"an unknown outcome": {`{"url":"https://example.com/y","filter":{"outcomes":["MAYBE"]}}`, webhook.CodeInvalidCallback},
 		"an unknown member":  {`{"url":"https://example.com/z","events":["x"]}`, "UNKNOWN_MEMBER"},
 	} {
-		_, err := e.Connector.AddWebhook(ctx, o.Org.ID, []byte(tc.body))
+		_, err := e.Connector.AddWebhook(ctx, caller, []byte(tc.body))
 		wantCode(t, name, err, tc.code)
 	}
 	for i := 2; i < webhook.MaxCallbacks; i++ {
-		if _, err := e.Connector.AddWebhook(ctx, o.Org.ID, fmt.Appendf(nil, `{"url":"https://example.com/hook/%d","filter":{"modes":["ENFORCEMENT"]}}`, i)); err != nil {
+		if _, err := e.Connector.AddWebhook(ctx, caller, fmt.Appendf(nil, `{"url":"https://example.com/hook/%d","filter":{"modes":["ENFORCEMENT"]}}`, i)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, err = e.Connector.AddWebhook(ctx, o.Org.ID, []byte(`{"url":"https://example.com/one-more"}`))
+	_, err = e.Connector.AddWebhook(ctx, caller, []byte(`{"url":"https://example.com/one-more"}`))
 	wantCode(t, "one callback more than the limit", err, webhook.CodeCallbackLimitReached)
 	if list, err := e.Connector.Webhooks(ctx, o.Org.ID); err != nil || len(list) != webhook.MaxCallbacks || list[0].SubscriptionID != cb.SubscriptionID {
 		t.Fatalf("Webhooks = %d callbacks, %v", len(list), err)
@@ -185,4 +192,71 @@ func TestWebhooksJoinTheFanOut(t *testing.T) {
 	if n, m := len(flaky.received()), len(integration.received()); n != 1 || m != 2 {
 		t.Fatalf("after removal: callback %d deliveries, integration %d; want 1 and 2", n, m)
 	}
+}
+
+// A callback lives as long as the credential that registered it: once the
+// owner revokes the platform's credential (or a replayed code does), the
+// callback is inactive, its pending deliveries are dropped and no later
+// decision reaches it.
+func TestWebhooksEndWithTheirCredential(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	e := h.engine
+	o, err := e.Admin.CreateOrg(ctx, "Acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var platform admin.IssuedKey
+	if err := h.backend.Update(ctx, o.Org.ID, func(tx store.Tx) error {
+		var err error
+		platform, err = e.Admin.IssueKeyIn(ctx, tx, admin.KeySpec{OrgID: o.Org.ID, Kind: tenant.KindOrg,
+			Scopes: []tenant.Scope{tenant.ScopeAutomation, tenant.ScopeDecisionWrite}})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	caller, err := e.Admin.Authenticate(ctx, platform.Secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rv := newReceiver(t, http.StatusServiceUnavailable)
+	cb, err := e.Connector.AddWebhook(ctx, caller, fmt.Appendf(nil, `{"url":%q}`, rv.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	decide := func() {
+		t.Helper()
+		if _, err := e.Evaluate(ctx, clearance.EvaluateRequest{OrgID: o.Org.ID, Route: clearance.RouteEvaluateDecision,
+			Body: []byte(`{"decision_type":"PAYMENT","workflow_key":"ap","amount":50}`)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Webhooks.Dispatch(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	decide()
+	if n := len(rv.received()); n != 1 {
+		t.Fatalf("before the revocation: %d deliveries, want 1", n)
+	}
+	if err := e.Admin.RevokeCredential(ctx, o.Org.ID, caller.KeyHash(), "test"); err != nil {
+		t.Fatal(err)
+	}
+	list, err := e.Connector.Webhooks(ctx, o.Org.ID)
+	if err != nil || len(list) != 1 || list[0].Active {
+		t.Fatalf("after the revocation: %+v, %v; want the callback listed inactive", list, err)
+	}
+	h.advance(time.Minute) // the failed first attempt's retry is due
+	if _, err := e.Webhooks.Deliver(ctx); err != nil {
+		t.Fatal(err)
+	}
+	decide()
+	if n := len(rv.received()); n != 1 {
+		t.Fatalf("after the revocation: %d deliveries, want still 1", n)
+	}
+	log, err := e.Connector.WebhookDeliveries(ctx, o.Org.ID, cb.SubscriptionID, webhook.DeliveryFilter{Day: h.now.Format(time.DateOnly)})
+	if err != nil || len(log) != 2 || log[0].State != webhook.StateDropped || log[1].State != webhook.StateDropped {
+		t.Fatalf("the callback's log: %+v, %v; want both deliveries dropped", log, err)
+	}
+	_, err = e.Connector.WebhookDeliveries(ctx, o.Org.ID, "not-an-id", webhook.DeliveryFilter{})
+	wantCode(t, "the log of an unknown callback", err, webhook.CodeCallbackNotFound)
 }

@@ -203,7 +203,7 @@ func (s *Server) registerAutomationClient(c *call) error {
 
 // addAutomationWebhook registers a callback URL for decision.resolved.
 func (s *Server) addAutomationWebhook(c *call) error {
-	out, err := s.engine.Connector.AddWebhook(c.r.Context(), c.principal.OrgID, c.body)
+	out, err := s.engine.Connector.AddWebhook(c.r.Context(), c.principal, c.body)
 	if err != nil {
 		return err
 	}
@@ -227,4 +227,17 @@ func (s *Server) removeAutomationWebhook(c *call) error {
 	c.w.WriteHeader(http.StatusNoContent)
 	c.status = http.StatusNoContent
 	return nil
+}
+
+// automationWebhookDeliveries is the delivery log of one callback.
+func (s *Server) automationWebhookDeliveries(c *call) error {
+	f, err := deliveryFilter(c)
+	if err != nil {
+		return err
+	}
+	list, err := s.engine.Connector.WebhookDeliveries(c.r.Context(), c.principal.OrgID, c.r.PathValue("subscriptionId"), f)
+	if err != nil {
+		return err
+	}
+	return c.writeJSON(http.StatusOK, map[string]any{"deliveries": list})
 }

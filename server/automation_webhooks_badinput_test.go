@@ -233,9 +233,45 @@ func (s *badSuite) automationWebhookSpecs(a automationWebhookArgs) map[string]ro
 		return out
 	}
 	del := routeSpec{key: a.token, params: map[string]string{"subscriptionId": existing},
-		paramCodes: []string{"CALLBACK_NOT_FOUND"}, extra: delValues}
+		paramCodes: []string{"CALLBACK_NOT_FOUND"}, extra: delValues,
+		phase: phaseRevokes} // the delivery log's accepted request reads the callback it removes
+
+	// GET deliveries: the subscription id, whose it is, and the query.
+	logValues := func(q req) []badCase {
+		out := credentials(q, true)
+		add := func(cat, name, key, id string, status int, code string) {
+			p := q
+			p.path = path + "/" + id + "/deliveries"
+			c := s.variant(p, cat, name, "", code)
+			c.key, c.status = key, status
+			out = append(out, c)
+		}
+		add(catForeign, "another workspace's credential on this workspace's callback", a.foreign, existing,
+			http.StatusNotFound, "CALLBACK_NOT_FOUND")
+		add(catForeign, "another workspace's callback", a.token, foreignIDs[0], http.StatusNotFound, "CALLBACK_NOT_FOUND")
+		add(catForeign, "org b's org:* key on this workspace's callback", s.b.Key, existing, http.StatusNotFound, "CALLBACK_NOT_FOUND")
+		for _, v := range []struct{ name, id string }{
+			{"the id with a trailing space", existing + "%20"}, {"the id with a character less", existing[:35]},
+			{"the id with a character more", existing + "0"}, {"the id as a destination name", "automation:" + existing},
+			{"the nil UUID", "00000000-0000-0000-0000-000000000000"}, {"WEBHOOK", "WEBHOOK"},
+		} {
+			add(catPath, v.name, a.token, v.id, http.StatusNotFound, "CALLBACK_NOT_FOUND")
+		}
+		for _, v := range []string{"limit=-1", "limit=0", "limit=abc", "limit=501", "limit=1&limit=2", "day=2026-13-01",
+			"day=yesterday", "state=lost", "state=DELIVERED", "state=%00", "day=%zz"} {
+			p := q
+			p.query = "?" + v
+			c := s.variant(p, catQuery, v, "", "INVALID_DELIVERY_FILTER", "INVALID_QUERY", "INVALID_REQUEST", "UNKNOWN_QUERY_PARAMETER")
+			c.status = http.StatusBadRequest
+			out = append(out, c)
+		}
+		return out
+	}
+	deliveries := routeSpec{key: a.token, params: map[string]string{"subscriptionId": existing},
+		paramCodes: []string{"CALLBACK_NOT_FOUND"}, extra: logValues}
 
 	return map[string]routeSpec{
+		"GET " + path + "/{subscriptionId}/deliveries": deliveries,
 		"POST " + path:                         post,
 		"GET " + path:                          get,
 		"DELETE " + path + "/{subscriptionId}": del,

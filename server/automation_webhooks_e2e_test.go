@@ -156,7 +156,10 @@ type acHook struct {
 func (x *acEnv) addHook(key, body string) acHook {
 	x.t.Helper()
 	r := x.do("POST", acPathWebhooks, key, body, nil).want(x.t, http.StatusCreated)
-	signinWantMembers(x.t, r, "subscription_id", "url", "event", "filter", "created_at", "signing_secret")
+	signinWantMembers(x.t, r, "subscription_id", "url", "event", "filter", "created_at", "active", "signing_secret")
+	if r.JSON["active"] != true {
+		x.t.Fatalf("a new callback is not active: %s", r)
+	}
 	h := acHook{id: r.str("subscription_id"), url: r.str("url"), secret: r.str("signing_secret")}
 	var sent struct{ URL string }
 	_ = json.Unmarshal([]byte(body), &sent)
@@ -196,7 +199,7 @@ func (x *acEnv) hooks(key string, secrets ...string) ([]string, *result) {
 	ids := []string{}
 	for _, v := range list {
 		m, _ := v.(map[string]any)
-		if len(m) != 5 || m["event"] != webhook.EventDecisionResolved || m["url"] == "" || m["created_at"] == "" {
+		if len(m) != 6 || m["active"] != true || m["event"] != webhook.EventDecisionResolved || m["url"] == "" || m["created_at"] == "" {
 			x.t.Fatalf("a listed callback: %v", v)
 		}
 		id, _ := m["subscription_id"].(string)
@@ -214,6 +217,25 @@ func (x *acEnv) hookLog(orgID, id string) []webhook.Delivery {
 		x.t.Fatalf("delivery log of %s: %v", id, err)
 	}
 	return log
+}
+
+// hookLogOf is the delivery log of one callback read over HTTP with key,
+// today by the env's clock.
+func (x *acEnv) hookLogOf(key, id string) []webhook.Delivery {
+	x.t.Helper()
+	r := x.do("GET", acPathWebhooks+"/"+id+"/deliveries?day="+x.clock().Format(time.DateOnly), key, nil, nil).want(x.t, http.StatusOK)
+	var out struct {
+		Deliveries []webhook.Delivery `json:"deliveries"`
+	}
+	if err := json.Unmarshal(r.Raw, &out); err != nil || out.Deliveries == nil {
+		x.t.Fatalf("delivery log of %s: %s (%v)", id, r, err)
+	}
+	for _, d := range out.Deliveries {
+		if d.Destination != webhook.CallbackPrefix+id {
+			x.t.Fatalf("the log of %s holds a delivery to %s", id, d.Destination)
+		}
+	}
+	return out.Deliveries
 }
 
 // verifies reports whether d's signature verifies with secret now.
@@ -326,7 +348,7 @@ func TestAutomationWebhooksDeliverSignedDecisions(t *testing.T) {
 		id, delivery string
 		n            int
 	}{"A": {a.id, gotA.id, 2}, "B": {b.id, gotB.id, 1}} {
-		log := x.hookLog(orgID, c.id)
+		log := x.hookLogOf(tok, c.id)
 		i := slices.IndexFunc(log, func(d webhook.Delivery) bool { return d.DeliveryID == c.delivery })
 		if len(log) != c.n || i < 0 || log[i].State != webhook.StateDelivered || log[i].Destination != webhook.CallbackPrefix+c.id ||
 			len(log[i].Attempts) != 1 || log[i].Attempts[0].StatusCode != http.StatusOK {
@@ -356,7 +378,7 @@ func TestAutomationWebhooksDeliverSignedDecisions(t *testing.T) {
 	if !x.verifies(got3, b.secret) {
 		t.Fatal("callback B's second delivery does not verify with its secret")
 	}
-	if log := x.hookLog(orgID, a.id); len(log) != 2 {
+	if log := x.hookLog(orgID, a.id); len(log) != 2 { // removed: only the engine reads its log
 		t.Fatalf("the removed callback's log has %d deliveries, want its 2 from before the removal: %+v", len(log), log)
 	}
 	for _, d := range rvA.received() {
@@ -450,6 +472,7 @@ func TestAutomationWebhookTenantIsolation(t *testing.T) {
 	if log := x.hookLog(org1, own.id); len(log) != 0 {
 		t.Fatalf("org2's callback's log read as org1's: %+v", log)
 	}
+	x.do("GET", acPathWebhooks+"/"+own.id+"/deliveries", tok1, nil, nil).wantProblem(t, http.StatusNotFound, "CALLBACK_NOT_FOUND")
 	// org1's decision goes to org1's callback.
 	d1 := x.decide(tok1, signinDecision)
 	rv1.await(t, "org1's callback", d1.str("dossier_id"))

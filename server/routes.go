@@ -142,6 +142,7 @@ func (s *Server) routes() []route {
 		{pattern: "POST /v1/automation/webhooks", auth: authKey, scopes: scopeAutomation, handle: (*Server).addAutomationWebhook},
 		{pattern: "GET /v1/automation/webhooks", auth: authKey, scopes: scopeAutomation, handle: (*Server).automationWebhooks},
 		{pattern: "DELETE /v1/automation/webhooks/{subscriptionId}", auth: authKey, scopes: scopeAutomation, handle: (*Server).removeAutomationWebhook},
+		{pattern: "GET /v1/automation/webhooks/{subscriptionId}/deliveries", auth: authKey, scopes: scopeAutomation, handle: (*Server).automationWebhookDeliveries},
 		{pattern: "POST /v1/public/pilot/signal-mapping/sessions", auth: authOnboarding, handle: (*Server).createMappingSession},
 		{pattern: "POST /v1/public/pilot/signal-mapping/sessions/{sessionId}/deployment-bundle", auth: authOnboarding, handle: (*Server).deploymentBundle},
 

@@ -58,27 +58,37 @@ func (s *Server) webhookDeliveries(c *call) error {
 	if err != nil {
 		return err
 	}
-	var f webhook.DeliveryFilter
-	if f.Day, err = c.query("day"); err != nil {
-		return err
-	}
-	if f.State, err = c.query("state"); err != nil {
-		return err
-	}
-	limit, err := c.query("limit")
+	f, err := deliveryFilter(c)
 	if err != nil {
 		return err
-	}
-	if limit != "" {
-		if f.Limit, err = strconv.Atoi(limit); err != nil || f.Limit < 1 {
-			return tokenError(webhook.CodeInvalidDeliveryFilter, "limit", "limit must be an integer from 1 to "+strconv.Itoa(webhook.MaxDeliveries))
-		}
 	}
 	list, err := s.engine.Webhooks.Deliveries(c.r.Context(), org, f)
 	if err != nil {
 		return err
 	}
 	return c.writeJSON(http.StatusOK, map[string]any{"deliveries": list})
+}
+
+// deliveryFilter reads a delivery log's query: day, state, limit.
+func deliveryFilter(c *call) (webhook.DeliveryFilter, error) {
+	var f webhook.DeliveryFilter
+	var err error
+	if f.Day, err = c.query("day"); err != nil {
+		return f, err
+	}
+	if f.State, err = c.query("state"); err != nil {
+		return f, err
+	}
+	limit, err := c.query("limit")
+	if err != nil {
+		return f, err
+	}
+	if limit != "" {
+		if f.Limit, err = strconv.Atoi(limit); err != nil || f.Limit < 1 {
+			return f, tokenError(webhook.CodeInvalidDeliveryFilter, "limit", "limit must be an integer from 1 to "+strconv.Itoa(webhook.MaxDeliveries))
+		}
+	}
+	return f, nil
 }
 
 // redeliverWebhook queues a delivered or dead-lettered delivery again. Its

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"io"
 	"strings"
 	"time"
@@ -43,6 +44,9 @@ type Callback struct {
 	Event          string `json:"event"` // decision.resolved
 	Filter         Filter `json:"filter"`
 	CreatedAt      string `json:"created_at"`
+	// Active is false once the credential that registered it was revoked
+	// or expired: nothing is delivered to it any more.
+	Active bool `json:"active"`
 }
 
 // NewCallback is a registration's answer: the callback and its signing
@@ -59,10 +63,33 @@ type storedCallback struct {
 	Filter    Filter    `json:"filter"`
 	Sealed    string    `json:"sealed"`
 	CreatedAt time.Time `json:"created_at"`
+	// KeyHash is the credential that registered it (tenant.APIKey.Hash;
+	// "" registered by the embedding program): the callback lives only as
+	// long as that credential does.
+	KeyHash string `json:"key_hash,omitempty"`
 }
 
-func (c storedCallback) view() Callback {
-	return Callback{SubscriptionID: c.ID, URL: c.URL, Event: EventDecisionResolved, Filter: c.Filter, CreatedAt: c.CreatedAt.Format(core.TimeFormat)}
+func (c storedCallback) view(active bool) Callback {
+	return Callback{SubscriptionID: c.ID, URL: c.URL, Event: EventDecisionResolved, Filter: c.Filter,
+		CreatedAt: c.CreatedAt.Format(core.TimeFormat), Active: active}
+}
+
+// live reports whether the credential that registered c still works: a
+// revoked or expired credential takes its callbacks with it, so that
+// revoking a platform's credential (the owner's org-wide revocation, a
+// replayed code) also stops what it registered.
+func (s *Service) live(ctx context.Context, orgID string, c storedCallback) (bool, error) {
+	if c.KeyHash == "" {
+		return true, nil
+	}
+	k, err := s.d.Store.APIKeyByHash(ctx, c.KeyHash)
+	if core.IsNotFound(err) || errors.Is(err, core.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, core.Translate("read the callback's credential", err)
+	}
+	return k.OrgID == orgID && k.Usable(s.d.Now()), nil
 }
 
 // destination is the callback's destination name.
@@ -134,12 +161,14 @@ type callbackBody struct {
 }
 
 // AddCallback registers a callback URL for the org's decision.resolved
-// events, optionally filtered like a WEBHOOK subscription. The URL passes
+// events, optionally filtered like a WEBHOOK subscription, bound to the
+// credential keyHash (tenant.APIKey.Hash; "" binds it to none): once that
+// credential is revoked or expires, nothing more is delivered to it. The URL passes
 // the outbound client's guard now and again at every delivery; the same
 // URL twice is refused (409 CALLBACK_EXISTS), as is one more than
 // MaxCallbacks (409 CALLBACK_LIMIT_REACHED). The signing secret is made
 // here and answered once; it is kept sealed.
-func (s *Service) AddCallback(ctx context.Context, orgID string, raw []byte) (NewCallback, error) {
+func (s *Service) AddCallback(ctx context.Context, orgID, keyHash string, raw []byte) (NewCallback, error) {
 	var b callbackBody
 	if err := strictjson.Decode(raw, &b, s.d.JSON); err != nil {
 		return NewCallback{}, core.TranslateInput(err)
@@ -183,7 +212,7 @@ func (s *Service) AddCallback(ctx context.Context, orgID string, raw []byte) (Ne
 		return NewCallback{}, core.Unavailable("seal secret", err)
 	}
 	now := s.d.Now().UTC()
-	cb := storedCallback{ID: id, URL: *b.URL, Filter: filter, Sealed: sealed, CreatedAt: now}
+	cb := storedCallback{ID: id, URL: *b.URL, Filter: filter, Sealed: sealed, CreatedAt: now, KeyHash: keyHash}
 	err = s.d.Store.Update(ctx, orgID, func(tx store.Tx) error {
 		set, err := readCallbacksTx(ctx, tx)
 		if err != nil {
@@ -206,7 +235,7 @@ func (s *Service) AddCallback(ctx context.Context, orgID string, raw []byte) (Ne
 	if err != nil {
 		return NewCallback{}, core.Translate("register callback", err)
 	}
-	return NewCallback{Callback: cb.view(), SigningSecret: secret}, nil
+	return NewCallback{Callback: cb.view(true), SigningSecret: secret}, nil
 }
 
 // RemoveCallback removes a callback: nothing more is delivered to it (its
@@ -251,9 +280,31 @@ func (s *Service) Callbacks(ctx context.Context, orgID string) ([]Callback, erro
 	}
 	out := make([]Callback, 0, len(set.Callbacks))
 	for _, c := range set.Callbacks {
-		out = append(out, c.view())
+		active, err := s.live(ctx, orgID, c)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c.view(active))
 	}
 	return out, nil
+}
+
+// HasCallback is nil when the org has the callback, else CALLBACK_NOT_FOUND.
+func (s *Service) HasCallback(ctx context.Context, orgID, id string) error {
+	if !core.ValidID(id) {
+		return errNoCallback()
+	}
+	if err := s.d.Store.RequireOrg(ctx, orgID); err != nil {
+		return err
+	}
+	set, err := s.readCallbacks(ctx, orgID)
+	if err != nil {
+		return err
+	}
+	if _, i := set.find(id); i < 0 {
+		return errNoCallback()
+	}
+	return nil
 }
 
 func errNoCallback() error {

@@ -114,7 +114,7 @@ func targetKey(orgID, destination string) string { return orgID + "\x00" + desti
 // targets files the org's destinations for a pass into into: the WEBHOOK
 // integration from r, found and err as its read returned them, and each
 // callback of cbs (cbErr: they could not be read).
-func (s *Service) targets(into map[string]target, orgID string, r stored, found bool, err error, cbs callbackSet, cbErr error) {
+func (s *Service) targets(ctx context.Context, into map[string]target, orgID string, r stored, found bool, err error, cbs callbackSet, cbErr error) {
 	into[targetKey(orgID, Provider)] = s.target(orgID, r, found, err)
 	if cbErr != nil {
 		// Filed under the prefix: every callback of the org waits.
@@ -122,7 +122,7 @@ func (s *Service) targets(into map[string]target, orgID string, r stored, found 
 		return
 	}
 	for _, c := range cbs.Callbacks {
-		into[targetKey(orgID, c.destination())] = s.callbackTarget(orgID, c)
+		into[targetKey(orgID, c.destination())] = s.callbackTarget(ctx, orgID, c)
 	}
 }
 
@@ -166,9 +166,15 @@ func (s *Service) target(orgID string, r stored, found bool, err error) target {
 	return t
 }
 
-// callbackTarget is a callback's target for a pass.
-func (s *Service) callbackTarget(orgID string, c storedCallback) target {
-	if s.d.Secrets == nil {
+// callbackTarget is a callback's target for a pass: none (its deliveries
+// dropped) once the credential that registered it is revoked or expired.
+func (s *Service) callbackTarget(ctx context.Context, orgID string, c storedCallback) target {
+	switch live, err := s.live(ctx, orgID, c); {
+	case err != nil:
+		return target{problem: err.Error()}
+	case !live:
+		return target{problem: "the credential that registered the callback was revoked or expired", dropped: true}
+	case s.d.Secrets == nil:
 		return target{problem: "the server has no secrets key"}
 	}
 	b, err := s.d.Secrets.Open(c.Sealed, callbackSecretContext(orgID, c.ID))
@@ -227,7 +233,7 @@ func (s *Service) Deliver(ctx context.Context) (int, error) {
 			held = append(held, claimed...)
 			r, found, err := s.read(ctx, org)
 			cbs, cbErr := s.readCallbacks(ctx, org)
-			s.targets(targets, org, r, found, err, cbs, cbErr)
+			s.targets(ctx, targets, org, r, found, err, cbs, cbErr)
 		}
 	}
 	return len(held), s.deliverHeld(ctx, orgs, held, targets)

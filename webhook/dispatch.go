@@ -61,7 +61,9 @@ func deliveryID(orgID, eventID, destination string) string {
 
 // encodePayload frames what a delivery job carries, the event as it is
 // sent and where, as "<event id> <event> <occurred_at> <destination>\n<body>":
-// the body byte for byte, encoded once.
+// the body byte for byte, encoded once. The WEBHOOK integration's frame
+// names no destination, as before callbacks existed, so that a server of
+// an older release sharing the store still delivers it during an upgrade.
 func encodePayload(ev outbox.Event, destination string) []byte {
 	b := make([]byte, 0, len(ev.ID)+len(ev.Name)+len(time.RFC3339Nano)+len(destination)+4+len(ev.Body))
 	b = append(b, ev.ID...)
@@ -69,8 +71,10 @@ func encodePayload(ev outbox.Event, destination string) []byte {
 	b = append(b, ev.Name...)
 	b = append(b, ' ')
 	b = ev.OccurredAt.UTC().AppendFormat(b, time.RFC3339Nano)
-	b = append(b, ' ')
-	b = append(b, destination...)
+	if destination != Provider {
+		b = append(b, ' ')
+		b = append(b, destination...)
+	}
 	b = append(b, '\n')
 	return append(b, ev.Body...)
 }
@@ -188,7 +192,7 @@ func (s *Service) Dispatch(ctx context.Context) (int, error) {
 		s.stats.dispatched.Add(int64(taken))
 		if len(queued) > 0 {
 			held = append(held, queued...)
-			s.targets(targets, org, r, found, nil, cbs, nil)
+			s.targets(ctx, targets, org, r, found, nil, cbs, nil)
 		}
 	}
 	return total, errors.Join(failed, s.deliverHeld(ctx, orgs, held, targets))

@@ -25,6 +25,11 @@ func PrincipalOf(k tenant.APIKey) Principal {
 // org-wide revocation (admin.RevokedSince), which revoked it.
 func (p Principal) IssuedAt() time.Time { return p.key.CreatedAt }
 
+// KeyHash identifies the caller's credential as the store files it (the
+// hash of its secret, never the secret): what a record bound to the
+// credential keeps, to find out later whether it is still usable.
+func (p Principal) KeyHash() string { return p.key.Hash }
+
 // IsPlatform reports whether the caller holds the platform key.
 func (p Principal) IsPlatform() bool { return p.Kind == tenant.KindPlatform }
 
