@@ -82,7 +82,7 @@ func (s *Service) RegisterClient(ctx context.Context, raw []byte) (Client, error
 	now := s.d.Now()
 	c := Client{ClientID: id, Name: name, RedirectURIs: req.RedirectURIs, CreatedAt: core.Format(now)}
 	err = s.d.Store.Backend.Update(ctx, onboarding.AccountsOrgID, func(tx store.Tx) error {
-		return writeRecord(ctx, tx, kindClient, id, now, c)
+		return core.WriteRecord(ctx, tx, kindClient, id, now, c)
 	})
 	if err != nil {
 		return Client{}, core.Translate("register client", err)
@@ -150,7 +150,7 @@ func (s *Service) CheckAuthorize(ctx context.Context, q url.Values) (Authorizati
 		return Authorization{}, &AuthorizeError{OAuthCode: OAuthInvalidRequest, Description: "unknown client_id"}
 	}
 	var c Client
-	err := readCommitted(ctx, s.d.Store, onboarding.AccountsOrgID, kindClient, clientID, &c)
+	err := core.ReadCommitted(ctx, s.d.Store, onboarding.AccountsOrgID, kindClient, clientID, &c)
 	if core.IsNotFound(err) {
 		return Authorization{}, &AuthorizeError{OAuthCode: OAuthInvalidRequest, Description: "unknown client_id"}
 	}
@@ -225,7 +225,7 @@ func (s *Service) Approve(ctx context.Context, as onboarding.AccountSession, a A
 	rec := codeRecord{ClientID: a.Client.ClientID, RedirectURI: a.RedirectURI, CodeChallenge: a.CodeChallenge,
 		OrgID: orgID, AccountID: as.AccountID, IssuedAt: now, ExpiresAt: now.Add(CodeLifetime)}
 	err = s.d.Store.Backend.Update(ctx, onboarding.AccountsOrgID, func(tx store.Tx) error {
-		return writeRecord(ctx, tx, kindCode, codeKey(code), now, rec)
+		return core.WriteRecord(ctx, tx, kindCode, codeKey(code), now, rec)
 	})
 	if err != nil {
 		return "", core.Translate("issue authorization code", err)
@@ -282,7 +282,7 @@ func (s *Service) Exchange(ctx context.Context, form url.Values) (Token, error) 
 	key, now := codeKey(code), s.d.Now()
 	var rec codeRecord
 	bad := &TokenError{OAuthInvalidGrant, "the code is unknown, expired, used, or not this client's"}
-	err := readCommitted(ctx, s.d.Store, onboarding.AccountsOrgID, kindCode, key, &rec)
+	err := core.ReadCommitted(ctx, s.d.Store, onboarding.AccountsOrgID, kindCode, key, &rec)
 	switch {
 	case core.IsNotFound(err):
 		return Token{}, bad
@@ -308,7 +308,7 @@ func (s *Service) Exchange(ctx context.Context, form url.Values) (Token, error) 
 	spent := false
 	err = s.d.Store.Backend.Update(ctx, onboarding.AccountsOrgID, func(tx store.Tx) error {
 		var cur codeRecord
-		if err := readRecord(ctx, tx, kindCode, key, &cur); err != nil {
+		if err := core.ReadRecord(ctx, tx, kindCode, key, &cur); err != nil {
 			return err
 		}
 		spent = cur.KeyID != ""
@@ -316,7 +316,7 @@ func (s *Service) Exchange(ctx context.Context, form url.Values) (Token, error) 
 			return nil
 		}
 		cur.KeyID = "pending"
-		return writeRecord(ctx, tx, kindCode, key, now, cur)
+		return core.WriteRecord(ctx, tx, kindCode, key, now, cur)
 	})
 	if err != nil {
 		return Token{}, core.Translate("spend authorization code", err)
@@ -348,12 +348,12 @@ func (s *Service) Exchange(ctx context.Context, form url.Values) (Token, error) 
 	var replayed bool
 	err = s.d.Store.Backend.Update(ctx, onboarding.AccountsOrgID, func(tx store.Tx) error {
 		var cur codeRecord
-		if err := readRecord(ctx, tx, kindCode, key, &cur); err != nil {
+		if err := core.ReadRecord(ctx, tx, kindCode, key, &cur); err != nil {
 			return err
 		}
 		replayed = cur.Replayed
 		cur.KeyID, cur.KeyHash = issued.KeyID, issued.Stored.Hash
-		return writeRecord(ctx, tx, kindCode, key, now, cur)
+		return core.WriteRecord(ctx, tx, kindCode, key, now, cur)
 	})
 	if err != nil {
 		return Token{}, core.Translate("record the exchange", err)
@@ -378,14 +378,14 @@ func (s *Service) replayed(ctx context.Context, key string, now time.Time) {
 	var cur codeRecord
 	err := s.d.Store.Backend.Update(ctx, onboarding.AccountsOrgID, func(tx store.Tx) error {
 		cur = codeRecord{}
-		if err := readRecord(ctx, tx, kindCode, key, &cur); err != nil {
+		if err := core.ReadRecord(ctx, tx, kindCode, key, &cur); err != nil {
 			return err
 		}
 		if cur.Replayed {
 			return nil
 		}
 		cur.Replayed = true
-		return writeRecord(ctx, tx, kindCode, key, now, cur)
+		return core.WriteRecord(ctx, tx, kindCode, key, now, cur)
 	})
 	if err != nil {
 		s.d.Logger.Warn("replayed code not marked", "error", err)

@@ -47,7 +47,7 @@ type failures struct {
 // left the window by now.
 func (s *Service) recentFailures(ctx context.Context, tx store.Tx, key string, now time.Time) (failures, error) {
 	var f failures
-	if err := readRecord(ctx, tx, kindFailures, key, &f); err != nil && !core.IsNotFound(err) {
+	if err := core.ReadRecord(ctx, tx, kindFailures, key, &f); err != nil && !core.IsNotFound(err) {
 		return failures{}, err
 	}
 	recent := []time.Time{}
@@ -92,7 +92,7 @@ func (s *Service) noteFailure(ctx context.Context, tx store.Tx, key string, now 
 	if n := len(f.At); n > s.cfg.MaxFailures {
 		f.At = f.At[n-s.cfg.MaxFailures:]
 	}
-	return writeRecord(ctx, tx, kindFailures, key, now, f)
+	return core.WriteRecord(ctx, tx, kindFailures, key, now, f)
 }
 
 // errTooManyAttempts is the refusal of a locked address: the same for

@@ -136,7 +136,7 @@ func (s *Service) CreateSession(ctx context.Context, p core.Principal, raw []byt
 		// Each session may mint an org key: an org has at most
 		// MaxSessions, so a leaked key cannot mint keys without bound.
 		var n sessionCount
-		if err := readRecord(ctx, tx, kindCount, idSessions, &n); err != nil && !core.IsNotFound(err) {
+		if err := core.ReadRecord(ctx, tx, kindCount, idSessions, &n); err != nil && !core.IsNotFound(err) {
 			return err
 		}
 		if n.Sessions >= MaxSessions {
@@ -144,10 +144,10 @@ func (s *Service) CreateSession(ctx context.Context, p core.Principal, raw []byt
 				"the org has opened %d mapping sessions, the most it may", MaxSessions)
 		}
 		n.Sessions++
-		if err := writeRecord(ctx, tx, kindCount, idSessions, now, n); err != nil {
+		if err := core.WriteRecord(ctx, tx, kindCount, idSessions, now, n); err != nil {
 			return err
 		}
-		return writeRecord(ctx, tx, kindSession, id, now, sess)
+		return core.WriteRecord(ctx, tx, kindSession, id, now, sess)
 	})
 	if err != nil {
 		return Session{}, core.Translate("create mapping session", err)
@@ -213,7 +213,7 @@ func (s *Service) IssueBundle(ctx context.Context, p core.Principal, sessionID s
 	err = s.d.Store.Update(ctx, org, func(tx store.Tx) error {
 		// fn may run again: start from nothing each time.
 		issued, sess, key = false, Session{}, admin.IssuedKey{}
-		if err := readRecord(ctx, tx, kindSession, sessionID, &sess); err != nil {
+		if err := core.ReadRecord(ctx, tx, kindSession, sessionID, &sess); err != nil {
 			return err
 		}
 		if sess.Status != SessionOpen {
@@ -235,7 +235,7 @@ func (s *Service) IssueBundle(ctx context.Context, p core.Principal, sessionID s
 		sess.Status, sess.BundleIssuedAt = SessionIssued, core.Format(now)
 		sess.ProviderKey, sess.WorkflowKey, sess.SourceLabel = req.ProviderKey, req.WorkflowKey, label
 		sess.KeyID, sess.ConnectorID = key.KeyID, conn.ConnectorID
-		if err := writeRecord(ctx, tx, kindSession, sessionID, now, sess); err != nil {
+		if err := core.WriteRecord(ctx, tx, kindSession, sessionID, now, sess); err != nil {
 			return err
 		}
 		issued = true
@@ -277,7 +277,7 @@ func (s *Service) revokedGrants(ctx context.Context, org string) (map[string]boo
 // that is not in done (revoked already) and returns their key ids.
 func revokeGrants(ctx context.Context, tx store.Tx, now time.Time, done map[string]bool) ([]string, error) {
 	var g grants
-	switch err := readRecord(ctx, tx, kindGrants, idGrants, &g); {
+	switch err := core.ReadRecord(ctx, tx, kindGrants, idGrants, &g); {
 	case core.IsNotFound(err):
 		return []string{}, nil
 	case err != nil:
@@ -296,12 +296,12 @@ func revokeGrants(ctx context.Context, tx store.Tx, now time.Time, done map[stri
 			ids = append(ids, g.Keys[i].ID)
 		}
 	}
-	return ids, writeRecord(ctx, tx, kindGrants, idGrants, now, g)
+	return ids, core.WriteRecord(ctx, tx, kindGrants, idGrants, now, g)
 }
 
 func (s *Service) session(ctx context.Context, org, id string) (Session, error) {
 	var sess Session
-	err := readCommitted(ctx, s.d.Store, org, kindSession, id, &sess)
+	err := core.ReadCommitted(ctx, s.d.Store, org, kindSession, id, &sess)
 	if core.IsNotFound(err) {
 		return Session{}, errNoSession()
 	}

@@ -3,12 +3,10 @@ package onboarding
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/clearancehq/clearance/admin"
-	"github.com/clearancehq/clearance/artifact"
 	"github.com/clearancehq/clearance/internal/core"
 	"github.com/clearancehq/clearance/internal/strictjson"
 	"github.com/clearancehq/clearance/store"
@@ -177,10 +175,10 @@ func (s *Service) Verify(ctx context.Context, raw []byte) (Verified, error) {
 		// The sign-up the code belongs to, and the org listed on the
 		// account, in the transaction that spends it.
 		c, acc = challenge{}, account{}
-		if err := readRecord(ctx, tx, kindChallenge, key, &c); err != nil {
+		if err := core.ReadRecord(ctx, tx, kindChallenge, key, &c); err != nil {
 			return err
 		}
-		switch err := readRecord(ctx, tx, kindAccount, key, &acc); {
+		switch err := core.ReadRecord(ctx, tx, kindAccount, key, &acc); {
 		case core.IsNotFound(err):
 			id, err := s.d.IDs.New()
 			if err != nil {
@@ -194,7 +192,7 @@ func (s *Service) Verify(ctx context.Context, raw []byte) (Verified, error) {
 			acc.Name = c.OwnerName
 		}
 		acc.OrgIDs = append(acc.OrgIDs, orgID)
-		return writeRecord(ctx, tx, kindAccount, key, now, acc)
+		return core.WriteRecord(ctx, tx, kindAccount, key, now, acc)
 	})
 	if err != nil {
 		return Verified{}, core.Translate("verify sign-up", err)
@@ -211,44 +209,11 @@ func (s *Service) Verify(ctx context.Context, raw []byte) (Verified, error) {
 		if err != nil {
 			return err
 		}
-		return writeRecord(ctx, tx, kindGrants, idGrants, now, grants{Keys: []tenant.APIKey{grant.Stored}})
+		return core.WriteRecord(ctx, tx, kindGrants, idGrants, now, grants{Keys: []tenant.APIKey{grant.Stored}})
 	})
 	if err != nil {
 		return Verified{}, err
 	}
 	return Verified{OnboardingGrant: grant.Secret, GrantID: grant.KeyID, GrantExpiresAt: core.Format(expires),
 		OrgID: orgID, AccountID: acc.AccountID, Workspace: workspaceOf(orgID, c.OrgName)}, nil
-}
-
-// readRecord decodes the transaction org's record (kind, id) into v.
-func readRecord(ctx context.Context, tx store.Tx, kind, id string, v any) error {
-	r, err := tx.ArtifactInTx(ctx, kind, id)
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(r.Body, v); err != nil {
-		return fmt.Errorf("onboarding: %s %s does not decode: %w", kind, id, err)
-	}
-	return nil
-}
-
-// writeRecord stores v as the transaction org's record (kind, id).
-func writeRecord(ctx context.Context, tx store.Tx, kind, id string, at time.Time, v any) error {
-	body, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	return tx.PutArtifact(ctx, artifact.Record{OrgID: tx.OrgID(), Kind: kind, ID: id, CreatedAt: at, Body: body})
-}
-
-// readCommitted decodes the committed record (kind, id) of org into v.
-func readCommitted(ctx context.Context, r artifact.Reader, org, kind, id string, v any) error {
-	rec, err := r.Artifact(ctx, org, kind, id)
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(rec.Body, v); err != nil {
-		return fmt.Errorf("onboarding: %s %s does not decode: %w", kind, id, err)
-	}
-	return nil
 }

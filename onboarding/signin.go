@@ -134,20 +134,20 @@ func (s *Service) VerifySignIn(ctx context.Context, raw []byte) (SignedIn, error
 	var acc account
 	ok, err := s.spendCode(ctx, kindSignIn, key, req.OTPCode, now, func(tx store.Tx) error {
 		acc = account{}
-		switch err := readRecord(ctx, tx, kindAccount, key, &acc); {
+		switch err := core.ReadRecord(ctx, tx, kindAccount, key, &acc); {
 		case core.IsNotFound(err):
 			id, err := s.d.IDs.New()
 			if err != nil {
 				return err
 			}
 			acc = account{AccountID: id, Email: email, CreatedAt: now, OrgIDs: []string{}}
-			if err := writeRecord(ctx, tx, kindAccount, key, now, acc); err != nil {
+			if err := core.WriteRecord(ctx, tx, kindAccount, key, now, acc); err != nil {
 				return err
 			}
 		case err != nil:
 			return err
 		}
-		return writeRecord(ctx, tx, kindAccountSession, sessionKey(secret), now, accountSession{AccountKey: key,
+		return core.WriteRecord(ctx, tx, kindAccountSession, sessionKey(secret), now, accountSession{AccountKey: key,
 			AccountID: acc.AccountID, CreatedAt: now, ExpiresAt: now.Add(s.cfg.SessionTTL)})
 	})
 	if err != nil {
@@ -171,7 +171,7 @@ func (s *Service) Session(ctx context.Context, secret string) (AccountSession, e
 	}
 	hash := sessionKey(secret)
 	var sess accountSession
-	err := readCommitted(ctx, s.d.Store, AccountsOrgID, kindAccountSession, hash, &sess)
+	err := core.ReadCommitted(ctx, s.d.Store, AccountsOrgID, kindAccountSession, hash, &sess)
 	switch {
 	case core.IsNotFound(err):
 		return AccountSession{}, errNoAccountSession()
@@ -182,7 +182,7 @@ func (s *Service) Session(ctx context.Context, secret string) (AccountSession, e
 		return AccountSession{}, errNoAccountSession()
 	}
 	var acc account
-	if err := readCommitted(ctx, s.d.Store, AccountsOrgID, kindAccount, sess.AccountKey, &acc); err != nil {
+	if err := core.ReadCommitted(ctx, s.d.Store, AccountsOrgID, kindAccount, sess.AccountKey, &acc); err != nil {
 		return AccountSession{}, core.Translate("read account", err)
 	}
 	return AccountSession{AccountID: acc.AccountID, Email: acc.Email, ExpiresAt: sess.ExpiresAt, key: sess.AccountKey, hash: hash}, nil
@@ -191,7 +191,7 @@ func (s *Service) Session(ctx context.Context, secret string) (AccountSession, e
 // Account returns the session's account and its workspaces.
 func (s *Service) Account(ctx context.Context, as AccountSession) (AccountView, error) {
 	var acc account
-	if err := readCommitted(ctx, s.d.Store, AccountsOrgID, kindAccount, as.key, &acc); err != nil {
+	if err := core.ReadCommitted(ctx, s.d.Store, AccountsOrgID, kindAccount, as.key, &acc); err != nil {
 		return AccountView{}, core.Translate("read account", err)
 	}
 	return s.view(ctx, acc, as.ExpiresAt)
@@ -202,11 +202,11 @@ func (s *Service) SignOut(ctx context.Context, as AccountSession) error {
 	now := s.d.Now()
 	err := s.d.Store.Backend.Update(ctx, AccountsOrgID, func(tx store.Tx) error {
 		var sess accountSession
-		if err := readRecord(ctx, tx, kindAccountSession, as.hash, &sess); err != nil {
+		if err := core.ReadRecord(ctx, tx, kindAccountSession, as.hash, &sess); err != nil {
 			return err
 		}
 		sess.EndedAt = now
-		return writeRecord(ctx, tx, kindAccountSession, as.hash, now, sess)
+		return core.WriteRecord(ctx, tx, kindAccountSession, as.hash, now, sess)
 	})
 	return core.Translate("sign out", err)
 }
@@ -250,7 +250,7 @@ func (s *Service) RevokeCredentials(ctx context.Context, as AccountSession, orgI
 // answer an org that does not exist gets.
 func (s *Service) Owns(ctx context.Context, as AccountSession, orgID string) error {
 	var acc account
-	if err := readCommitted(ctx, s.d.Store, AccountsOrgID, kindAccount, as.key, &acc); err != nil {
+	if err := core.ReadCommitted(ctx, s.d.Store, AccountsOrgID, kindAccount, as.key, &acc); err != nil {
 		return core.Translate("read account", err)
 	}
 	for _, id := range acc.OrgIDs {
@@ -307,7 +307,7 @@ func (s *Service) sendCode(ctx context.Context, kind, email string, c challenge,
 			return err
 		}
 		var old challenge
-		if err := readRecord(ctx, tx, kind, key, &old); err != nil && !core.IsNotFound(err) {
+		if err := core.ReadRecord(ctx, tx, kind, key, &old); err != nil && !core.IsNotFound(err) {
 			return err
 		}
 		recent := []time.Time{}
@@ -323,7 +323,7 @@ func (s *Service) sendCode(ctx context.Context, kind, email string, c challenge,
 		}
 		next := c
 		next.CodeMAC, next.ExpiresAt, next.Attempts, next.Sends = macOf(s, kind, code, key), now.Add(s.cfg.CodeTTL), 0, append(recent, now)
-		return writeRecord(ctx, tx, kind, key, now, next)
+		return core.WriteRecord(ctx, tx, kind, key, now, next)
 	})
 	if err != nil {
 		return Started{}, core.Translate("send code", err)
@@ -354,7 +354,7 @@ func (s *Service) spendCode(ctx context.Context, kind, key, code string, now tim
 			return err
 		}
 		var c challenge
-		switch err := readRecord(ctx, tx, kind, key, &c); {
+		switch err := core.ReadRecord(ctx, tx, kind, key, &c); {
 		case core.IsNotFound(err):
 			return nil
 		case err != nil:
@@ -375,10 +375,10 @@ func (s *Service) spendCode(ctx context.Context, kind, key, code string, now tim
 			if err := s.noteFailure(ctx, tx, key, now); err != nil {
 				return err
 			}
-			return writeRecord(ctx, tx, kind, key, now, c)
+			return core.WriteRecord(ctx, tx, kind, key, now, c)
 		}
 		c.CodeMAC = ""
-		if err := writeRecord(ctx, tx, kind, key, now, c); err != nil {
+		if err := core.WriteRecord(ctx, tx, kind, key, now, c); err != nil {
 			return err
 		}
 		ok = true

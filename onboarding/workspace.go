@@ -134,7 +134,7 @@ func sourceKey(source string) string {
 // the delay until the window has room.
 func spendBudget(ctx context.Context, tx store.Tx, id string, limit int, now time.Time) error {
 	var b budget
-	if err := readRecord(ctx, tx, kindProvisioning, id, &b); err != nil && !core.IsNotFound(err) {
+	if err := core.ReadRecord(ctx, tx, kindProvisioning, id, &b); err != nil && !core.IsNotFound(err) {
 		return err
 	}
 	recent := []time.Time{}
@@ -148,7 +148,7 @@ func spendBudget(ctx context.Context, tx store.Tx, id string, limit int, now tim
 			Detail:     "too many provisional workspaces were started; retry after the Retry-After delay",
 			RetryAfter: recent[0].Add(ProvisionWindow).Sub(now)}
 	}
-	return writeRecord(ctx, tx, kindProvisioning, id, now, budget{Starts: append(recent, now)})
+	return core.WriteRecord(ctx, tx, kindProvisioning, id, now, budget{Starts: append(recent, now)})
 }
 
 func claimKey(s *Service, code string) string {
@@ -196,7 +196,7 @@ func (s *Service) Provision(ctx context.Context, source string, raw []byte) (Pro
 		}
 		// Filed before the org exists: a claim of an org whose creation
 		// failed finds no workspace.
-		return writeRecord(ctx, tx, kindClaim, claimKey(s, code), now, claim{OrgID: orgID, ExpiresAt: expires})
+		return core.WriteRecord(ctx, tx, kindClaim, claimKey(s, code), now, claim{OrgID: orgID, ExpiresAt: expires})
 	})
 	if err != nil {
 		return Provisional{}, core.Translate("provision workspace", err)
@@ -209,7 +209,7 @@ func (s *Service) Provision(ctx context.Context, source string, raw []byte) (Pro
 		if err != nil {
 			return err
 		}
-		if err := writeRecord(ctx, tx, kindProvisional, idProvisional, now, provisional{KeyID: key.KeyID, ClaimExpiresAt: expires}); err != nil {
+		if err := core.WriteRecord(ctx, tx, kindProvisional, idProvisional, now, provisional{KeyID: key.KeyID, ClaimExpiresAt: expires}); err != nil {
 			return err
 		}
 		return core.AppendRecord(ctx, tx, ledger.KindWorkspaceProvisioned, org.ID, provisionedEvent{KeyID: key.KeyID,
@@ -273,7 +273,7 @@ func (s *Service) Claim(ctx context.Context, as AccountSession, raw []byte) (Cla
 	var c claim
 	err := s.d.Store.Backend.Update(ctx, AccountsOrgID, func(tx store.Tx) error {
 		c = claim{}
-		switch err := readRecord(ctx, tx, kindClaim, id, &c); {
+		switch err := core.ReadRecord(ctx, tx, kindClaim, id, &c); {
 		case core.IsNotFound(err):
 			return errClaimCode()
 		case err != nil:
@@ -283,14 +283,14 @@ func (s *Service) Claim(ctx context.Context, as AccountSession, raw []byte) (Cla
 			return errClaimCode()
 		}
 		var acc account
-		if err := readRecord(ctx, tx, kindAccount, as.key, &acc); err != nil {
+		if err := core.ReadRecord(ctx, tx, kindAccount, as.key, &acc); err != nil {
 			return err
 		}
 		// A retry by the account that spent it writes nothing: a refusal
 		// that follows changes nothing.
 		if !slices.Contains(acc.OrgIDs, c.OrgID) {
 			acc.OrgIDs = append(acc.OrgIDs, c.OrgID)
-			if err := writeRecord(ctx, tx, kindAccount, as.key, now, acc); err != nil {
+			if err := core.WriteRecord(ctx, tx, kindAccount, as.key, now, acc); err != nil {
 				return err
 			}
 		}
@@ -298,7 +298,7 @@ func (s *Service) Claim(ctx context.Context, as AccountSession, raw []byte) (Cla
 			return nil
 		}
 		c.ClaimedBy = as.AccountID
-		return writeRecord(ctx, tx, kindClaim, id, now, c)
+		return core.WriteRecord(ctx, tx, kindClaim, id, now, c)
 	})
 	if err != nil {
 		return Claimed{}, core.Translate("claim workspace", err)
@@ -307,7 +307,7 @@ func (s *Service) Claim(ctx context.Context, as AccountSession, raw []byte) (Cla
 	var name string
 	err = s.d.Store.Update(ctx, c.OrgID, func(tx store.Tx) error {
 		var p provisional
-		switch err := readRecord(ctx, tx, kindProvisional, idProvisional, &p); {
+		switch err := core.ReadRecord(ctx, tx, kindProvisional, idProvisional, &p); {
 		case core.IsNotFound(err):
 			return errClaimCode() // the org's creation failed
 		case err != nil:
@@ -322,7 +322,7 @@ func (s *Service) Claim(ctx context.Context, as AccountSession, raw []byte) (Cla
 			return err
 		}
 		p.ClaimedBy, p.ClaimedAt = as.AccountID, now
-		if err := writeRecord(ctx, tx, kindProvisional, idProvisional, now, p); err != nil {
+		if err := core.WriteRecord(ctx, tx, kindProvisional, idProvisional, now, p); err != nil {
 			return err
 		}
 		return core.AppendRecord(ctx, tx, ledger.KindWorkspaceClaimed, c.OrgID, claimedEvent{AccountID: as.AccountID,
