@@ -23,8 +23,10 @@ const (
 // celEnv declares the variables a `when` expression sees. Numbers compare
 // across int and double (JSON numbers are doubles), and time accessors use
 // UTC, so results never depend on the host.
-var celEnv = sync.OnceValues(func() (*cel.Env, error) {
-	return cel.NewEnv(
+var celEnv = sync.OnceValues(newCelEnv)
+
+func newCelEnv() (*cel.Env, error) {
+	env, err := cel.NewEnv(
 		cel.Variable("intent", cel.MapType(cel.StringType, cel.DynType)),
 		cel.Variable("signals", cel.MapType(cel.StringType, cel.DynType)),
 		cel.Variable("approval", cel.DynType),
@@ -32,7 +34,16 @@ var celEnv = sync.OnceValues(func() (*cel.Env, error) {
 		cel.CrossTypeNumericComparisons(true),
 		cel.DefaultUTCTimeZone(true),
 	)
-})
+	if err != nil {
+		return nil, err
+	}
+	// cel-go's checker fills its symbol catalog lazily, on the first
+	// undeclared reference, while concurrent checks copy that field
+	// unguarded (a data race in cel-go v0.33). Compiling one undeclared
+	// name here fills it before the environment is shared.
+	env.Compile("clearance_undeclared_warmup")
+	return env, nil
+}
 
 // compileWhen compiles expr into a cost-limited program and reports
 // whether it reads the signals variable. On failure it returns the problem
