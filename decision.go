@@ -20,6 +20,8 @@ const (
 	RouteCloudAgentVerify = decide.RouteCloudAgentVerify
 	// RouteEnforceAndBind is the entry point of signed execution intents.
 	RouteEnforceAndBind = decide.RouteEnforceAndBind
+	// RouteUCPCheckout is the authorization of a UCP checkout completion.
+	RouteUCPCheckout = decide.RouteUCPCheckout
 )
 
 // EvaluateRequest is one decision to make (decide.EvaluateRequest).

@@ -12,6 +12,7 @@ import (
 	"github.com/clearancehq/clearance/admin"
 	"github.com/clearancehq/clearance/approval"
 	"github.com/clearancehq/clearance/audit"
+	"github.com/clearancehq/clearance/checkout"
 	"github.com/clearancehq/clearance/claim"
 	"github.com/clearancehq/clearance/connector"
 	"github.com/clearancehq/clearance/decide"
@@ -226,6 +227,9 @@ type Engine struct {
 	// authorization code with PKCE) and delivers decision.resolved to the
 	// callback URLs they register.
 	Connector *connector.Service
+	// Checkout authorizes UCP checkout completions and binds each to an
+	// exact-action grant.
+	Checkout *checkout.Service
 }
 
 // Open returns an Engine over backend. The Engine does not own the backend:
@@ -274,8 +278,9 @@ func Open(backend store.Backend, opts Options) (*Engine, error) {
 	e.Escalations.UseDecide(e.Decide)
 	e.Evidence = evidence.New(deps, evidence.Config{Audit: e.Audit, ProducerKey: opts.ProducerKey, Escalation: e.Escalations.Capsule})
 	e.ShareLinks = sharelink.New(deps, sharelink.Config{Secret: opts.ShareSecret})
+	e.Checkout = checkout.New(deps, checkout.Config{Decide: e.Decide})
 	e.Execution = execution.New(deps, execution.Config{Policies: e.Policies, StillActive: policies.StillActive,
-		ClaimLease: opts.ClaimLease, Approvals: claimApprovals, Signals: e.Signals})
+		ClaimLease: opts.ClaimLease, Approvals: claimApprovals, Signals: e.Signals, Checkouts: e.Checkout})
 	e.Exports = export.New(deps, export.Config{Ledger: e.Audit, Secret: opts.ExportSecret})
 	ob := opts.Onboarding
 	ob.Mailer, ob.Admin, ob.Signals = opts.Mailer, e.Admin, e.Signals

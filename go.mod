@@ -22,6 +22,7 @@ require (
 	github.com/emersion/go-sasl v0.0.0-20241020182733-b788ff22d5a6
 	github.com/emersion/go-smtp v0.25.1
 	github.com/go-webauthn/webauthn v0.18.2
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 )
 
 require (

@@ -78,6 +78,9 @@ func (s *Service) EnforceAndBind(ctx context.Context, req AuthorityRequest) (Aut
 	if dr.in, err = IntentInput(intent, req.Mode, dr.now); err != nil {
 		return AuthorityDecision{}, err
 	}
+	if err := refuseCheckoutNames(&dr.in, intent.ConcurrencyScope); err != nil {
+		return AuthorityDecision{}, err
+	}
 	if dr.pin, err = (policy.Intent{Context: intent.Context}).PolicyPin(); err != nil {
 		return AuthorityDecision{}, core.TranslateInput(err)
 	}
@@ -226,7 +229,7 @@ func (s *Service) bind(ctx context.Context, b *binding, conclude func(ctx contex
 			IntentID: intent.IntentID, IntentHash: dr.intentDigest, PayloadDigest: payloadDigest,
 			ExpectedEffectDigest: intent.ExpectedEffectDigest, Nonce: intent.Nonce, Scope: intent.ConcurrencyScope,
 			Correlation: dr.corr, ActorID: intent.Actor.ID, ActionType: intent.Action.Type,
-			PolicyVersion: c.Snapshot().PolicyVersion, BundleDigest: c.Digest(), Intent: dr.intent,
+			PolicyVersion: c.Snapshot().PolicyVersion, BundleDigest: c.Digest(), Intent: dr.boundIntent(),
 			IssuedAt: dr.now, ExpiresAt: dr.now.Add(s.cfg.GrantTTL),
 		}
 		if b.approval != nil {

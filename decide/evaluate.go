@@ -83,6 +83,9 @@ func (s *Service) Evaluate(ctx context.Context, req EvaluateRequest) (Decision, 
 		return Decision{}, core.TranslateInput(err)
 	}
 	dr.in.Extra = body.extra
+	if err := refuseCheckoutNames(&dr.in, ""); err != nil {
+		return Decision{}, err
+	}
 	if dr.pin, err = body.intent.PolicyPin(); err != nil {
 		return Decision{}, core.TranslateInput(err)
 	}

@@ -20,6 +20,7 @@ type draft struct {
 	route        Route
 	org          string
 	intent       json.RawMessage // canonical JSON of what was evaluated
+	bound        json.RawMessage // what a grant keeps to evaluate again (BoundIntent); nil: intent
 	asReceived   string          // the request exactly as received
 	intentDigest string          // SHA-256 of intent: the idempotency digest too
 	in           policy.Input
@@ -126,4 +127,12 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// boundIntent is what the draft's grant keeps of its intent.
+func (dr *draft) boundIntent() json.RawMessage {
+	if dr.bound != nil {
+		return dr.bound
+	}
+	return dr.intent
 }

@@ -16,6 +16,8 @@ const (
 	// RouteManagedEscalation is the fresh evaluation of a managed
 	// escalation's original intent with its verified approval.
 	RouteManagedEscalation Route = "managed-escalation"
+	// RouteUCPCheckout is the authorization of a UCP checkout completion.
+	RouteUCPCheckout Route = "ucp.checkout.authorize"
 )
 
 // defaultSurface is the surface a gate route fills in when the body names

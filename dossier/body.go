@@ -59,8 +59,32 @@ type Body struct {
 	// Signals are the inbound signals the policy saw (the org's latest of
 	// each type), sorted by type; absent when the policy reads none.
 	Signals []Signal `json:"signals,omitempty"`
+	// Checkout is what a UCP checkout authorization verified before the
+	// policy saw it; absent on every other route, so their dossiers hash
+	// as before.
+	Checkout *Checkout `json:"checkout,omitempty"`
 	// intentCanonical is set by SetCanonicalIntent.
 	intentCanonical bool
+}
+
+// Checkout records a UCP checkout's verification: the release it was
+// validated against, the merchant's terms signature and the checkout
+// mandate. The checkout itself is the dossier's intent.
+type Checkout struct {
+	Release    string `json:"release"`
+	CheckoutID string `json:"checkout_id"`
+	// Terms is VERIFIED (the signature verified with MerchantKID, an active
+	// merchant key of the org), UNKNOWN_KEY (signed under a kid the org has
+	// no active key for) or ABSENT.
+	Terms       string `json:"terms"`
+	MerchantKID string `json:"merchant_kid,omitempty"`
+	// Mandate is PRESENTED (an SD-JWT+kb checkout mandate whose shape and
+	// binding to this checkout were checked; its signatures are the
+	// wallet's and are not verified here) or ABSENT.
+	Mandate string `json:"mandate"`
+	// EvaluatedIntent is the intent the policy evaluated, derived from the
+	// checkout (canonical JSON).
+	EvaluatedIntent json.RawMessage `json:"evaluated_intent"`
 }
 
 // SetCanonicalIntent sets Intent to c, which the caller guarantees is

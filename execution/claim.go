@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"time"
 
 	"github.com/clearancehq/clearance/claim"
 	"github.com/clearancehq/clearance/decide"
@@ -155,11 +156,11 @@ func (s *Service) recheckApproval(ctx context.Context, g claim.Grant) (*policy.A
 // when that version reads them, and returns that version; any answer but
 // ALLOW in ENFORCEMENT is a stale authorization, and signals that cannot
 // be read refuse the claim (503) rather than being taken as none.
-func (s *Service) checkCurrentPolicy(ctx context.Context, g claim.Grant, intent decide.ExecutionIntent, approval *policy.Approval) (string, error) {
+func (s *Service) checkCurrentPolicy(ctx context.Context, g claim.Grant, intent decide.BoundIntent, approval *policy.Approval) (string, error) {
 	now := s.d.Now()
-	in, err := decide.IntentInput(intent, "", now)
+	in, err := s.boundInput(ctx, g.OrgID, intent, now)
 	if err != nil {
-		return "", core.New(core.ErrConflict, core.CodeStaleAuthorization, "the bound intent cannot be re-evaluated")
+		return "", err
 	}
 	in.Approval = approval
 	res, err := s.cfg.Policies.Resolve(ctx, g.OrgID, "")
@@ -182,6 +183,33 @@ func (s *Service) checkCurrentPolicy(ctx context.Context, g claim.Grant, intent 
 			"under the current policy (%s) the action is %s in %s mode", c.Snapshot().PolicyVersion, pd.Outcome, res.Mode(""))
 	}
 	return c.Snapshot().PolicyVersion, nil
+}
+
+// boundInput is the policy input of a grant's bound intent now: a UCP
+// checkout's is rebuilt by the checkout feature, which verifies its terms
+// again.
+func (s *Service) boundInput(ctx context.Context, orgID string, b decide.BoundIntent, now time.Time) (policy.Input, error) {
+	stale := func(err error) error {
+		return &core.Error{Kind: core.ErrConflict, Code: core.CodeStaleAuthorization, Detail: "the bound intent cannot be re-evaluated", Err: err}
+	}
+	if len(b.UCPCheckout) == 0 {
+		in, err := decide.IntentInput(b.ExecutionIntent, "", now)
+		if err != nil {
+			return in, stale(err)
+		}
+		return in, nil
+	}
+	if s.cfg.Checkouts == nil {
+		return policy.Input{}, stale(errors.New("no checkout service is configured"))
+	}
+	in, err := s.cfg.Checkouts.ClaimInput(ctx, orgID, b, now)
+	if errors.Is(err, core.ErrUnavailable) {
+		return in, err
+	}
+	if err != nil {
+		return in, stale(err)
+	}
+	return in, nil
 }
 
 // claimTokenPrefix marks claim tokens, like API keys are marked.

@@ -27,6 +27,19 @@ type Config struct {
 	// Signals reads the org's current inbound signals, with which a claim
 	// re-evaluates a policy that reads them; nil: policies see none.
 	Signals decide.Signals
+	// Checkouts rebuilds the policy input of a UCP checkout's grant at
+	// claim time (the checkout feature implements it); nil: such grants are
+	// not claimable.
+	Checkouts Checkouts
+}
+
+// Checkouts re-verifies a UCP checkout a grant was issued for.
+type Checkouts interface {
+	// ClaimInput is the policy input of b, a checkout's bound intent, as
+	// its checkout verifies now (terms against the org's merchant keys as
+	// they are now). A core unavailable error is a 503; any other error
+	// refuses the claim (409 STALE_AUTHORIZATION).
+	ClaimInput(ctx context.Context, orgID string, b decide.BoundIntent, now time.Time) (policy.Input, error)
 }
 
 // Approvals re-resolves approvals for claims (the escalation feature

@@ -79,7 +79,7 @@ func (s *Service) grantOf(tg tokenGrant) (claim.Grant, error) {
 		return claim.Grant{}, err
 	}
 	// Grants are issued only for ENFORCEMENT.
-	if !tg.claims.Equal(decide.GrantClaims(s.d.Issuer, tg.stored, intent, policy.ModeEnforcement)) {
+	if !tg.claims.Equal(decide.GrantClaims(s.d.Issuer, tg.stored, intent.ExecutionIntent, policy.ModeEnforcement)) {
 		return claim.Grant{}, core.New(core.ErrConflict, CodeBindingMismatch, "the execution grant does not match its recorded binding")
 	}
 	return tg.stored, nil
@@ -87,8 +87,8 @@ func (s *Service) grantOf(tg tokenGrant) (claim.Grant, error) {
 
 // boundIntent decodes the canonical intent a grant was issued for, within
 // the JSON limits it was accepted under.
-func (s *Service) boundIntent(g claim.Grant) (decide.ExecutionIntent, error) {
-	var intent decide.ExecutionIntent
+func (s *Service) boundIntent(g claim.Grant) (decide.BoundIntent, error) {
+	var intent decide.BoundIntent
 	opts := s.d.JSON
 	opts.RejectUnknown = false
 	if err := strictjson.Decode(g.Intent, &intent, opts); err != nil {

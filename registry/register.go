@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/clearancehq/clearance/grant"
+	"github.com/clearancehq/clearance/ucp"
 )
 
 // MaxKIDLength is the longest kid, in characters (ASCII, so bytes).
@@ -92,7 +93,16 @@ func Register(ctx context.Context, tx Tx, orgID string, kind Kind, r Registratio
 	if err := checkIssuer(r.Issuer); err != nil {
 		return Key{}, false, err
 	}
-	pub, jwk, err := parseJWK(r.PublicJWK, r.KID)
+	var (
+		pub []byte
+		jwk json.RawMessage
+		err error
+	)
+	if kind == KindMerchant {
+		pub, jwk, err = parseMerchantJWK(r.PublicJWK, r.KID)
+	} else {
+		pub, jwk, err = parseJWK(r.PublicJWK, r.KID)
+	}
 	if err != nil {
 		return Key{}, false, err
 	}
@@ -176,6 +186,38 @@ func Lookup(ctx context.Context, r Reader, orgID string, kind Kind, kid string) 
 // need more than the public key (a receipt's iss must be the key's Issuer).
 // PublicKey is a copy, exactly ed25519.PublicKeySize bytes.
 func LookupKey(ctx context.Context, r Reader, orgID string, kind Kind, kid string) (Key, error) {
+	k, err := lookupActive(ctx, r, orgID, kind, kid)
+	if err != nil {
+		return Key{}, err
+	}
+	if len(k.PublicKey) != ed25519.PublicKeySize {
+		return Key{}, fmt.Errorf("registry: stored %s key %q has %d bytes", kind, kid, len(k.PublicKey))
+	}
+	k.PublicKey = bytes.Clone(k.PublicKey)
+	return k, nil
+}
+
+// LookupMerchant returns the org's ACTIVE merchant key with kid, for
+// verifying checkout terms; errors as Lookup's, the unknown ones also
+// wrapping ucp.ErrUnknownKey.
+func LookupMerchant(ctx context.Context, r Reader, orgID, kid string) (ucp.MerchantKey, error) {
+	k, err := lookupActive(ctx, r, orgID, KindMerchant, kid)
+	if errors.Is(err, ErrKeyNotFound) {
+		return ucp.MerchantKey{}, fmt.Errorf("%w: %w", ucp.ErrUnknownKey, err)
+	}
+	if err != nil {
+		return ucp.MerchantKey{}, err
+	}
+	mk, err := ucp.ParseMerchantJWK(k.PublicJWK)
+	if err != nil {
+		return ucp.MerchantKey{}, fmt.Errorf("registry: stored merchant key %q: %w", kid, err)
+	}
+	mk.KID = kid
+	return mk, nil
+}
+
+// lookupActive reads the org's ACTIVE key of kind with kid.
+func lookupActive(ctx context.Context, r Reader, orgID string, kind Kind, kid string) (Key, error) {
 	if err := checkKID(kid); err != nil {
 		return Key{}, refuse(ErrKeyNotFound, "no %s key %q: %w: %w", kind, kid, grant.ErrUnknownKey, err)
 	}
@@ -189,15 +231,11 @@ func LookupKey(ctx context.Context, r Reader, orgID string, kind Kind, kid strin
 	if k.Status != StatusActive {
 		return Key{}, refuse(ErrKeyNotFound, "%s key %q is %s: %w", kind, kid, k.Status, grant.ErrUnknownKey)
 	}
-	if len(k.PublicKey) != ed25519.PublicKeySize {
-		return Key{}, fmt.Errorf("registry: stored %s key %q has %d bytes", kind, kid, len(k.PublicKey))
-	}
-	k.PublicKey = bytes.Clone(k.PublicKey)
 	return k, nil
 }
 
 func checkKind(kind Kind) error {
-	if kind != KindAgent && kind != KindProvider {
+	if kind != KindAgent && kind != KindProvider && kind != KindMerchant {
 		return fmt.Errorf("registry: unknown key kind %q", kind)
 	}
 	return nil
@@ -261,4 +299,25 @@ func parseJWK(raw json.RawMessage, kid string) (ed25519.PublicKey, json.RawMessa
 		return nil, nil, fmt.Errorf("registry: encode JWK: %w", err)
 	}
 	return pub, b, nil
+}
+
+// parseMerchantJWK validates a merchant's EC JWK and returns its
+// uncompressed point and its stored public form (ucp.MerchantKey.PublicJWK:
+// public members only, re-encoded).
+func parseMerchantJWK(raw json.RawMessage, kid string) ([]byte, json.RawMessage, error) {
+	k, err := ucp.ParseMerchantJWK(raw)
+	switch {
+	case errors.Is(err, ucp.ErrPrivateKeyMaterial):
+		return nil, nil, refuse(ErrPrivateKeyMaterial, "%w", err)
+	case err != nil:
+		return nil, nil, refuse(ErrInvalidKey, "%w", err)
+	}
+	if k.KID != "" && k.KID != kid {
+		return nil, nil, refuse(ErrKIDMismatch, "the JWK's kid %q is not %q", k.KID, kid)
+	}
+	point, err := k.Public.Bytes()
+	if err != nil {
+		return nil, nil, refuse(ErrInvalidKey, "%v", err)
+	}
+	return point, k.PublicJWK(), nil
 }

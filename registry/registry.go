@@ -1,8 +1,12 @@
 // Package registry keeps an org's registered public keys: agent keys (which
-// sign execution intents) and provider keys (which sign effect receipts).
+// sign execution intents), provider keys (which sign effect receipts) and
+// UCP merchant keys (which sign checkout terms).
 //
-// Only public Ed25519 keys are accepted (grant.ParsePublicJWK refuses private
-// material, wrong lengths and low-order points). Revocation keeps the
+// Agent and provider keys are public Ed25519 keys only (grant.ParsePublicJWK
+// refuses private material, wrong lengths and low-order points); merchant
+// keys are public EC keys on P-256 or P-384 only (ucp.ParseMerchantJWK
+// refuses private material, other key types and curves, and points off the
+// curve). Revocation keeps the
 // metadata; registering a revoked kid again replaces the key and clears the
 // revocation. A kid is ASCII (ValidKID), so two kids never read the same.
 package registry
@@ -20,6 +24,7 @@ type Kind string
 const (
 	KindAgent    Kind = "agent"
 	KindProvider Kind = "provider"
+	KindMerchant Kind = "merchant"
 )
 
 // Status of a registered key.
@@ -38,11 +43,13 @@ type Key struct {
 	KID       string          `json:"kid"`
 	Issuer    string          `json:"iss,omitempty"`
 	PublicJWK json.RawMessage `json:"public_jwk"` // public members only, as registered
-	PublicKey []byte          `json:"public_key"` // the 32-byte Ed25519 key
-	Status    Status          `json:"status"`
-	CreatedAt time.Time       `json:"created_at"`
-	UpdatedAt time.Time       `json:"updated_at"`
-	RevokedAt *time.Time      `json:"revoked_at"`
+	// PublicKey is the 32-byte Ed25519 key, or a merchant key's
+	// uncompressed EC point (0x04 ‖ X ‖ Y).
+	PublicKey []byte     `json:"public_key"`
+	Status    Status     `json:"status"`
+	CreatedAt time.Time  `json:"created_at"`
+	UpdatedAt time.Time  `json:"updated_at"`
+	RevokedAt *time.Time `json:"revoked_at"`
 }
 
 // Tx is what registration needs from a backend transaction scoped to one org.

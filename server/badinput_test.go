@@ -244,6 +244,10 @@ type routeSpec struct {
 	// late runs after the route's accepted request, in its phase: refusals
 	// that change something by design (a replayed code revokes a credential).
 	late func(t *testing.T)
+	// envelope builds the bad bodies of a route whose body the server does
+	// not decode (a UCP checkout envelope, validated by the engine, which
+	// answers its own codes): they replace bodyCases.
+	envelope func(q req) []badCase
 	// phase orders the accepted requests, sent after the battery: a route's
 	// goes after every route of a lower phase, because it spoils what those
 	// rely on. Routes of one phase do not depend on each other.
@@ -317,6 +321,7 @@ func TestBadInputOnEveryRoute(t *testing.T) {
 	ev := s.evidenceTargets(dec, decB) // decides and claims: before the ledgers are sealed
 	exp := s.exportTargets()           // builds validation packs: before the ledgers are sealed
 	hooks := s.webhookTargets()        // decides: before the ledgers are sealed
+	ucpTargets := s.checkoutTargets()  // registers merchant keys: before the ledgers are sealed
 	// Seal both ledgers now, so that the proof routes have a checkpoint and
 	// the seal route's accepted request finds nothing new to seal.
 	treeSize := x.req(t, "POST", pathSeal, s.a.Key, `{}`, nil).want(t, http.StatusOK).num("tree_size")
@@ -342,6 +347,9 @@ func TestBadInputOnEveryRoute(t *testing.T) {
 		specs[pattern] = spec
 	}
 	for pattern, spec := range s.workspaceSpecs(mailbox) {
+		specs[pattern] = spec
+	}
+	for pattern, spec := range s.checkoutSpecs(ucpTargets) {
 		specs[pattern] = spec
 	}
 
@@ -1246,6 +1254,8 @@ func (s *badSuite) cases(r tableRoute, spec routeSpec, q req, methods []string) 
 	switch {
 	case q.method == "POST" && spec.form:
 		out = append(out, s.formCases(q)...)
+	case q.method == "POST" && spec.envelope != nil:
+		out = append(out, spec.envelope(q)...)
 	case q.method == "POST":
 		out = append(out, s.bodyCases(q, spec)...)
 	}

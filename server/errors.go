@@ -141,6 +141,9 @@ const (
 	// finalizeRefusal: a finalization recorded as INDETERMINATE answers its
 	// result (409); anything else a problem.
 	finalizeRefusal
+	// checkoutRefusal: a checkout the policy refused answers its recorded,
+	// non-authoritative answer (403); anything else a problem.
+	checkoutRefusal
 )
 
 // writeRefusal writes err as the route's refusal body and returns the
@@ -158,6 +161,12 @@ func writeRefusal(c *call, kind refusalBody, err error) int {
 		var refused *clearance.FinalizeRefused
 		if errors.As(err, &refused) {
 			_ = c.writeJSON(status, refused.Result)
+			return status
+		}
+	case checkoutRefusal:
+		var refused *clearance.CheckoutRefused
+		if errors.As(err, &refused) {
+			_ = c.writeJSON(status, refused.Answer)
 			return status
 		}
 	}

@@ -76,6 +76,12 @@ func (s *Server) routes() []route {
 		{pattern: "POST /v1/execution/provider-keys", auth: authKey, scopes: scopePolicyWrite, handle: providerKeys.register},
 		{pattern: "GET /v1/execution/provider-keys", auth: authKey, scopes: scopePolicyRead, handle: providerKeys.list},
 		{pattern: "DELETE /v1/execution/provider-keys/{kid}", auth: authKey, scopes: scopePolicyWrite, handle: providerKeys.revoke},
+		// UCP checkout authority: a checkout bound to an exact-action grant,
+		// and the merchant keys its terms are verified with.
+		{pattern: "POST /v1/ucp/checkout/authorize", auth: authKey, scopes: scopeDecisionWrite, refusal: checkoutRefusal, handle: (*Server).authorizeCheckout},
+		{pattern: "POST /v1/ucp/signing-keys", auth: authKey, scopes: scopePolicyWrite, handle: merchantKeys.register},
+		{pattern: "GET /v1/ucp/signing-keys", auth: authKey, scopes: scopePolicyRead, handle: merchantKeys.list},
+		{pattern: "DELETE /v1/ucp/signing-keys/{kid}", auth: authKey, scopes: scopePolicyWrite, handle: merchantKeys.revoke},
 		{pattern: "GET /v1/execution/reconciliations", auth: authKey, scopes: scopeReconcileRead, handle: (*Server).listIndeterminate},
 		{pattern: "POST /v1/execution/reconciliations/{grantId}", auth: authKey, scopes: scopeReconcile, handle: (*Server).reconcile},
 		{pattern: "POST /v1/protocol/executions/dispatches", auth: authKey, scopes: scopeDecisionWrite, handle: (*Server).recordDispatch},

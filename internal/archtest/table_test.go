@@ -68,6 +68,7 @@ var packages = map[string]rule{
 	"capsule": {layer: pure, peers: []string{"grant"}},
 	"proof":   {layer: pure, peers: []string{"ledger"}},
 	"pack":    {layer: pure, peers: []string{"ledger"}}, // the validation-pack format
+	"ucp":     {layer: pure},                            // UCP checkout envelopes, one validator per release
 
 	// Records keep the pure discipline; their state is the consumer's Tx.
 	"tenant": {layer: records, pure: true, deny: []string{"policy", "grant", "ledger"}},
@@ -116,6 +117,9 @@ var packages = map[string]rule{
 	"onboarding": {layer: features, peers: []string{"admin", "signals", "policies"}},
 	"connector":  {layer: features, peers: []string{"onboarding", "admin", "policies", "webhook"}}, // the automation connector: OAuth over account sessions, callbacks through webhook
 
+	// checkout validates UCP checkouts (package ucp) and binds them through
+	// decide, like a signed intent.
+	"checkout": {layer: features, peers: []string{"decide"}},
 	// export anchors packs in checkpoints the audit feature signs.
 	"export": {layer: features, peers: []string{"audit"}},
 	// The reference approval service: a service of its own, shipped beside

@@ -15,6 +15,7 @@ import (
 	"github.com/clearancehq/clearance/policy"
 	"github.com/clearancehq/clearance/registry"
 	"github.com/clearancehq/clearance/store"
+	"github.com/clearancehq/clearance/ucp"
 )
 
 // CodePolicyInvalid is the code of a bundle that parses but is wrong (422).
@@ -52,6 +53,16 @@ var kindOf = []struct{ sentinel, kind error }{
 	{registry.ErrKIDMismatch, ErrInvalidRequest},
 	{registry.ErrInvalidKID, ErrInvalidRequest},
 	{registry.ErrInvalidIssuer, ErrInvalidRequest},
+
+	// UCP checkouts: what the caller sent (an unknown merchant key is
+	// answered as unverified terms, never as an error).
+	{ucp.ErrUnsupportedRelease, ErrInvalidRequest},
+	{ucp.ErrInvalidEnvelope, ErrInvalidRequest},
+	{ucp.ErrInvalidMandate, ErrInvalidRequest},
+	{ucp.ErrInvalidTerms, ErrInvalidRequest},
+	{ucp.ErrPrivateKeyMaterial, ErrInvalidRequest},
+	{ucp.ErrInvalidKey, ErrInvalidRequest},
+	{ucp.ErrUnknownKey, ErrNotFound},
 
 	// Tokens a caller presents: a grant that does not verify is a refusal
 	// of the request's state, never a server fault.
