@@ -162,4 +162,10 @@ type Reader interface {
 	// ones included), ordered by CreatedAt then ID. It is for rare work
 	// (revoking them all): a backend may scan every key to answer.
 	APIKeysOf(ctx context.Context, orgID string) ([]APIKey, error)
+	// Orgs returns up to limit orgs that come after the org afterID ("":
+	// from the first) in the backend's order, which is stable: an org's
+	// place never changes, so paging with the last id returned visits
+	// every org once. It is for platform work over every org (analytics);
+	// the platform's pseudo-org is not an org. limit <= 0 returns none.
+	Orgs(ctx context.Context, afterID string, limit int) ([]Org, error)
 }

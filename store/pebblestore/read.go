@@ -364,6 +364,52 @@ func (s *Store) APIKeyByHash(ctx context.Context, hash string) (tenant.APIKey, e
 	return readAPIKey(s.db, hash)
 }
 
+// Orgs implements tenant.Reader: orgs in key order (by id length, then
+// id), one seek per org over the records filed under it.
+func (s *Store) Orgs(ctx context.Context, afterID string, limit int) ([]tenant.Org, error) {
+	if err := s.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer s.leave()
+	out := []tenant.Org{}
+	if limit <= 0 {
+		return out, nil
+	}
+	lower, upper := []byte{tagOrg}, []byte{tagOrg + 1}
+	if afterID != "" {
+		p := orgPrefix(afterID, 0, 0)
+		lower = upperBound(p[:len(p)-1]) // past every record of afterID
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return nil, fmt.Errorf("pebblestore: iterate orgs: %w", err)
+	}
+	defer it.Close()
+	for ok := it.First(); ok && len(out) < limit; {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		k := it.Key()
+		n, w := binary.Uvarint(k[1:])
+		if w <= 0 || uint64(len(k)-1-w) < n {
+			return nil, fmt.Errorf("pebblestore: malformed org key %x", k)
+		}
+		orgID := string(k[1+w : 1+w+int(n)])
+		switch o, err := readOrg(s.db, orgID); {
+		case errors.Is(err, store.ErrNotFound): // the platform's records
+		case err != nil:
+			return nil, err
+		default:
+			out = append(out, o)
+		}
+		ok = it.SeekGE(upperBound(k[:1+w+int(n)]))
+	}
+	if err := it.Error(); err != nil {
+		return nil, fmt.Errorf("pebblestore: iterate orgs: %w", err)
+	}
+	return out, nil
+}
+
 // APIKeysOf implements tenant.Reader: keys are filed by hash alone, so this
 // scans every key (rare work: revoking an org's credentials).
 func (s *Store) APIKeysOf(ctx context.Context, orgID string) ([]tenant.APIKey, error) {

@@ -355,6 +355,30 @@ func (s *Store) Org(ctx context.Context, orgID string) (tenant.Org, error) {
 	return readOrg(ctx, s.pool, orgID)
 }
 
+// Orgs implements tenant.Reader: orgs in org_id order (the primary key).
+func (s *Store) Orgs(ctx context.Context, afterID string, limit int) ([]tenant.Org, error) {
+	if err := s.enter(ctx); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		return []tenant.Org{}, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT org_id, name, created_at FROM orgs WHERE org_id > $1 ORDER BY org_id LIMIT $2`, afterID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: list orgs: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (tenant.Org, error) {
+		var o tenant.Org
+		err := row.Scan(&o.ID, &o.Name, &o.CreatedAt)
+		o.CreatedAt = o.CreatedAt.UTC()
+		return o, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: list orgs: %w", err)
+	}
+	return out, nil
+}
+
 // APIKeysOf implements tenant.Reader (index api_keys_org).
 func (s *Store) APIKeysOf(ctx context.Context, orgID string) ([]tenant.APIKey, error) {
 	if err := s.enter(ctx); err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,6 +40,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Backend) {
 		fn   func(t *testing.T, b store.Backend)
 	}{
 		{"Orgs", testOrgs},
+		{"OrgListing", testOrgListing},
 		{"APIKeys", testAPIKeys},
 		{"Bundles", testBundles},
 		{"BundleVersionPublishedOnce", testBundleOnce},
@@ -100,6 +103,58 @@ func testOrgs(t *testing.T, b store.Backend) {
 	wantEqual(t, "Org", got, err, org)
 	_, err = b.Org(t.Context(), orgB)
 	wantNotFound(t, "Org(missing)", err)
+}
+
+// testOrgListing pages through every org, a page at a time: each once,
+// none of the platform's records, the same order twice.
+func testOrgListing(t *testing.T, b store.Backend) {
+	want := map[string]tenant.Org{}
+	for i, id := range []string{orgA, orgB, "org_z", "org_long_identifier_" + strings.Repeat("x", 40), "a"} {
+		o := tenant.Org{ID: id, Name: "org " + id, CreatedAt: base.Add(time.Duration(i) * time.Second)}
+		want[id] = o
+		update(t, b, id, func(ctx context.Context, tx store.Tx) error {
+			if err := tx.PutOrg(ctx, o); err != nil {
+				return err
+			}
+			return appendRecord(ctx, tx, ledger.KindOrgCreated, id, []byte(o.Name))
+		})
+	}
+	update(t, b, tenant.PlatformOrgID, func(ctx context.Context, tx store.Tx) error {
+		return tx.PutArtifact(ctx, artifact.Record{OrgID: tenant.PlatformOrgID, Kind: "platform_note", ID: "n1", CreatedAt: base, Body: []byte("{}")})
+	})
+	page := func(limit int) []string {
+		var ids []string
+		after := ""
+		for range 20 {
+			got, err := b.Orgs(t.Context(), after, limit)
+			if err != nil {
+				t.Fatalf("Orgs(%q, %d): %v", after, limit, err)
+			}
+			if len(got) > limit {
+				t.Fatalf("Orgs(%q, %d) returned %d orgs", after, limit, len(got))
+			}
+			for _, o := range got {
+				wantEqual(t, "Orgs: "+o.ID, o, nil, want[o.ID])
+				ids = append(ids, o.ID)
+			}
+			if len(got) < limit {
+				return ids
+			}
+			after = got[len(got)-1].ID
+		}
+		t.Fatal("Orgs never reached the end")
+		return nil
+	}
+	all := page(100)
+	if len(all) != len(want) {
+		t.Fatalf("Orgs listed %v, want the %d orgs", all, len(want))
+	}
+	if got := page(2); !slices.Equal(got, all) {
+		t.Fatalf("pages of 2 listed %v, one page %v", got, all)
+	}
+	if got, err := b.Orgs(t.Context(), "", 0); err != nil || len(got) != 0 {
+		t.Fatalf("Orgs(limit 0) = %v, %v; want none", got, err)
+	}
 }
 
 func testAPIKeys(t *testing.T, b store.Backend) {
