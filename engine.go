@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/clearancehq/clearance/admin"
+	"github.com/clearancehq/clearance/analytics"
 	"github.com/clearancehq/clearance/approval"
 	"github.com/clearancehq/clearance/audit"
 	"github.com/clearancehq/clearance/checkout"
@@ -130,6 +131,10 @@ type Options struct {
 	// Onboarding tunes sign-up (code and grant lifetimes, tries, sends);
 	// the zero value is the documented defaults.
 	Onboarding OnboardingOptions
+	// ReportingKey signs the platform's growth reports (blast-radius
+	// aggregates), a key of their own; the zero Key means none: a new
+	// report answers 503 REPORTING_KEY_NOT_CONFIGURED.
+	ReportingKey grant.Key
 }
 
 // Defaults of Options. DefaultMaxClockSkew is the clock skew tolerated
@@ -230,6 +235,9 @@ type Engine struct {
 	// Checkout authorizes UCP checkout completions and binds each to an
 	// exact-action grant.
 	Checkout *checkout.Service
+	// Analytics is the platform operator's: consent, growth
+	// classification, the scorecard and signed monthly reports.
+	Analytics *analytics.Service
 }
 
 // Open returns an Engine over backend. The Engine does not own the backend:
@@ -279,6 +287,7 @@ func Open(backend store.Backend, opts Options) (*Engine, error) {
 	e.Evidence = evidence.New(deps, evidence.Config{Audit: e.Audit, ProducerKey: opts.ProducerKey, Escalation: e.Escalations.Capsule})
 	e.ShareLinks = sharelink.New(deps, sharelink.Config{Secret: opts.ShareSecret})
 	e.Checkout = checkout.New(deps, checkout.Config{Decide: e.Decide})
+	e.Analytics = analytics.New(deps, analytics.Config{ReportingKey: opts.ReportingKey})
 	e.Execution = execution.New(deps, execution.Config{Policies: e.Policies, StillActive: policies.StillActive,
 		ClaimLease: opts.ClaimLease, Approvals: claimApprovals, Signals: e.Signals, Checkouts: e.Checkout})
 	e.Exports = export.New(deps, export.Config{Ledger: e.Audit, Secret: opts.ExportSecret})

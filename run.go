@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/clearancehq/clearance/analytics"
 	"github.com/clearancehq/clearance/escalation"
 	"github.com/clearancehq/clearance/execution"
 )
@@ -20,7 +21,9 @@ import (
 // managed escalations past their deadline and retries the approval checks
 // an approval service could not answer (each escalation.DefaultPoll), and
 // the webhook worker hands committed events to WEBHOOK integrations and
-// delivers them (woken by each event, and each Options.Webhooks.Poll).
+// delivers them (woken by each event, and each Options.Webhooks.Poll), and
+// the analytics worker counts the new decisions of the orgs this Engine
+// wrote into their rollups (each analytics.DefaultRollupInterval).
 //
 // A server runs it for as long as it serves; an embedder that does not run
 // it gets no checkpoints but the ones it seals (Audit.SealLedger) and no
@@ -37,6 +40,7 @@ func (e *Engine) Run(ctx context.Context) {
 		func(ctx context.Context) { e.Execution.RunExpiry(ctx, execution.DefaultExpiryInterval) },
 		func(ctx context.Context) { e.Escalations.Run(ctx, escalation.DefaultPoll) },
 		func(ctx context.Context) { e.Webhooks.Run(ctx) },
+		func(ctx context.Context) { e.Analytics.Run(ctx, analytics.DefaultRollupInterval) },
 	} {
 		wg.Go(func() { work(ctx) })
 	}

@@ -352,6 +352,9 @@ func TestBadInputOnEveryRoute(t *testing.T) {
 	for pattern, spec := range s.checkoutSpecs(ucpTargets) {
 		specs[pattern] = spec
 	}
+	for pattern, spec := range s.analyticsSpecs() {
+		specs[pattern] = spec
+	}
 
 	// Every route has cases, and every spec is a route.
 	served := map[string][]string{} // path -> methods

@@ -38,6 +38,14 @@ func (s *Server) routes() []route {
 		{pattern: "POST /v1/platform/orgs", auth: authPlatform, handle: (*Server).createOrg},
 		{pattern: "POST /v1/platform/orgs/{orgId}/api-keys", auth: authPlatform, handle: (*Server).createAPIKey},
 
+		// Platform-operator analytics.
+		{pattern: "PUT /v1/analytics/growth-reports/consent/{orgId}", auth: authPlatform, handle: (*Server).putConsent},
+		{pattern: "POST /v1/analytics/growth-reports/blast-radius/{month}", auth: authPlatform, handle: (*Server).freezeBlastRadius},
+		{pattern: "GET /v1/analytics/growth-scorecard", auth: authPlatform, handle: (*Server).growthScorecard},
+		{pattern: "PUT /v1/analytics/growth-scorecard/orgs/{orgId}", auth: authPlatform, handle: (*Server).classifyOrg},
+		{pattern: "POST /v1/analytics/growth-scorecard/baselines/{name}", auth: authPlatform, handle: (*Server).freezeBaseline},
+		{pattern: "GET /.well-known/clearance-reporting-jwks.json", auth: authPublic, handle: (*Server).reportingJWKS},
+
 		// Policy bundles.
 		{pattern: "POST /v1/protocol/policies/bundles", auth: authKey, scopes: scopePolicyWrite, handle: (*Server).publishBundle},
 		{pattern: "POST /v1/policies", auth: authKey, scopes: scopePolicyWrite, handle: (*Server).publishBundle},

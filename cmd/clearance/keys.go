@@ -20,8 +20,8 @@ import (
 )
 
 const keysUsage = `usage:
-  clearance keys init --grant-key-file FILE [--ledger-key-file FILE]
-      create the first key file(s) (0600); an existing file is never replaced
+  clearance keys init [--grant-key-file FILE] [--ledger-key-file FILE] [--reporting-key-file FILE]
+      create the key file(s) named (0600); an existing file is never replaced
   clearance keys rotate [--grant-key-file FILE | --data DIR] [--drain DURATION]
       a new active grant key; the previous one stays published until its grants drain
   clearance keys revoke --kid KID [--grant-key-file FILE | --data DIR] [--store postgres://…]
@@ -60,16 +60,21 @@ func keysInit(args []string, stdout, stderr io.Writer) int {
 	fl.SetOutput(stderr)
 	grantFile := fl.String("grant-key-file", env("CLEARANCE_GRANT_KEY_FILE", ""), "grant signing key ring to create (env CLEARANCE_GRANT_KEY_FILE)")
 	ledgerFile := fl.String("ledger-key-file", env("CLEARANCE_LEDGER_KEY_FILE", ""), "ledger checkpoint key to create (env CLEARANCE_LEDGER_KEY_FILE)")
+	reportingFile := fl.String("reporting-key-file", env("CLEARANCE_REPORTING_KEY_FILE", ""), "growth-report signing key to create (env CLEARANCE_REPORTING_KEY_FILE)")
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
-	if fl.NArg() != 0 || (*grantFile == "" && *ledgerFile == "") {
-		fmt.Fprint(stderr, "clearance keys init: name the file(s) to create with --grant-key-file and/or --ledger-key-file\n")
+	if fl.NArg() != 0 || (*grantFile == "" && *ledgerFile == "" && *reportingFile == "") {
+		fmt.Fprint(stderr, "clearance keys init: name the file(s) to create with --grant-key-file, --ledger-key-file and/or --reporting-key-file\n")
 		return 2
 	}
-	if *grantFile != "" && *grantFile == *ledgerFile {
-		fmt.Fprint(stderr, "clearance keys init: the grant and the ledger key need two files\n")
-		return 2
+	seen := map[string]bool{}
+	for _, f := range []string{*grantFile, *ledgerFile, *reportingFile} {
+		if f != "" && seen[f] {
+			fmt.Fprint(stderr, "clearance keys init: each key needs a file of its own\n")
+			return 2
+		}
+		seen[f] = true
 	}
 	type created struct {
 		Key  string `json:"key"`
@@ -77,7 +82,7 @@ func keysInit(args []string, stdout, stderr io.Writer) int {
 		KID  string `json:"kid"`
 	}
 	var todo []created
-	for _, f := range []created{{Key: "grant", File: *grantFile}, {Key: "ledger", File: *ledgerFile}} {
+	for _, f := range []created{{Key: "grant", File: *grantFile}, {Key: "ledger", File: *ledgerFile}, {Key: "reporting", File: *reportingFile}} {
 		if f.File == "" {
 			continue
 		}

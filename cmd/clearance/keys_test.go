@@ -349,8 +349,8 @@ func TestServeUsesOnlyTheKeyFilesItIsGiven(t *testing.T) {
 	dataDir := t.TempDir()
 	p := startServer(t, dataDir, "--grant-key-file", grantFile, "--ledger-key-file", ledgerFile)
 	c := mpClient{name: "A", url: p.url, httpc: &http.Client{Timeout: 30 * time.Second}}
-	if keys := healthKeys(t, c); keys["grant"] != gk.KID() || keys["ledger"] != lk.KID() {
-		t.Fatalf("health keys %v, want grant %s and ledger %s", keys, gk.KID(), lk.KID())
+	if keys := healthKeys(t, c); keys["grant"] != gk.KID() || keys["ledger"] != lk.KID() || keys["reporting"] != nil {
+		t.Fatalf("health keys %v, want grant %s and ledger %s and no reporting key", keys, gk.KID(), lk.KID())
 	}
 	for _, name := range []string{"grant", "ledger"} {
 		path, _ := keyfile.RingPath(dataDir, name)
@@ -388,6 +388,44 @@ func TestServeUsesOnlyTheKeyFilesItIsGiven(t *testing.T) {
 		}
 	}
 	if code := q.signal(syscall.SIGTERM); code != 0 {
+		t.Fatalf("SIGTERM: exit %d", code)
+	}
+}
+
+// TestServeSignsReportsWithTheReportingKeyFile: keys init makes the
+// reporting key, serve reports it in health and publishes it, and only it.
+func TestServeSignsReportsWithTheReportingKeyFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "reporting.json")
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"keys", "init", "--reporting-key-file", file}, &out, &errb); code != 0 {
+		t.Fatalf("keys init: exit %d: %s", code, errb.String())
+	}
+	rk, err := keyfile.LoadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startServer(t, t.TempDir(), "--reporting-key-file", file)
+	c := mpClient{name: "A", url: p.url, httpc: &http.Client{Timeout: 30 * time.Second}}
+	if keys := healthKeys(t, c); keys["reporting"] != rk.KID() {
+		t.Fatalf("health keys %v, want reporting %s", keys, rk.KID())
+	}
+	res, err := c.httpc.Get(p.url + "/.well-known/clearance-reporting-jwks.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var set struct {
+		Keys []struct {
+			KID string `json:"kid"`
+			X   string `json:"x"`
+		} `json:"keys"`
+	}
+	err = json.NewDecoder(res.Body).Decode(&set)
+	res.Body.Close()
+	if err != nil || res.StatusCode != http.StatusOK || len(set.Keys) != 1 || set.Keys[0].KID != rk.KID() ||
+		set.Keys[0].X != base64.RawURLEncoding.EncodeToString(rk.Public()) {
+		t.Fatalf("reporting JWKS: %d %+v %v", res.StatusCode, set, err)
+	}
+	if code := p.signal(syscall.SIGTERM); code != 0 {
 		t.Fatalf("SIGTERM: exit %d", code)
 	}
 }

@@ -80,6 +80,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	maxBody := fs.Int64("max-body", server.DefaultMaxBodyBytes, "maximum request body in bytes")
 	logLevel := fs.String("log-level", env("CLEARANCE_LOG_LEVEL", "info"), "log level: debug, info, warn, error")
 	ledgerKeyFile := fs.String("ledger-key-file", env("CLEARANCE_LEDGER_KEY_FILE", ""), "ledger checkpoint signing key file (PEM PKCS#8 Ed25519 or JSON); empty means the ledger key in the data directory (env CLEARANCE_LEDGER_KEY_FILE)")
+	reportingKeyFile := fs.String("reporting-key-file", env("CLEARANCE_REPORTING_KEY_FILE", ""), "growth-report signing key file (PEM PKCS#8 Ed25519 or JSON, e.g. from clearance keys init --reporting-key-file); empty means none: the platform's monthly reports answer 503 (env CLEARANCE_REPORTING_KEY_FILE)")
 	grantKeyFile := fs.String("grant-key-file", env("CLEARANCE_GRANT_KEY_FILE", ""), "grant signing key file (JSON ring or PEM PKCS#8 Ed25519); empty means the key ring in the data directory (env CLEARANCE_GRANT_KEY_FILE)")
 	keyReload := fs.Duration("key-reload-interval", defaultKeyReloadInterval, "how often the grant key file is checked for a rotation or revocation; 0 means only on SIGHUP")
 	grantTTL := fs.Duration("grant-ttl", clearance.DefaultGrantTTL, "execution grant lifetime")
@@ -127,7 +128,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	log := slog.New(slog.NewJSONHandler(stdout, &slog.HandlerOptions{Level: level}))
 	if err := runServer(ctx, log, serveConfig{data: *data, addr: *addr, metricsAddr: *metricsAddr, store: *storeURL, rateLimit: *rateLimit,
-		rateBurst: *rateBurst, authRateLimit: *authRateLimit, authGlobalRateLimit: *authGlobalRateLimit, maxBody: *maxBody, grantKeyFile: *grantKeyFile, ledgerKeyFile: *ledgerKeyFile, grantTTL: *grantTTL, claimLease: *claimLease,
+		rateBurst: *rateBurst, authRateLimit: *authRateLimit, authGlobalRateLimit: *authGlobalRateLimit, maxBody: *maxBody, grantKeyFile: *grantKeyFile, ledgerKeyFile: *ledgerKeyFile, reportingKeyFile: *reportingKeyFile, grantTTL: *grantTTL, claimLease: *claimLease,
 		shareSecretFile: *shareFile, exportSecretFile: *exportFile, secretsKeyFile: *secretsFile, keyReloadInterval: *keyReload, intentMaxAge: *intentMaxAge,
 		maxClockSkew: *maxClockSkew, maxJSONMembers: *maxJSONMembers, maxJSONElements: *maxJSONElements,
 		approvals: approvals, allowPrivate: *allowPrivate, escalationTTL: *escalationTTL, webhooks: hooks,
@@ -146,6 +147,7 @@ type serveConfig struct {
 	maxBody              int64
 	grantKeyFile         string
 	ledgerKeyFile        string
+	reportingKeyFile     string
 	grantTTL, claimLease time.Duration
 	shareSecretFile      string
 	exportSecretFile     string
@@ -198,6 +200,12 @@ func runServer(ctx context.Context, log *slog.Logger, cfg serveConfig) error {
 	if err != nil {
 		return err
 	}
+	var reportingKey grant.Key
+	if cfg.reportingKeyFile != "" {
+		if reportingKey, err = keyfile.LoadFile(cfg.reportingKeyFile); err != nil {
+			return fmt.Errorf("reporting key file: %w", err)
+		}
+	}
 	backend, err := openStore(ctx, log, cfg.store, dataDir)
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
@@ -239,7 +247,7 @@ func runServer(ctx context.Context, log *slog.Logger, cfg serveConfig) error {
 		log.Info("mail (sign-up codes) is written to the data directory's mailbox, not sent; pass --smtp-url to send it", "mailbox", filepath.Join(dataDir, "mailbox"))
 	}
 	engine, err := clearance.Open(backend, clearance.Options{Logger: log, ShareSecret: shareSecret, Mailer: mailer, GrantKeys: grantKeys.ring, LedgerKey: ledgerKey,
-		ProducerKey: producer, GrantTTL: cfg.grantTTL, ClaimLease: cfg.claimLease, ExportSecret: exportSecret, SecretsKey: secretsKey,
+		ProducerKey: producer, ReportingKey: reportingKey, GrantTTL: cfg.grantTTL, ClaimLease: cfg.claimLease, ExportSecret: exportSecret, SecretsKey: secretsKey,
 		IntentMaxAge: cfg.intentMaxAge, MaxClockSkew: cfg.maxClockSkew, MaxJSONMembers: cfg.maxJSONMembers, MaxJSONElements: cfg.maxJSONElements,
 		ApprovalServices: approvalServices, AllowPrivateDestinations: cfg.allowPrivate, EscalationTTL: cfg.escalationTTL,
 		Webhooks: webhook.WorkerOptions{Retries: cfg.webhooks.retries, Lease: cfg.webhooks.lease, Poll: cfg.webhooks.poll}})
@@ -270,7 +278,7 @@ func runServer(ctx context.Context, log *slog.Logger, cfg serveConfig) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	srv := server.New(engine, server.Options{Logger: log, Registerer: reg, RateLimit: cfg.rateLimit,
-		RateBurst: cfg.rateBurst, AuthRateLimit: cfg.authRateLimit, AuthGlobalRateLimit: cfg.authGlobalRateLimit, MaxBodyBytes: cfg.maxBody, Keys: map[string]string{"ledger": ledgerKID}, PublicURL: cfg.publicURL})
+		RateBurst: cfg.rateBurst, AuthRateLimit: cfg.authRateLimit, AuthGlobalRateLimit: cfg.authGlobalRateLimit, MaxBodyBytes: cfg.maxBody, Keys: serviceKeys(ledgerKID, reportingKey), PublicURL: cfg.publicURL})
 	hs := srv.HTTPServer(cfg.addr)
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
@@ -355,6 +363,15 @@ func loadLedgerKey(log *slog.Logger, dataDir, keyFile string) (*ledger.Key, stri
 	}
 	lk, err := ledger.NewKey(ledgerKeyName, k.Seed())
 	return lk, k.KID(), err
+}
+
+// serviceKeys names the signing keys /v1/health reports, by role.
+func serviceKeys(ledgerKID string, reporting grant.Key) map[string]string {
+	keys := map[string]string{"ledger": ledgerKID}
+	if !reporting.IsZero() {
+		keys["reporting"] = reporting.KID()
+	}
+	return keys
 }
 
 // ledgerKeyName names the ledger key in signed notes.

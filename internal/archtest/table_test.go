@@ -120,6 +120,9 @@ var packages = map[string]rule{
 	// checkout validates UCP checkouts (package ucp) and binds them through
 	// decide, like a signed intent.
 	"checkout": {layer: features, peers: []string{"decide"}},
+	// analytics counts decisions from the ledgers and dossiers into
+	// rollups of the platform's and signs monthly reports.
+	"analytics": {layer: features},
 	// export anchors packs in checkpoints the audit feature signs.
 	"export": {layer: features, peers: []string{"audit"}},
 	// The reference approval service: a service of its own, shipped beside

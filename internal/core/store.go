@@ -14,13 +14,14 @@ import (
 // grown after each commit, so the sealer sees every writer.
 type Store struct {
 	store.Backend
-	grown *orgSet
-	known *orgSet
+	grown   *orgSet
+	changed *orgSet
+	known   *orgSet
 }
 
 // NewStore guards b.
 func NewStore(b store.Backend) Store {
-	return Store{Backend: b, grown: &orgSet{}, known: &orgSet{}}
+	return Store{Backend: b, grown: &orgSet{}, changed: &orgSet{}, known: &orgSet{}}
 }
 
 // Update runs fn in orgID's transaction once the org is known to exist. fn
@@ -38,6 +39,7 @@ func (s Store) UpdateNew(ctx context.Context, orgID string, fn func(tx store.Tx)
 	err := s.Backend.Update(ctx, orgID, fn)
 	if err == nil {
 		s.grown.add(orgID)
+		s.changed.add(orgID)
 	}
 	return err
 }
@@ -67,6 +69,14 @@ func (s Store) MarkGrown(orgID string) { s.grown.add(orgID) }
 // TakeGrown returns and forgets the orgs whose ledgers grew since the last
 // call.
 func (s Store) TakeGrown() []string { return s.grown.take() }
+
+// TakeChanged returns and forgets the orgs written since the last call: a
+// second set beside TakeGrown's, for the analytics rollups.
+func (s Store) TakeChanged() []string { return s.changed.take() }
+
+// MarkChanged puts orgID back among the changed orgs (a rollup that
+// failed).
+func (s Store) MarkChanged(orgID string) { s.changed.add(orgID) }
 
 // ReadOrg reads an org: ORG_NOT_FOUND for an id that is not a UUID or not
 // stored, STORE_UNAVAILABLE when the store fails.
