@@ -2,6 +2,7 @@ package analytics
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
@@ -22,6 +23,9 @@ const (
 	CodeInvalidMonth          = "INVALID_MONTH"
 	CodeMonthNotComplete      = "MONTH_NOT_COMPLETE"
 	CodeInsufficientCohort    = "INSUFFICIENT_COHORT"
+	// CodeCohortChanged: consents or classifications kept changing while
+	// a report was being frozen (409): ask again.
+	CodeCohortChanged = "COHORT_CHANGED"
 	// CodeReportingKeyNotConfigured: a report must be signed and the
 	// engine has no reporting key (503).
 	CodeReportingKeyNotConfigured = "REPORTING_KEY_NOT_CONFIGURED"
@@ -55,24 +59,46 @@ func New(d core.Deps, cfg Config) *Service {
 	return &Service{d: d, cfg: cfg}
 }
 
-// ReportingJWK returns the public half of the reporting key, which
-// verifies the reports, and whether there is one.
-func (s *Service) ReportingJWK() (jose.JSONWebKey, bool) {
-	if s.cfg.ReportingKey.IsZero() {
-		return jose.JSONWebKey{}, false
+// ReportingJWKS returns the public reporting keys that verify reports:
+// the one configured (first) and every other that signed a frozen report,
+// so that a report frozen before a key change still verifies. It is empty
+// when there is none.
+func (s *Service) ReportingJWKS(ctx context.Context) (jose.JSONWebKeySet, error) {
+	set := jose.JSONWebKeySet{Keys: []jose.JSONWebKey{}}
+	current := ""
+	if !s.cfg.ReportingKey.IsZero() {
+		set.Keys = append(set.Keys, s.cfg.ReportingKey.PublicJWK())
+		current = s.cfg.ReportingKey.KID()
 	}
-	return s.cfg.ReportingKey.PublicJWK(), true
+	used, err := listRecords[jose.JSONWebKey](ctx, s, kindKey, refKey)
+	if err != nil {
+		return set, err
+	}
+	kids := make([]string, 0, len(used))
+	for kid := range used {
+		if kid != current {
+			kids = append(kids, kid)
+		}
+	}
+	slices.Sort(kids)
+	for _, kid := range kids {
+		set.Keys = append(set.Keys, used[kid])
+	}
+	return set, nil
 }
 
 // Records of the feature, all in the platform's pseudo-org (tenant.
 // PlatformOrgID), so that one indexed read lists each kind across orgs.
 const (
-	kindProfile  = "analytics.org"          // id org: consent and classification
-	kindRollup   = "analytics.rollup"       // id org: ledger seq reached, firsts, totals
-	kindMonth    = "analytics.month"        // id month/org, ref month: the org's cells
-	kindBaseline = "analytics.baseline"     // id name
-	kindReport   = "analytics.blast_radius" // id month
-	refOrg       = "org"                    // the ref of every profile and rollup
+	kindProfile  = "analytics.org"           // id org: consent and classification
+	kindRollup   = "analytics.rollup"        // id org: ledger seq reached, firsts, totals
+	kindMonth    = "analytics.month"         // id month/org, ref month: the org's cells
+	kindBaseline = "analytics.baseline"      // id name
+	kindReport   = "analytics.blast_radius"  // id month
+	kindEpoch    = "analytics.epoch"         // id "profiles": changes of any profile
+	kindKey      = "analytics.reporting_key" // id kid, ref "key": a key that signed a report
+	refOrg       = "org"                     // the ref of every profile and rollup
+	refKey       = "key"                     // the ref of every reporting key
 )
 
 // cells are the mode × outcome cells of a report, in report order.

@@ -133,7 +133,7 @@ func TestBlastRadiusEndToEnd(t *testing.T) {
 	if _, _, err := x.e.Analytics.FreezeBlastRadius(ctx, "2026-10"); code(err) != analytics.CodeMonthNotComplete {
 		t.Fatalf("freeze of the current month: %v", err)
 	}
-	x.set(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))
+	x.set(time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC))
 	body, created, err := x.e.Analytics.FreezeBlastRadius(ctx, "2026-10")
 	if err != nil || !created {
 		t.Fatalf("freeze: %v created %v", err, created)

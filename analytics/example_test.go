@@ -16,7 +16,7 @@ import (
 )
 
 // Five consented external production orgs decide in October; on November
-// 1st the platform freezes October's report: the one cell all five share
+// 2nd the platform freezes October's report: the one cell all five share
 // is published, the others are suppressed, and the artifact verifies
 // against the reporting key.
 func ExampleService_FreezeBlastRadius() {
@@ -40,7 +40,7 @@ func ExampleService_FreezeBlastRadius() {
 		}
 	}
 
-	now = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	now = time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
 	body, created, err := engine.Analytics.FreezeBlastRadius(ctx, "2026-10")
 	if err != nil {
 		fmt.Println(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/clearancehq/clearance/internal/core"
 	"github.com/clearancehq/clearance/internal/strictjson"
 	"github.com/clearancehq/clearance/store"
+	"github.com/clearancehq/clearance/tenant"
 )
 
 // Consent is an org's consent to be counted in growth reports, as it
@@ -195,12 +196,38 @@ func (s *Service) updateProfile(ctx context.Context, orgID string, change func(*
 			return err
 		}
 		change(&pr)
-		return s.putRecord(ctx, tx, kindProfile, orgID, refOrg, pr)
+		if err := s.putRecord(ctx, tx, kindProfile, orgID, refOrg, pr); err != nil {
+			return err
+		}
+		var e epoch
+		if err := core.ReadRecord(ctx, tx, kindEpoch, epochProfiles, &e); err != nil && !core.IsNotFound(err) {
+			return err
+		}
+		e.N++
+		return s.putRecord(ctx, tx, kindEpoch, epochProfiles, "", e)
 	})
 	if err != nil {
 		return unavailable("record analytics profile", err)
 	}
 	return nil
+}
+
+// epoch counts the changes of every profile: a freeze computed under one
+// count commits only if no consent or classification changed since.
+type epoch struct {
+	N uint64 `json:"n"`
+}
+
+const epochProfiles = "profiles"
+
+// readEpoch reads the committed profile epoch.
+func (s *Service) readEpoch(ctx context.Context) (epoch, error) {
+	var e epoch
+	err := core.ReadCommitted(ctx, s.d.Store, tenant.PlatformOrgID, kindEpoch, epochProfiles, &e)
+	if err != nil && !core.IsNotFound(err) {
+		return e, unavailable("read analytics epoch", err)
+	}
+	return e, nil
 }
 
 // problems collects what is wrong with a body, field by field.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
+	"errors"
 	"regexp"
 	"time"
 
@@ -77,7 +78,10 @@ func (s *Service) FreezeBlastRadius(ctx context.Context, month string) (body []b
 	}
 	end := start.AddDate(0, 1, 0)
 	now := s.d.Now().UTC()
-	if now.Before(end) {
+	// A month is complete once every decision stamped in it has committed:
+	// MaxClockSkew after its end, for servers whose clocks run behind and
+	// transactions still committing.
+	if now.Before(end.Add(s.d.MaxClockSkew)) {
 		return nil, false, &core.Error{Kind: core.ErrInvalidRequest, Code: CodeMonthNotComplete,
 			Detail: "month " + month + " is not a completed UTC month", Fields: []core.FieldError{{Field: "month", Message: "must be a completed UTC month"}}}
 	}
@@ -89,6 +93,29 @@ func (s *Service) FreezeBlastRadius(ctx context.Context, month string) (body []b
 	}
 	if s.cfg.ReportingKey.IsZero() {
 		return nil, false, core.New(core.ErrUnavailable, CodeReportingKeyNotConfigured, "the server has no reporting key, so no report can be signed")
+	}
+	for range freezeTries {
+		body, created, err = s.freeze(ctx, month, start, end, now)
+		if !errors.Is(err, errStale) {
+			return body, created, err
+		}
+	}
+	return nil, false, core.New(core.ErrConflict, CodeCohortChanged, "consents or classifications kept changing while %s was being frozen: ask again", month)
+}
+
+// freezeTries is how often a freeze is computed again when consents or
+// classifications changed under it.
+const freezeTries = 3
+
+// errStale: a profile changed after the freeze read them.
+var errStale = errors.New("analytics: profiles changed during the freeze")
+
+// freeze computes, signs and freezes the month's report once, or answers
+// the one frozen first.
+func (s *Service) freeze(ctx context.Context, month string, start, end, now time.Time) (body []byte, created bool, err error) {
+	seen, err := s.readEpoch(ctx)
+	if err != nil {
+		return nil, false, err
 	}
 	rep, v, err := s.blastRadius(ctx, month, start, end, now)
 	if err != nil {
@@ -116,12 +143,24 @@ func (s *Service) FreezeBlastRadius(ctx context.Context, month string) (body []b
 		case !core.IsNotFound(err):
 			return err
 		}
+		var e epoch
+		if err := core.ReadRecord(ctx, tx, kindEpoch, epochProfiles, &e); err != nil && !core.IsNotFound(err) {
+			return err
+		}
+		if e != seen {
+			return errStale
+		}
 		if err := s.keep(ctx, tx, v); err != nil {
+			return err
+		}
+		if err := s.putRecord(ctx, tx, kindKey, s.cfg.ReportingKey.KID(), refKey, s.cfg.ReportingKey.PublicJWK()); err != nil {
 			return err
 		}
 		return tx.PutArtifact(ctx, artifactOf(kindReport, month, now, body))
 	})
 	switch {
+	case errors.Is(err, errStale):
+		return nil, false, err
 	case err != nil:
 		return nil, false, unavailable("freeze report", err)
 	case frozen != nil:
@@ -154,21 +193,26 @@ func (s *Service) blastRadius(ctx context.Context, month string, start, end, now
 	if err != nil {
 		return Report{}, view{}, err
 	}
+	// Add what the stored month cells do not hold yet. They were read after
+	// the rollups, so a rollup stored in between may already hold part of
+	// what the view counted: only decisions past the cells' own seq count.
 	for _, p := range v.pending {
-		add := p.months[month]
-		if len(add) == 0 {
-			continue
-		}
 		id := month + "/" + p.org
-		m := months[id]
-		merged := monthCells{OrgID: p.org, Month: month, Cells: map[string]int64{}}
-		for k, n := range m.Cells {
+		stored := months[id]
+		merged := monthCells{OrgID: p.org, Month: month, Cells: map[string]int64{}, LedgerSeq: stored.LedgerSeq}
+		for k, n := range stored.Cells {
 			merged.Cells[k] += n
 		}
-		for k, n := range add {
-			merged.Cells[k] += n
+		added := false
+		for _, ev := range p.events {
+			if ev.month == month && ev.seq > stored.LedgerSeq {
+				merged.Cells[ev.cell]++
+				added = true
+			}
 		}
-		months[id] = merged
+		if added {
+			months[id] = merged
+		}
 	}
 	type tally struct {
 		orgs      int
@@ -198,9 +242,9 @@ func (s *Service) blastRadius(ctx context.Context, month string, start, end, now
 			cohort++
 		}
 	}
-	if cohort == 0 {
+	if cohort < MinOrgsPerCell {
 		return Report{}, view{}, core.New(core.ErrConflict, CodeInsufficientCohort,
-			"no consented external production organization made a durable decision in %s: an empty cohort is not published", month)
+			"fewer than %d consented external production organizations made a durable decision in %s: no cell could be published, so nothing is", MinOrgsPerCell, month)
 	}
 	id, err := s.d.IDs.New()
 	if err != nil {

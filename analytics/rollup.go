@@ -4,10 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"sort"
+	"fmt"
 	"time"
 
 	"github.com/clearancehq/clearance/artifact"
+	"github.com/clearancehq/clearance/internal/canon"
 	"github.com/clearancehq/clearance/internal/core"
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/policy"
@@ -19,7 +20,7 @@ import (
 // this engine wrote up to date.
 const DefaultRollupInterval = 5 * time.Second
 
-// rollupBatch is the most ledger entries one rollup transaction covers.
+// rollupBatch is the most ledger entries read at once.
 const rollupBatch = 2000
 
 // rollup is an org's durable decisions counted so far (kindRollup): every
@@ -39,6 +40,9 @@ type monthCells struct {
 	OrgID string           `json:"org_id"`
 	Month string           `json:"month"`
 	Cells map[string]int64 `json:"cells"`
+	// LedgerSeq is the org's rollup seq when the record was written: the
+	// cells hold every decision of the month up to it, and none after.
+	LedgerSeq uint64 `json:"ledger_seq"`
 }
 
 // Run keeps the rollups of the reviewed orgs this engine writes up to date
@@ -106,6 +110,7 @@ type pending struct {
 	base   rollup
 	next   rollup
 	months map[string]map[string]int64 // month → cell → decisions
+	events []event                     // the same, one by one in seq order
 }
 
 func (p pending) moves() bool { return p.next.LedgerSeq != p.base.LedgerSeq }
@@ -115,7 +120,7 @@ func (p pending) moves() bool { return p.next.LedgerSeq != p.base.LedgerSeq }
 func (s *Service) tail(ctx context.Context, orgID string, base rollup, target uint64) (pending, error) {
 	p := pending{org: orgID, base: base, next: base, months: map[string]map[string]int64{}}
 	for p.next.LedgerSeq < target {
-		next, months, err := s.count(ctx, orgID, p.next)
+		next, events, err := s.count(ctx, orgID, p.next)
 		if err != nil {
 			return pending{}, err
 		}
@@ -123,14 +128,13 @@ func (s *Service) tail(ctx context.Context, orgID string, base rollup, target ui
 			break // the ledger ends before target (target was read earlier)
 		}
 		p.next = next
-		for _, m := range months {
-			if p.months[m.Month] == nil {
-				p.months[m.Month] = map[string]int64{}
+		for _, ev := range events {
+			if p.months[ev.month] == nil {
+				p.months[ev.month] = map[string]int64{}
 			}
-			for k, v := range m.Cells {
-				p.months[m.Month][k] += v
-			}
+			p.months[ev.month][ev.cell]++
 		}
+		p.events = append(p.events, events...)
 	}
 	return p, nil
 }
@@ -157,6 +161,7 @@ func (s *Service) apply(ctx context.Context, tx store.Tx, p pending) error {
 		for k, v := range add {
 			merged.Cells[k] += v
 		}
+		merged.LedgerSeq = p.next.LedgerSeq
 		if err := s.putRecord(ctx, tx, kindMonth, id, month, merged); err != nil {
 			return err
 		}
@@ -166,16 +171,26 @@ func (s *Service) apply(ctx context.Context, tx store.Tx, p pending) error {
 
 var errMoved = errors.New("analytics: the rollup moved on")
 
+// event is one durable decision: its ledger seq, UTC month and cell.
+type event struct {
+	seq   uint64
+	month string
+	cell  string
+}
+
 // count reads the org's ledger past base (at most rollupBatch entries) and
-// returns the rollup and the month cells they add.
-func (s *Service) count(ctx context.Context, orgID string, base rollup) (rollup, []monthCells, error) {
+// returns the rollup they make and the decisions among them. What it
+// counts is the dossier the ledger entry's digest covers: a dossier that
+// is missing, unreadable or not the one ledgered fails the count (503),
+// so a broken record never turns into a wrong number.
+func (s *Service) count(ctx context.Context, orgID string, base rollup) (rollup, []event, error) {
 	entries, err := s.d.Store.LedgerEntries(ctx, orgID, base.LedgerSeq, rollupBatch)
 	if err != nil {
 		return base, nil, unavailable("read ledger", err)
 	}
 	next := base
 	next.OrgID = orgID
-	byMonth := map[string]*monthCells{}
+	var events []event
 	for _, e := range entries {
 		next.LedgerSeq = e.Seq
 		if e.Kind != ledger.KindDecision {
@@ -183,38 +198,35 @@ func (s *Service) count(ctx context.Context, orgID string, base rollup) (rollup,
 		}
 		d, err := s.d.Store.Dossier(ctx, orgID, e.SubjectID)
 		if err != nil {
-			if core.IsNotFound(err) || errors.Is(err, store.ErrCorrupt) {
-				// Broken evidence is the audit's to report; it counts nothing.
-				s.d.Logger.Warn("analytics: a ledgered decision has no readable dossier", "org_id", orgID, "seq", e.Seq, "err", err)
-				continue
-			}
-			return base, nil, unavailable("read dossier", err)
+			return base, nil, core.Unavailable("read the dossier of a ledgered decision", err)
 		}
-		at := d.CreatedAt.UTC()
+		var body struct {
+			Mode      string `json:"mode"`
+			Outcome   string `json:"outcome"`
+			CreatedAt string `json:"created_at"`
+		}
+		if canon.Digest(d.Body) != e.PayloadDigest || json.Unmarshal(d.Body, &body) != nil {
+			return base, nil, core.Unavailable("count a ledgered decision",
+				fmt.Errorf("org %s ledger seq %d: the dossier is not the one the ledger records", orgID, e.Seq))
+		}
+		at, err := time.Parse(time.RFC3339Nano, body.CreatedAt)
+		if err != nil {
+			return base, nil, core.Unavailable("count a ledgered decision", fmt.Errorf("org %s ledger seq %d: created_at: %w", orgID, e.Seq, err))
+		}
+		at = at.UTC()
 		next.Decisions++
 		if next.FirstDecisionAt == nil || at.Before(*next.FirstDecisionAt) {
 			next.FirstDecisionAt = &at
 		}
-		if d.Mode == string(policy.ModeEnforcement) {
+		if body.Mode == string(policy.ModeEnforcement) {
 			next.EnforcementDecisions++
 			if next.FirstEnforcementAt == nil || at.Before(*next.FirstEnforcementAt) {
 				next.FirstEnforcementAt = &at
 			}
 		}
-		m := monthOf(at)
-		mc := byMonth[m]
-		if mc == nil {
-			mc = &monthCells{OrgID: orgID, Month: m, Cells: map[string]int64{}}
-			byMonth[m] = mc
-		}
-		mc.Cells[d.Mode+"/"+d.Outcome]++
+		events = append(events, event{seq: e.Seq, month: monthOf(at), cell: body.Mode + "/" + body.Outcome})
 	}
-	months := make([]monthCells, 0, len(byMonth))
-	for _, mc := range byMonth {
-		months = append(months, *mc)
-	}
-	sort.Slice(months, func(i, j int) bool { return months[i].Month < months[j].Month })
-	return next, months, nil
+	return next, events, nil
 }
 
 // readRollup reads the org's committed rollup (the zero one before any).

@@ -115,20 +115,22 @@ func BenchmarkCatchUp(b *testing.B) {
 // the decisions no rollup holds yet but write nothing; a freeze writes
 // what it counted with its artifact.
 func TestReadsCountWithoutWriting(t *testing.T) {
-	s, ids := kernel(t, 1, 4)
+	s, ids := kernel(t, 5, 4)
 	ctx := context.Background()
-	if _, err := s.Classify(ctx, ids[0], []byte(`{"environment":"prod","audience":"external","surface":"web"}`)); err != nil {
-		t.Fatal(err)
+	for _, id := range ids {
+		if _, err := s.Classify(ctx, id, []byte(`{"environment":"prod","audience":"external","surface":"web"}`)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	sc, err := s.Scorecard(ctx)
-	if err != nil || sc.Cohorts[0].Decisions != 4 {
+	if err != nil || sc.Cohorts[0].Decisions != 20 {
 		t.Fatalf("scorecard %+v %v", sc.Cohorts, err)
 	}
 	var r rollup
 	if err := s.readRollup(ctx, ids[0], &r); err != nil || r.LedgerSeq != 0 {
 		t.Fatalf("the scorecard wrote a rollup: %+v %v", r, err)
 	}
-	s.d.Clock = func() time.Time { return time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC) }
+	s.d.Clock = func() time.Time { return time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC) }
 	s.cfg.ReportingKey, _ = grant.KeyFromSeed(make([]byte, 32))
 	if _, _, err := s.FreezeBlastRadius(ctx, "2026-10"); err == nil {
 		t.Fatal("froze a month no consented org decided in")
@@ -136,8 +138,10 @@ func TestReadsCountWithoutWriting(t *testing.T) {
 	if err := s.readRollup(ctx, ids[0], &r); err != nil || r.LedgerSeq != 0 {
 		t.Fatalf("a refused report wrote a rollup: %+v %v", r, err)
 	}
-	if _, err := s.SetConsent(ctx, ids[0], []byte(`{"opted_in":true,"consent_reference":"c"}`)); err != nil {
-		t.Fatal(err)
+	for _, id := range ids {
+		if _, err := s.SetConsent(ctx, id, []byte(`{"opted_in":true,"consent_reference":"c"}`)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if _, created, err := s.FreezeBlastRadius(ctx, "2026-10"); err != nil || !created {
 		t.Fatalf("freeze: %v %v", created, err)
@@ -146,7 +150,7 @@ func TestReadsCountWithoutWriting(t *testing.T) {
 		t.Fatalf("the freeze did not keep what it counted: %+v %v", r, err)
 	}
 	// What the freeze kept is not counted again.
-	if sc, err := s.Scorecard(ctx); err != nil || sc.Cohorts[0].Decisions != 4 {
+	if sc, err := s.Scorecard(ctx); err != nil || sc.Cohorts[0].Decisions != 20 {
 		t.Fatalf("scorecard after the freeze %+v %v", sc.Cohorts, err)
 	}
 }

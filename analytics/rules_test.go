@@ -56,7 +56,7 @@ func TestSuppressionAtFourAndFive(t *testing.T) {
 			x.decide(o, 50000)
 		}
 	}
-	x.set(time.Date(2026, 11, 1, 0, 0, 0, 1, time.UTC))
+	x.set(time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC))
 	got := x.cellsOf("2026-10")
 	if got["SHADOW/ALLOW"] != "5/5" || got["SHADOW/BLOCK"] != "-" || got["SHADOW/ESCALATE"] != "-" {
 		t.Fatalf("cells %v", got)
@@ -83,12 +83,14 @@ func TestConsentRevocationAffectsLaterReportsOnly(t *testing.T) {
 	if err != nil || c.OptedIn || len(c.History) != 2 || !c.History[0].OptedIn {
 		t.Fatalf("revocation: %+v %v", c, err)
 	}
-	x.set(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	x.set(time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC))
 	if again := x.cellsOf("2026-10"); fmt.Sprint(again) != fmt.Sprint(october) || october["SHADOW/ALLOW"] != "5/5" {
 		t.Fatalf("frozen October changed: %v then %v", october, again)
 	}
-	if nov := x.cellsOf("2026-11"); nov["SHADOW/ALLOW"] != "-" {
-		t.Fatalf("November counts a revoked org: %v", nov)
+	// Four consented orgs are left: too few for any cell, so November is
+	// not published at all.
+	if _, _, err := x.e.Analytics.FreezeBlastRadius(context.Background(), "2026-11"); code(err) != analytics.CodeInsufficientCohort {
+		t.Fatalf("November with a revoked org: %v", err)
 	}
 }
 
@@ -96,27 +98,36 @@ func TestConsentRevocationAffectsLaterReportsOnly(t *testing.T) {
 // be frozen once an org consents.
 func TestEmptyCohortIsNotFrozen(t *testing.T) {
 	x := newEnv(t, october)
-	o := x.org("o", "prod", "external", nil, false)
-	x.decide(o, 5)
-	x.set(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))
+	var orgs []string
+	for i := range 5 {
+		orgs = append(orgs, x.org(fmt.Sprint("o", i), "prod", "external", nil, false))
+		x.decide(orgs[i], 5)
+	}
+	x.set(time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC))
 	ctx := context.Background()
 	if _, _, err := x.e.Analytics.FreezeBlastRadius(ctx, "2026-10"); code(err) != analytics.CodeInsufficientCohort {
 		t.Fatalf("empty cohort: %v", err)
 	}
-	if _, err := x.e.Analytics.SetConsent(ctx, o, []byte(`{"opted_in":true,"consent_reference":"c"}`)); err != nil {
-		t.Fatal(err)
+	for i, o := range orgs {
+		if _, err := x.e.Analytics.SetConsent(ctx, o, []byte(`{"opted_in":true,"consent_reference":"c"}`)); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := x.e.Analytics.FreezeBlastRadius(ctx, "2026-10"); i < 4 && code(err) != analytics.CodeInsufficientCohort {
+			t.Fatalf("a cohort of %d: %v", i+1, err)
+		}
 	}
-	if _, created, err := x.e.Analytics.FreezeBlastRadius(ctx, "2026-10"); err != nil || !created {
-		t.Fatalf("after consent: created %v, %v", created, err)
+	if _, created, err := x.e.Analytics.FreezeBlastRadius(ctx, "2026-10"); err != nil || created {
+		t.Fatalf("after the fifth consent: created %v, %v (want the report the fifth freeze made)", created, err)
 	}
 }
 
 // TestNoReportingKey: a new report is 503; one frozen before is served.
 func TestNoReportingKey(t *testing.T) {
 	x := newEnv(t, october)
-	o := x.org("o", "prod", "external", yes(), false)
-	x.decide(o, 5)
-	x.set(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	for i := range 5 {
+		x.decide(x.org(fmt.Sprint("o", i), "prod", "external", yes(), false), 5)
+	}
+	x.set(time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC))
 	ctx := context.Background()
 	frozen, _, err := x.e.Analytics.FreezeBlastRadius(ctx, "2026-10")
 	if err != nil {
@@ -129,8 +140,10 @@ func TestNoReportingKey(t *testing.T) {
 	if body, created, err := x.e.Analytics.FreezeBlastRadius(ctx, "2026-10"); err != nil || created || string(body) != string(frozen) {
 		t.Fatalf("frozen report without a key: %v %v", created, err)
 	}
-	if _, ok := x.e.Analytics.ReportingJWK(); ok {
-		t.Fatal("a JWK without a key")
+	// The key that signed October is still published, so October verifies.
+	set, err := x.e.Analytics.ReportingJWKS(ctx)
+	if err != nil || len(set.Keys) != 1 || set.Keys[0].KeyID != x.key.KID() {
+		t.Fatalf("JWKS after the key was removed: %+v %v", set, err)
 	}
 }
 
@@ -144,6 +157,13 @@ func TestMonthRules(t *testing.T) {
 		"": analytics.CodeInvalidMonth, "２０２６-01": analytics.CodeInvalidMonth, "2026-10\n": analytics.CodeInvalidMonth,
 		"2026-10": analytics.CodeInsufficientCohort,
 	} {
+		if _, _, err := x.e.Analytics.FreezeBlastRadius(context.Background(), month); code(err) != want {
+			t.Errorf("month %q: %v, want %s", month, err, want)
+		}
+	}
+	// Complete once decisions stamped in it have committed: a minute on.
+	x.set(time.Date(2026, 12, 1, 0, 0, 59, 0, time.UTC))
+	for month, want := range map[string]string{"2026-11": analytics.CodeMonthNotComplete} {
 		if _, _, err := x.e.Analytics.FreezeBlastRadius(context.Background(), month); code(err) != want {
 			t.Errorf("month %q: %v, want %s", month, err, want)
 		}

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/go-jose/go-jose/v4"
-
 	"github.com/clearancehq/clearance"
 	"github.com/clearancehq/clearance/analytics"
 )
@@ -70,15 +68,18 @@ func (s *Server) freezeBlastRadius(c *call) error {
 
 // reportingJWKS publishes the reporting key, which verifies growth reports.
 func (s *Server) reportingJWKS(c *call) error {
-	k, ok := s.engine.Analytics.ReportingJWK()
-	if !ok {
+	set, err := s.engine.Analytics.ReportingJWKS(c.r.Context())
+	if err != nil {
+		return err
+	}
+	if len(set.Keys) == 0 {
 		return &clearance.Error{Kind: clearance.ErrNotFound, Code: analytics.CodeReportingKeyNotConfigured, Detail: "no reporting key is configured"}
 	}
 	c.w.Header().Set("Content-Type", "application/jwk-set+json")
 	c.w.Header().Set("Cache-Control", "public, max-age=60")
 	c.w.WriteHeader(http.StatusOK)
 	c.status = http.StatusOK
-	return json.NewEncoder(c.w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{k}})
+	return json.NewEncoder(c.w).Encode(set)
 }
 
 // noBody accepts a route's absent body, or an empty JSON object; anything

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"fmt"
 	"mime"
 	"net/http"
 	"net/url"
@@ -63,6 +64,16 @@ func (s *badSuite) analyticsTargets() badAnalyticsArgs {
 	x.now.Store(time.Date(2026, 10, 15, 12, 0, 0, 0, time.UTC).UnixNano())
 	o := x.createOrg("Analytics")
 	x.req(t, "POST", pathEvaluate, o.Key, `{"amount":5}`, nil).want(t, http.StatusOK)
+	// Four more consented prod/external orgs decide in October: a cohort
+	// of fewer than five is never published.
+	for i := range 4 {
+		f := x.createOrg(fmt.Sprint("Analytics cohort ", i))
+		x.req(t, "POST", pathEvaluate, f.Key, `{"amount":5}`, nil).want(t, http.StatusOK)
+		x.req(t, "PUT", badAnalyticsConsentPath+f.ID, x.platform, `{"opted_in":true,"consent_reference":"contract-8"}`, nil).
+			want(t, http.StatusOK)
+		x.req(t, "PUT", badAnalyticsClassifyPath+f.ID, x.platform, `{"environment":"prod","audience":"external","surface":"crm"}`, nil).
+			want(t, http.StatusOK)
+	}
 	x.now.Store(now)
 
 	a := badAnalyticsArgs{org: o, month: "2026-10",

@@ -209,6 +209,37 @@ func (x *anEnv) newOrg(name string, enforcing bool) *anOrg {
 	return o
 }
 
+// fillers creates n consented prod/external orgs, so that a month in which
+// they decide has a cohort big enough to be published (a cohort under
+// anMinOrgs is 409 INSUFFICIENT_COHORT).
+func (x *anEnv) fillers(prefix string, n int) []*anOrg {
+	x.t.Helper()
+	var out []*anOrg
+	for i := range n {
+		o := x.newOrg(fmt.Sprintf("%s-filler-%d", prefix, i), false)
+		x.setConsent(o, true)
+		x.classify(o, "prod", "external")
+		out = append(out, o)
+	}
+	return out
+}
+
+// decideAll makes each org decide once in SHADOW/ALLOW.
+func (x *anEnv) decideAll(orgs []*anOrg, rng *rand.Rand) {
+	x.t.Helper()
+	for _, o := range orgs {
+		x.decide(o, anShadow, anAllow, rng)
+	}
+}
+
+func anIDs(orgs ...*anOrg) map[string]bool {
+	out := map[string]bool{}
+	for _, o := range orgs {
+		out[o.ID] = true
+	}
+	return out
+}
+
 // setConsent records o's consent and checks the answer: o's own, with o's
 // whole history and nobody else's.
 func (x *anEnv) setConsent(o *anOrg, optedIn bool) *result {
@@ -690,8 +721,12 @@ func TestAnalyticsBlastRadiusPopulation(t *testing.T) {
 		}
 	}
 
-	// Not yet complete, to the last microsecond.
+	// Not yet complete, to the last microsecond, nor within a minute (the
+	// server's clock skew) after its end, while decisions stamped in it may
+	// still be committing.
 	x.set(time.Date(2026, 3, 31, 23, 59, 59, 999999000, time.UTC))
+	anProblem(t, anFreeze(x.env, month), http.StatusBadRequest, "MONTH_NOT_COMPLETE")
+	x.set(time.Date(2026, 4, 1, 0, 0, 59, 999999000, time.UTC))
 	anProblem(t, anFreeze(x.env, month), http.StatusBadRequest, "MONTH_NOT_COMPLETE")
 
 	// April, from its first instant: 6 eligible enforcing orgs ALLOW in
@@ -762,7 +797,7 @@ func TestAnalyticsBlastRadiusPopulation(t *testing.T) {
 		t.Fatalf("a revocation changed the frozen report:\n%s\n%s", first.Raw, again.Raw)
 	}
 	// ...and April, frozen after it, leaves the org out.
-	x.set(time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC))
+	x.set(time.Date(2026, 5, 1, 0, 1, 0, 0, time.UTC))
 	wantApril := x.expect(next, eligibleNow)
 	withRevoked := x.expect(next, func(id string) bool { return byID[id].eligible() || id == revoked.ID })
 	if wantApril[anEnforcement+"/"+anAllow] != (anCell{5, 5}) || wantApril[anShadow+"/"+anAllow] != (anCell{4, 4}) ||
@@ -827,7 +862,7 @@ func TestAnalyticsSuppressionAndDifferencing(t *testing.T) {
 		x.decide(o, anShadow, anEscalate, rng)
 	}
 
-	x.set(time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC))
+	x.set(time.Date(2026, 7, 1, 0, 1, 0, 0, time.UTC))
 	isEligible := func(id string) bool {
 		return slices.ContainsFunc(eligible, func(o *anOrg) bool { return o.ID == id })
 	}
@@ -1036,9 +1071,14 @@ func TestAnalyticsTenantIsolation(t *testing.T) {
 	x.setConsent(b, true)
 	x.classify(b, "prod", "external") // b's first touch stays b's
 	x.do("POST", anBaselinePath+"mine", x.platform, nil, nil).want(t, http.StatusCreated)
-	// August: only a decided, so one org in one cell.
+	// August: a and four other consented orgs decided (b did not).
+	x.set(time.Date(2026, 8, 20, 0, 0, 0, 0, time.UTC))
+	fill := x.fillers("iso", anMinOrgs-1)
+	x.decideAll(fill, rng)
+	x.set(time.Date(2026, 9, 2, 0, 0, 0, 0, time.UTC))
+	members := anIDs(append(fill, a)...)
 	x.verifyReport(anFreeze(x.env, "2026-08").want(t, http.StatusCreated), "2026-08",
-		x.expect("2026-08", func(id string) bool { return id == a.ID }))
+		x.expect("2026-08", func(id string) bool { return members[id] }))
 
 	// An unknown org is 404, and recorded for nobody.
 	anProblem(t, x.do("PUT", anConsentPath+"00000000-0000-4000-8000-000000000000", x.platform, consent, nil), http.StatusNotFound, "ORG_NOT_FOUND")
@@ -1287,17 +1327,22 @@ func TestAnalyticsReportingKeyNotConfigured(t *testing.T) {
 	o := x.newOrg("keyless", false)
 	x.setConsent(o, true)
 	x.classify(o, "prod", "external")
+	fill := x.fillers("keyless", anMinOrgs-1)
 	x.set(time.Date(2026, 9, 15, 0, 0, 0, 0, time.UTC))
 	x.decide(o, anShadow, anAllow, rng)
+	x.decideAll(fill, rng)
 	x.set(time.Date(2026, 10, 15, 0, 0, 0, 0, time.UTC))
 	x.decide(o, anShadow, anBlock, rng)
+	x.decideAll(fill, rng)
 	x.set(time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC))
-	only := func(id string) bool { return id == o.ID }
+	members := anIDs(append(fill, o)...)
+	only := func(id string) bool { return members[id] }
 	sep := anFreeze(x.env, "2026-09").want(t, http.StatusCreated)
 	x.verifyReport(sep, "2026-09", x.expect("2026-09", only))
 
 	x.restart(grant.Key{})
-	if r := x.do("GET", anJWKSPath, "", nil, nil); r.Status == http.StatusOK || r.str("code") != "REPORTING_KEY_NOT_CONFIGURED" {
+	// The key that signed September stays published, so September verifies.
+	if r := x.do("GET", anJWKSPath, "", nil, nil).want(t, http.StatusOK); r.str("keys.0.kid") != anReportingKey(t, 13).KID() {
 		t.Fatalf("JWKS without a reporting key: %s", r)
 	}
 	if r := anFreeze(x.env, "2026-09").want(t, http.StatusOK); !bytes.Equal(r.Raw, sep.Raw) {

@@ -64,6 +64,17 @@ func keysInit(args []string, stdout, stderr io.Writer) int {
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
+	// Files named on the command line are the ones asked for: the
+	// environment's defaults (set for serve) apply only when none is.
+	named := map[string]bool{}
+	fl.Visit(func(f *flag.Flag) { named[f.Name] = true })
+	if len(named) > 0 {
+		for name, v := range map[string]*string{"grant-key-file": grantFile, "ledger-key-file": ledgerFile, "reporting-key-file": reportingFile} {
+			if !named[name] {
+				*v = ""
+			}
+		}
+	}
 	if fl.NArg() != 0 || (*grantFile == "" && *ledgerFile == "" && *reportingFile == "") {
 		fmt.Fprint(stderr, "clearance keys init: name the file(s) to create with --grant-key-file, --ledger-key-file and/or --reporting-key-file\n")
 		return 2

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -395,10 +396,23 @@ func TestServeUsesOnlyTheKeyFilesItIsGiven(t *testing.T) {
 // TestServeSignsReportsWithTheReportingKeyFile: keys init makes the
 // reporting key, serve reports it in health and publishes it, and only it.
 func TestServeSignsReportsWithTheReportingKeyFile(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "reporting.json")
+	dir := t.TempDir()
+	file, grantFile := filepath.Join(dir, "reporting.json"), filepath.Join(dir, "grant.json")
+	if _, err := keyfile.Create(grantFile); err != nil {
+		t.Fatal(err)
+	}
+	// A deployment's environment names its grant key file, which exists:
+	// init of the reporting key alone leaves it be.
+	t.Setenv("CLEARANCE_GRANT_KEY_FILE", grantFile)
 	var out, errb bytes.Buffer
 	if code := run(context.Background(), []string{"keys", "init", "--reporting-key-file", file}, &out, &errb); code != 0 {
 		t.Fatalf("keys init: exit %d: %s", code, errb.String())
+	}
+	// The grant key is no reporting key.
+	refused, err := exec.Command(binary(t), "serve", "--addr", "127.0.0.1:0", "--data", t.TempDir(),
+		"--grant-key-file", grantFile, "--reporting-key-file", grantFile).CombinedOutput()
+	if err == nil || !strings.Contains(string(refused), "reporting key") {
+		t.Fatalf("serve with the grant key as the reporting key: %v\n%s", err, refused)
 	}
 	rk, err := keyfile.LoadFile(file)
 	if err != nil {

@@ -205,6 +205,9 @@ func runServer(ctx context.Context, log *slog.Logger, cfg serveConfig) error {
 		if reportingKey, err = keyfile.LoadFile(cfg.reportingKeyFile); err != nil {
 			return fmt.Errorf("reporting key file: %w", err)
 		}
+		if err := keyOfItsOwn(reportingKey, grantKeys.ring, ledgerKID, producer); err != nil {
+			return err
+		}
 	}
 	backend, err := openStore(ctx, log, cfg.store, dataDir)
 	if err != nil {
@@ -363,6 +366,28 @@ func loadLedgerKey(log *slog.Logger, dataDir, keyFile string) (*ledger.Key, stri
 	}
 	lk, err := ledger.NewKey(ledgerKeyName, k.Seed())
 	return lk, k.KID(), err
+}
+
+// keyOfItsOwn refuses a reporting key that is also a grant key (in the
+// ring, retired or revoked), the ledger key or the producer key: each kind
+// of signed artifact has a key of its own.
+func keyOfItsOwn(reporting grant.Key, ring *grant.KeyRing, ledgerKID string, producer grant.Key) error {
+	kids := []string{ledgerKID, producer.KID()}
+	if ring != nil {
+		kids = append(kids, ring.Active().KID())
+		for _, k := range ring.Previous() {
+			kids = append(kids, k.Key.KID())
+		}
+		for _, k := range ring.Revoked() {
+			kids = append(kids, k.KID)
+		}
+	}
+	for _, kid := range kids {
+		if kid == reporting.KID() {
+			return fmt.Errorf("--reporting-key-file: the reporting key %s is also a grant, ledger or producer key; create one of its own with clearance keys init --reporting-key-file FILE", kid)
+		}
+	}
+	return nil
 }
 
 // serviceKeys names the signing keys /v1/health reports, by role.
