@@ -32,9 +32,10 @@
 //     external production orgs only. Each mode × outcome cell is published
 //     only when at least MinOrgsPerCell distinct orgs contribute; smaller
 //     cells are suppressed and no total across cells is ever published, so
-//     no suppressed cell can be recovered by subtraction. A month in which fewer than MinOrgsPerCell eligible orgs decided is not
-//     published (409 INSUFFICIENT_COHORT). The report is
-//     RFC 8785 JSON signed with the reporting key (compact JWS, typ
+//     no suppressed cell can be recovered by subtraction. A month in which
+//     fewer than MinOrgsPerCell eligible orgs decided is not published
+//     (409 INSUFFICIENT_COHORT). The report is RFC 8785 JSON signed with
+//     the reporting key (compact JWS, typ
 //     grant.TypGrowthReport, aud grant.AudGrowthReport); without a reporting
 //     key a new report is 503. A month is frozen exactly once, whichever
 //     server asks first; every later request gets that artifact unchanged.
