@@ -29,6 +29,22 @@ type Bundle struct {
 	Mode     Mode    `json:"mode"`
 	Rules    []Rule  `json:"rules"`
 	Default  Default `json:"default"`
+	// Source names where the bundle was published from (a policy-source
+	// pull sets it); it is part of the content and so of the digest, and
+	// decisions record it in their Snapshot. Absent, the digest is the one
+	// the bundle always had.
+	Source *Provenance `json:"source,omitempty"`
+}
+
+// Provenance is where a bundle published from a repository came from.
+type Provenance struct {
+	// Repository is the repository as linked (a URL or a local path).
+	Repository string `json:"repository"`
+	// Commit is the full hex object name of the commit read.
+	Commit string `json:"commit"`
+	// Path is the directory of the bundle inside the repository ("" for
+	// its root).
+	Path string `json:"path,omitempty"`
 }
 
 // Rule is one rule of a bundle. It matches when every non-empty selector
@@ -65,6 +81,9 @@ type Snapshot struct {
 	BundleID      string `json:"bundle_id"`
 	BundleDigest  string `json:"bundle_digest"`
 	Evaluator     string `json:"evaluator"`
+	// SourceCommit is the commit the bundle was published from (Bundle.Source),
+	// absent for bundles published directly.
+	SourceCommit string `json:"source_commit,omitempty"`
 }
 
 // Compiled is a validated, indexed, immutable bundle, safe for concurrent
@@ -130,6 +149,9 @@ func Compile(b Bundle) (*Compiled, error) {
 		v.add("", "default.outcome", "outcome must be ALLOW, ESCALATE, REVIEW_REQUIRED or BLOCK")
 	}
 	checkReasonCodes("", "default.reason_codes", b.Default.ReasonCodes, false, &v)
+	if b.Source != nil {
+		checkSource(*b.Source, &v)
+	}
 	if len(v.problems) > 0 {
 		return nil, v.err()
 	}
@@ -143,6 +165,9 @@ func Compile(b Bundle) (*Compiled, error) {
 		BundleID:      b.BundleID,
 		BundleDigest:  canon.Digest(canonical),
 		Evaluator:     EvaluatorVersion,
+	}
+	if b.Source != nil {
+		c.snapshot.SourceCommit = b.Source.Commit
 	}
 	c.fallback = Decision{
 		Outcome:     b.Default.Outcome,
@@ -315,6 +340,10 @@ func (v *validator) err() error {
 func cloneBundle(b Bundle) Bundle {
 	out := b
 	out.Default.ReasonCodes = cloneStrings(b.Default.ReasonCodes)
+	if b.Source != nil {
+		src := *b.Source
+		out.Source = &src
+	}
 	if b.Rules != nil {
 		out.Rules = make([]Rule, len(b.Rules))
 	}
@@ -426,4 +455,36 @@ type rule struct {
 	usesSignals   bool        // a predicate or the when reads signals
 	own           []string    // the rule's reason codes, deduplicated
 	decision      Decision    // the decision when this rule alone wins
+}
+
+// MaxSourceLen bounds Source.Repository and Source.Path.
+const MaxSourceLen = 2000
+
+// checkSource validates a bundle's provenance: a repository named without
+// control characters, a full hex commit id (SHA-1 or SHA-256 object
+// format) and a relative path that does not climb.
+func checkSource(src Provenance, v *validator) {
+	if src.Repository == "" || len(src.Repository) > MaxSourceLen || hasControl(src.Repository) {
+		v.add("", "source.repository", fmt.Sprintf("source.repository must be 1..%d bytes without control characters", MaxSourceLen))
+	}
+	if !validCommit(src.Commit) {
+		v.add("", "source.commit", "source.commit must be 40 or 64 lowercase hex digits")
+	}
+	if len(src.Path) > MaxSourceLen || hasControl(src.Path) || strings.HasPrefix(src.Path, "/") ||
+		slices.Contains(strings.Split(src.Path, "/"), "..") {
+		v.add("", "source.path", fmt.Sprintf("source.path must be a relative path of at most %d bytes without control characters or ..", MaxSourceLen))
+	}
+}
+
+// validCommit reports whether s is a full lowercase hex object name.
+func validCommit(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
