@@ -93,4 +93,48 @@
 // surface ^[a-z][a-z0-9_]*$ up to 80 bytes (ValidSurface). The other names
 // (actor, action, vertical_pack, objective_profile) are at most
 // MaxIdentifierLen bytes without control characters.
+//
+// # Explanations and diffs
+//
+// Compiled.Explain decides an input exactly as Evaluate does (its outcome,
+// reason codes and matched rules are Evaluate's) and says why. Every rule
+// is traced, not only the index's candidates, in bundle order: matched,
+// decisive (its outcome won), or the first condition that failed, in
+// evaluation order: decision_types, workflow_keys, surfaces, match[i],
+// then when. A `when` runs only when the structured conditions hold, with
+// Evaluate's activation and cost budget; the first CEL error stops CEL as
+// it stops Evaluate (later `when`s are "not evaluated"). At most
+// MaxExplainedRules (1,000) traces are listed: the winning rules first,
+// then the rule whose `when` failed, the other matches, the failed rules
+// in bundle order; RulesOmitted counts the rest. An input Evaluate refuses
+// (nil, an invalid amount or risk score) is explained by its error alone.
+//
+// Flips are the smallest single-field changes that change the outcome.
+// Candidates come from the bundle's selectors and structured predicates
+// only: for each number operand t (amount, risk_score, context.<key>) a
+// value just below t (an amount by 0.000001, its finest precision, within
+// 0..MaxAmount; other numbers by one float step), t itself and just
+// above t, tried nearest to the current value first; string and boolean
+// operands in bundle order; removing the field (absent), or supplying it
+// (present) when an exists/not_exists predicate tests it. approval.verified
+// flips to verified (the approval kept, Verified set), to unverified, or to
+// no evidence. mode and signals.* are not searched, nor thresholds that
+// only a `when` names (a `when` is still evaluated on every candidate).
+// Each candidate is evaluated on a copy of the input (maps replaced, never
+// modified); one that fails evaluation is no flip. At most
+// MaxFlipEvaluations (2,000) candidates are evaluated, one per field in
+// turn. Per field and resulting outcome the first candidate in that order
+// is reported, as "lt"/"gt" t (just below/above t), "le"/"ge" t (at t, and
+// beyond it as well), "eq" (that value), "absent" or "present", with a
+// message such as "amount below 1000 would ALLOW" (numbers written plainly,
+// without separators); flips are sorted by field, then outcome from ALLOW
+// to BLOCK.
+//
+// Diff compares two bundles rule by rule, pairing rules by id: rules added
+// (in the new order), removed (in the old order), changed (which members),
+// whether the rules both keep changed their relative order (which orders
+// reason codes), and changes of bundle_id, mode and default. Members are
+// compared canonically: predicate values by their JSON form (5 equals
+// 5.0), an absent list as an empty one, lists in order. Identical means
+// every member but version and source is equal.
 package policy
