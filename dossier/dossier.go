@@ -55,4 +55,8 @@ type Reader interface {
 	// DossierSummaries calls fn for the org's dossiers created in [from, to),
 	// oldest first, until fn returns false.
 	DossierSummaries(ctx context.Context, orgID string, from, to time.Time, fn func(Summary) bool) error
+	// Dossiers calls fn for the org's dossiers created in [from, to), oldest
+	// first (ties in dossier id order), with their bodies, until fn returns
+	// false. Same order and window as DossierSummaries.
+	Dossiers(ctx context.Context, orgID string, from, to time.Time, fn func(Stored) bool) error
 }

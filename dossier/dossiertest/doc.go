@@ -14,6 +14,11 @@
 //   - DossierSummaries returns the org's dossiers created in [from, to),
 //     oldest first (ties in dossier id order), and stops when fn returns
 //     false;
+//   - Dossiers yields the same dossiers in the same order as
+//     DossierSummaries (also across ties split by paging), each with every
+//     field equal to what was put and the body byte for byte, stops when fn
+//     returns false, never crosses orgs, and calls nothing for an empty
+//     window (from >= to);
 //   - a dossier and its ledger entry written by an Update whose fn then
 //     fails are both absent;
 //   - concurrent writers to one org lose nothing and keep the ledger valid.

@@ -39,6 +39,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Backend) {
 		{"NotFoundAndOrgIsolation", testIsolation},
 		{"WriteOnce", testWriteOnce},
 		{"Summaries", testSummaries},
+		{"Dossiers", testDossiers},
+		{"DossiersManyWithTies", testDossiersMany},
 		{"FailedUpdateWritesNeither", testAtomic},
 		{"ConcurrentWriters", testConcurrent},
 		{"RecordWritesDossierEntryAndChainMember", testRecord},
@@ -316,4 +318,152 @@ func testConcurrent(t *testing.T, b store.Backend) {
 	if err != nil || !rep.Valid || rep.HeadSeq != workers*each {
 		t.Fatalf("Verify = %+v, %v; want valid with %d entries", rep, err, workers*each)
 	}
+}
+
+// dossiers returns what Dossiers yields, stopping after max when max > 0.
+// The records are compared after the scan, so a backend may not reuse a
+// yielded body.
+func dossiers(t *testing.T, b store.Backend, orgID string, from, to time.Time, max int) []dossier.Stored {
+	t.Helper()
+	var out []dossier.Stored
+	err := b.Dossiers(t.Context(), orgID, from, to, func(r dossier.Stored) bool {
+		out = append(out, r)
+		return max == 0 || len(out) < max
+	})
+	if err != nil {
+		t.Fatalf("Dossiers: %v", err)
+	}
+	return out
+}
+
+// wantDossiers checks that Dossiers over [from, to) yields, in order, the
+// dossiers DossierSummaries lists there, each equal to what was put.
+func wantDossiers(t *testing.T, b store.Backend, orgID string, from, to time.Time, put map[string]dossier.Stored) {
+	t.Helper()
+	got := dossiers(t, b, orgID, from, to, 0)
+	var ids []string
+	for _, r := range got {
+		ids = append(ids, r.DossierID)
+	}
+	if diff := cmp.Diff(summaries(t, b, orgID, from, to, 0), ids); diff != "" {
+		t.Fatalf("Dossiers ids vs DossierSummaries (-summaries +dossiers):\n%s", diff)
+	}
+	for _, r := range got {
+		wantRecord(t, "Dossiers record "+r.DossierID, r, nil, put[r.DossierID])
+	}
+}
+
+func testDossiers(t *testing.T, b store.Backend) {
+	// testSummaries' data: 1..6 out of order, 7 tied with 3, org B alike.
+	put := map[string]dossier.Stored{}
+	for _, n := range []int{4, 1, 6, 3, 2, 5, 7} {
+		r := newRecord(orgA, n)
+		if n == 7 {
+			r.CreatedAt = newRecord(orgA, 3).CreatedAt
+		}
+		mustRecord(t, b, r)
+		put[r.DossierID] = r
+	}
+	putB := map[string]dossier.Stored{}
+	for n := 1; n <= 6; n++ {
+		r := newRecord(orgB, 100+n)
+		r.CreatedAt = newRecord(orgA, n).CreatedAt
+		mustRecord(t, b, r)
+		putB[r.DossierID] = r
+	}
+	at := func(n int) time.Time { return base.Add(time.Duration(n) * time.Minute) }
+
+	windows := []struct {
+		name     string
+		from, to time.Time
+		want     int
+	}{
+		{"All", at(0), at(100), 7},
+		{"FromInclusiveToExclusive", at(2), at(5), 4},
+		{"JustAfterFrom", at(2).Add(time.Microsecond), at(5).Add(time.Microsecond), 4},
+		{"TieOnly", at(3), at(4), 2},
+		{"BeforeAll", at(-100), at(1), 0},
+	}
+	for _, w := range windows {
+		t.Run(w.name, func(t *testing.T) {
+			if got := dossiers(t, b, orgA, w.from, w.to, 0); len(got) != w.want {
+				t.Fatalf("Dossiers yielded %d, want %d", len(got), w.want)
+			}
+			wantDossiers(t, b, orgA, w.from, w.to, put)
+		})
+	}
+
+	t.Run("EarlyStop", func(t *testing.T) {
+		for _, max := range []int{1, 3, 4} { // 3 and 4 stop inside and just after the tie
+			got := dossiers(t, b, orgA, at(0), at(100), max)
+			all := summaries(t, b, orgA, at(0), at(100), 0)
+			var ids []string
+			for _, r := range got {
+				ids = append(ids, r.DossierID)
+			}
+			if diff := cmp.Diff(all[:max], ids); diff != "" {
+				t.Fatalf("Dossiers stopping after %d (-want +got):\n%s", max, diff)
+			}
+		}
+	})
+
+	t.Run("OrgIsolation", func(t *testing.T) {
+		got := dossiers(t, b, orgB, at(0), at(100), 0)
+		if len(got) != 6 {
+			t.Fatalf("Dossiers(org B) yielded %d, want 6", len(got))
+		}
+		for _, r := range got {
+			if r.OrgID != orgB {
+				t.Fatalf("Dossiers(org B) yielded %s of org %q", r.DossierID, r.OrgID)
+			}
+		}
+		wantDossiers(t, b, orgB, at(0), at(100), putB)
+		if got := dossiers(t, b, "org_dossier_none", at(0), at(100), 0); len(got) != 0 {
+			t.Fatalf("Dossiers(org without dossiers) yielded %d", len(got))
+		}
+	})
+
+	t.Run("EmptyWindow", func(t *testing.T) {
+		for _, w := range [][2]time.Time{{at(3), at(3)}, {at(5), at(2)}, {at(100), at(0)}} {
+			err := b.Dossiers(t.Context(), orgA, w[0], w[1], func(r dossier.Stored) bool {
+				t.Fatalf("Dossiers(%v, %v) called fn with %s", w[0], w[1], r.DossierID)
+				return false
+			})
+			if err != nil {
+				t.Fatalf("Dossiers(%v, %v): %v", w[0], w[1], err)
+			}
+		}
+	})
+}
+
+// testDossiersMany: enough dossiers, most sharing a few instants, that a
+// backend reading in pages splits a tie across pages.
+func testDossiersMany(t *testing.T, b store.Backend) {
+	const total, instants = 700, 3
+	put := map[string]dossier.Stored{}
+	err := b.Update(t.Context(), orgA, func(tx store.Tx) error {
+		for n := range total {
+			r := newRecord(orgA, n)
+			r.CreatedAt = base.Add(time.Duration(n%instants) * time.Second)
+			if err := tx.PutDossier(t.Context(), r); err != nil {
+				return err
+			}
+			if _, err := ledger.Append(t.Context(), tx, orgA, ledger.Record{
+				Kind: ledger.KindDecision, SubjectID: r.DossierID, PayloadDigest: canon.Digest(r.Body),
+			}, r.CreatedAt); err != nil {
+				return err
+			}
+			put[r.DossierID] = r
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	from, to := base, base.Add(time.Hour)
+	if got := dossiers(t, b, orgA, from, to, 0); len(got) != total {
+		t.Fatalf("Dossiers yielded %d, want %d", len(got), total)
+	}
+	wantDossiers(t, b, orgA, from, to, put)
+	wantDossiers(t, b, orgA, base.Add(time.Second), to, put) // from inside the order
 }

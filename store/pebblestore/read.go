@@ -1,6 +1,7 @@
 package pebblestore
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -335,6 +336,62 @@ func scanSummaries(ctx context.Context, r kv, orgID string, from, to time.Time, 
 	})
 }
 
+// scanDossiers walks the org's time index over [from, to) with one
+// iterator and reads each dossier through a clone of it: the clone sees the
+// same state of the store, so every indexed dossier is there and a
+// concurrent write shows in both or neither.
+func scanDossiers(ctx context.Context, r kv, orgID string, from, to time.Time, fn func(dossier.Stored) bool) error {
+	if !from.Before(to) {
+		return nil
+	}
+	lower := summaryBound(orgID, from)
+	index, err := r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: summaryBound(orgID, to)})
+	if err != nil {
+		return fmt.Errorf("pebblestore: iterate: %w", err)
+	}
+	defer index.Close()
+	dossierPrefix := orgPrefix(orgID, subDossier, 64)
+	records, err := index.Clone(pebble.CloneOptions{IterOptions: &pebble.IterOptions{
+		LowerBound: dossierPrefix, UpperBound: upperBound(dossierPrefix),
+	}})
+	if err != nil {
+		return fmt.Errorf("pebblestore: iterate: %w", err)
+	}
+	defer records.Close()
+	idStart := len(lower) // a summary key is the bound's bytes, then the dossier id
+	key := dossierPrefix  // reused for every lookup
+	for ok := index.First(); ok; ok = index.Next() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		id := index.Key()[idStart:]
+		key = append(key[:len(dossierPrefix)], id...)
+		// The whole key is the prefix (default comparer), so this is a
+		// point lookup that the bloom filters can answer.
+		if !records.SeekPrefixGE(key) || !bytes.Equal(records.Key(), key) {
+			if err := records.Error(); err != nil {
+				return fmt.Errorf("pebblestore: iterate: %w", err)
+			}
+			return fmt.Errorf("pebblestore: indexed dossier %q of org %q has no record: %w", id, orgID, store.ErrCorrupt)
+		}
+		v, err := records.ValueAndErr()
+		if err != nil {
+			return fmt.Errorf("pebblestore: iterate: %w", err)
+		}
+		rec, err := decodeDossier(orgID, string(id), v)
+		if err != nil {
+			return err
+		}
+		if !fn(rec) {
+			return nil
+		}
+	}
+	if err := index.Error(); err != nil {
+		return fmt.Errorf("pebblestore: iterate: %w", err)
+	}
+	return nil
+}
+
 func readIdempotency(r kv, orgID, scope, key string) (store.IdempotencyRecord, error) {
 	var rec store.IdempotencyRecord
 	v, err := getOr(r, idempotencyKey(orgID, scope, key), idempotency.ErrNotFound, "idempotency key in scope %q of org %q", scope, orgID)
@@ -512,6 +569,16 @@ func (s *Store) DossierSummaries(ctx context.Context, orgID string, from, to tim
 	}
 	defer s.leave()
 	return scanSummaries(ctx, s.db, orgID, from, to, fn)
+}
+
+// Dossiers implements dossier.Reader, in DossierSummaries' order, from
+// one consistent view of the store.
+func (s *Store) Dossiers(ctx context.Context, orgID string, from, to time.Time, fn func(dossier.Stored) bool) error {
+	if err := s.enter(ctx); err != nil {
+		return err
+	}
+	defer s.leave()
+	return scanDossiers(ctx, s.db, orgID, from, to, fn)
 }
 
 // Bundle implements store.Reader.

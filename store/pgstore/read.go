@@ -306,9 +306,21 @@ func readBundles(ctx context.Context, q querier, orgID string) ([]store.BundleRe
 const dossierColumns = `dossier_id, decision_id, evaluation_id, created_at, outcome, mode, workflow_key, decision_type, body`
 
 func scanDossier(row pgx.Row, orgID string, format string, args ...any) (dossier.Stored, error) {
+	r, err := scanDossierRow(row, orgID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return dossier.Stored{}, notFound(format, args...)
+	}
+	if err != nil {
+		return dossier.Stored{}, fmt.Errorf("pgstore: read %s: %w", fmt.Sprintf(format, args...), err)
+	}
+	return r, nil
+}
+
+// scanDossierRow reads one row of dossierColumns.
+func scanDossierRow(row pgx.Row, orgID string) (dossier.Stored, error) {
 	r := dossier.Stored{OrgID: orgID}
-	err := scanOne(row, []any{&r.DossierID, &r.DecisionID, &r.EvaluationID, &r.CreatedAt, &r.Outcome, &r.Mode,
-		&r.WorkflowKey, &r.DecisionType, &r.Body}, format, args...)
+	err := row.Scan(&r.DossierID, &r.DecisionID, &r.EvaluationID, &r.CreatedAt, &r.Outcome, &r.Mode,
+		&r.WorkflowKey, &r.DecisionType, &r.Body)
 	if err != nil {
 		return dossier.Stored{}, err
 	}
@@ -480,6 +492,38 @@ func (s *Store) DossierSummaries(ctx context.Context, orgID string, from, to tim
 	if err := s.enter(ctx); err != nil {
 		return err
 	}
+	return pageDossiers(ctx, s.pool, orgID, from, to,
+		`dossier_id, decision_id, created_at, outcome, mode, workflow_key, decision_type`,
+		func(r pgx.CollectableRow) (dossier.Summary, error) {
+			var s dossier.Summary
+			err := r.Scan(&s.DossierID, &s.DecisionID, &s.CreatedAt, &s.Outcome, &s.Mode, &s.WorkflowKey, &s.DecisionType)
+			s.CreatedAt = s.CreatedAt.UTC()
+			return s, err
+		},
+		func(s dossier.Summary) (time.Time, string) { return s.CreatedAt, s.DossierID },
+		fn)
+}
+
+// Dossiers implements dossier.Reader: DossierSummaries' pages, with every
+// column Dossier reads. Each page is its own snapshot, as for
+// DossierSummaries; dossiers are write-once, so a scan never sees one
+// changed, only (past its cursor) one committed while it runs.
+func (s *Store) Dossiers(ctx context.Context, orgID string, from, to time.Time, fn func(dossier.Stored) bool) error {
+	if err := s.enter(ctx); err != nil {
+		return err
+	}
+	return pageDossiers(ctx, s.pool, orgID, from, to, dossierColumns,
+		func(r pgx.CollectableRow) (dossier.Stored, error) { return scanDossierRow(r, orgID) },
+		func(r dossier.Stored) (time.Time, string) { return r.CreatedAt, r.DossierID },
+		fn)
+}
+
+// pageDossiers calls fn for the org's dossiers created in [from, to) in
+// (created_at, dossier_id) order, reading columns pageSize rows per
+// statement (keyset paging on the dossiers_created index); cursor returns
+// a row's place in that order.
+func pageDossiers[T any](ctx context.Context, q querier, orgID string, from, to time.Time, columns string,
+	scanRow func(pgx.CollectableRow) (T, error), cursor func(T) (time.Time, string), fn func(T) bool) error {
 	if !from.Before(to) {
 		return nil
 	}
@@ -492,41 +536,36 @@ func (s *Store) DossierSummaries(ctx context.Context, orgID string, from, to tim
 		var rows pgx.Rows
 		var err error
 		if first {
-			rows, err = s.pool.Query(ctx, `
-				SELECT dossier_id, decision_id, created_at, outcome, mode, workflow_key, decision_type FROM dossiers
+			rows, err = q.Query(ctx, `
+				SELECT `+columns+` FROM dossiers
 				WHERE org_id = $1 AND created_at >= $2 AND created_at < $3
 				ORDER BY created_at, dossier_id LIMIT $4`, orgID, from, to, pageSize)
 		} else {
-			rows, err = s.pool.Query(ctx, `
-				SELECT dossier_id, decision_id, created_at, outcome, mode, workflow_key, decision_type FROM dossiers
+			rows, err = q.Query(ctx, `
+				SELECT `+columns+` FROM dossiers
 				WHERE org_id = $1 AND (created_at, dossier_id) > ($2, $3) AND created_at < $4
 				ORDER BY created_at, dossier_id LIMIT $5`, orgID, afterAt, afterID, to, pageSize)
 		}
 		if err != nil {
 			return fmt.Errorf("pgstore: list dossiers of %q: %w", orgID, err)
 		}
-		page, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (dossier.Summary, error) {
-			var s dossier.Summary
-			err := r.Scan(&s.DossierID, &s.DecisionID, &s.CreatedAt, &s.Outcome, &s.Mode, &s.WorkflowKey, &s.DecisionType)
-			s.CreatedAt = s.CreatedAt.UTC()
-			return s, err
-		})
+		page, err := pgx.CollectRows(rows, scanRow)
 		if err != nil {
 			return fmt.Errorf("pgstore: list dossiers of %q: %w", orgID, err)
 		}
-		for _, sum := range page {
+		for _, row := range page {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			if !fn(sum) {
+			if !fn(row) {
 				return nil
 			}
 		}
 		if len(page) < pageSize {
 			return nil
 		}
-		last := page[len(page)-1]
-		afterAt, afterID, first = last.CreatedAt, last.DossierID, false
+		afterAt, afterID = cursor(page[len(page)-1])
+		first = false
 	}
 }
 
