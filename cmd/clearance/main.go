@@ -6,6 +6,7 @@
 //	clearance keys rotate                # new grant signing key; the old one drains
 //	clearance keys revoke --kid K        # withdraw a leaked grant key at once
 //	clearance verify packet --ledger-key K packet.json  # offline verification
+//	clearance policy check bundle.yaml   # compile a policy bundle; also test, eval, replay, push
 //	clearance version
 package main
 
@@ -27,6 +28,7 @@ const usage = `usage:
   clearance loadtest [flags]              drive a server with evaluate, cycle or mixed load
   clearance migrate --store postgres://…  apply the PostgreSQL schema migrations
   clearance verify packet|capsule|ledger  verify evidence offline with public keys (see clearance verify)
+  clearance policy check|test|eval|replay|push   author, test and publish policies (see clearance policy -h)
   clearance version                       print the version
 `
 
@@ -48,6 +50,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return migrate(ctx, args[1:], stdout, stderr)
 	case "verify":
 		return verify(args[1:], stdout, stderr)
+	case "policy":
+		return policyCmd(ctx, args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, versionString())
 		return 0
