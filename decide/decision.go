@@ -99,6 +99,7 @@ func (d *Decision) AppendJSON(b []byte) []byte {
 	p.String("bundle_id", d.PolicySnapshot.BundleID)
 	p.String("bundle_digest", d.PolicySnapshot.BundleDigest)
 	p.String("evaluator", d.PolicySnapshot.Evaluator)
+	p.OmitEmpty("source_commit", d.PolicySnapshot.SourceCommit)
 	o.B = p.Close()
 	o.String("mode", string(d.Mode))
 	o.String("dossier_url", d.DossierURL)

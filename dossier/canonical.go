@@ -93,6 +93,7 @@ func (b *Body) canonical() (out []byte, ok bool, err error) {
 	w.member("bundle_id", b.PolicySnapshot.BundleID)
 	w.member("evaluator", b.PolicySnapshot.Evaluator)
 	w.member("policy_version", b.PolicySnapshot.PolicyVersion)
+	w.opt("source_commit", b.PolicySnapshot.SourceCommit)
 	w.raw(`}`)
 	w.list("reason_codes", b.ReasonCodes)
 	w.opt("request_id", b.RequestID)

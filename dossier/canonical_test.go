@@ -35,7 +35,9 @@ func TestCanonicalIsCanonMarshal(t *testing.T) {
 	minimal := Body{ReasonCodes: nil, MatchedRules: nil}
 	controls := fullBody()
 	controls.IntentAsReceived = "\x00\x07\b\t\n\v\f\r\x1f\x7f \u2028\u2029 \"\\/<>&"
-	for name, b := range map[string]Body{"full": fullBody(), "minimal": minimal, "controls": controls} {
+	sourced := fullBody()
+	sourced.PolicySnapshot.SourceCommit = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+	for name, b := range map[string]Body{"full": fullBody(), "minimal": minimal, "controls": controls, "sourced": sourced} {
 		got, ok, err := b.canonical()
 		want, werr := canon.Marshal(&b)
 		if err != nil || werr != nil || !ok {

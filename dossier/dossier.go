@@ -57,6 +57,8 @@ type Reader interface {
 	DossierSummaries(ctx context.Context, orgID string, from, to time.Time, fn func(Summary) bool) error
 	// Dossiers calls fn for the org's dossiers created in [from, to), oldest
 	// first (ties in dossier id order), with their bodies, until fn returns
-	// false. Same order and window as DossierSummaries.
+	// false. Same order and window as DossierSummaries. A yielded Body is
+	// valid only until fn returns (a backend may hand out its own buffer, as
+	// a scan of a large window reads every body once): copy it to keep it.
 	Dossiers(ctx context.Context, orgID string, from, to time.Time, fn func(Stored) bool) error
 }

@@ -1,6 +1,7 @@
 package dossiertest
 
 import (
+	"slices"
 	"context"
 	"errors"
 	"fmt"
@@ -321,12 +322,13 @@ func testConcurrent(t *testing.T, b store.Backend) {
 }
 
 // dossiers returns what Dossiers yields, stopping after max when max > 0.
-// The records are compared after the scan, so a backend may not reuse a
-// yielded body.
+// A yielded body is valid only until fn returns (a backend may reuse its
+// buffer), so each is copied as fn is called.
 func dossiers(t *testing.T, b store.Backend, orgID string, from, to time.Time, max int) []dossier.Stored {
 	t.Helper()
 	var out []dossier.Stored
 	err := b.Dossiers(t.Context(), orgID, from, to, func(r dossier.Stored) bool {
+		r.Body = slices.Clone(r.Body)
 		out = append(out, r)
 		return max == 0 || len(out) < max
 	})

@@ -49,6 +49,14 @@ func encodeDossier(b *pebble.Batch, key []byte, r dossier.Stored) error {
 }
 
 func decodeDossier(orgID, dossierID string, v []byte) (dossier.Stored, error) {
+	rec, err := viewDossier(orgID, dossierID, v)
+	rec.Body = append([]byte(nil), rec.Body...)
+	return rec, err
+}
+
+// viewDossier is decodeDossier with a Body that aliases v (Dossiers yields
+// it for the length of one call).
+func viewDossier(orgID, dossierID string, v []byte) (dossier.Stored, error) {
 	n, w := binary.Uvarint(v)
 	if w <= 0 || n > uint64(len(v)-w) {
 		return dossier.Stored{}, fmt.Errorf("pebblestore: dossier value: %w", store.ErrCorrupt)
@@ -69,7 +77,7 @@ func decodeDossier(orgID, dossierID string, v []byte) (dossier.Stored, error) {
 		Mode:         m.Mode,
 		WorkflowKey:  m.WorkflowKey,
 		DecisionType: m.DecisionType,
-		Body:         append([]byte(nil), v[w+int(n):]...),
+		Body:         v[w+int(n):],
 	}, nil
 }
 

@@ -378,7 +378,8 @@ func scanDossiers(ctx context.Context, r kv, orgID string, from, to time.Time, f
 		if err != nil {
 			return fmt.Errorf("pebblestore: iterate: %w", err)
 		}
-		rec, err := decodeDossier(orgID, string(id), v)
+		// The body is the iterator's until it moves: fn may not keep it.
+		rec, err := viewDossier(orgID, string(id), v)
 		if err != nil {
 			return err
 		}
