@@ -14,3 +14,24 @@ const (
 	// request was decided (409): send it again.
 	CodeStaleAuthorization = core.CodeStaleAuthorization
 )
+
+// Codes of drafts.
+const (
+	CodeDraftNotFound = "POLICY_DRAFT_NOT_FOUND"
+	// CodeDraftRevisionMismatch: the draft is not at the expected revision
+	// (409; nothing changed).
+	CodeDraftRevisionMismatch = "DRAFT_REVISION_MISMATCH"
+	// CodeDraftLimit: the org keeps MaxDrafts drafts already (409).
+	CodeDraftLimit = "DRAFT_LIMIT_REACHED"
+)
+
+// Codes of replays, reproductions and explanations.
+const (
+	CodeReplayNotFound = "REPLAY_NOT_FOUND"
+	// CodeRecordedPolicyUnavailable: the bundle a dossier records is not
+	// among the org's versions with that digest (409).
+	CodeRecordedPolicyUnavailable = "RECORDED_POLICY_UNAVAILABLE"
+	// CodeNotReplayable: the dossier's input cannot be rebuilt exactly
+	// (409; the detail names the reason).
+	CodeNotReplayable = "NOT_REPLAYABLE"
+)

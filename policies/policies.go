@@ -18,15 +18,32 @@ import (
 // resolves the policy a request is evaluated under. Create it with New.
 type Service struct {
 	d        core.Deps
+	cfg      Config
 	compiled sync.Map // bundleKey -> *policy.Compiled (published bundles are immutable)
 	// active is the last activation seen per org (orgID -> string, the
 	// version, "" for none), for ResolveSeen: it may be stale, and is
 	// corrected by Current inside each transaction that relies on it.
 	active sync.Map
+	// signals reads recorded signal events for replays (UseSignals).
+	signals SignalReader
+	// queued wakes RunReplays when a replay is queued.
+	queued chan struct{}
+}
+
+// Config tunes the policies feature; the zero value is the default.
+type Config struct {
+	// ReplayInlineLimit is the most recorded decisions a replay answers at
+	// once; a larger window is queued as a job. 0 means InlineReplayLimit.
+	ReplayInlineLimit int
 }
 
 // New returns the policies feature over the kernel d.
-func New(d core.Deps) *Service { return &Service{d: d} }
+func New(d core.Deps, cfg Config) *Service {
+	if cfg.ReplayInlineLimit <= 0 {
+		cfg.ReplayInlineLimit = InlineReplayLimit
+	}
+	return &Service{d: d, cfg: cfg, queued: make(chan struct{}, 1)}
+}
 
 // BundleInfo describes a published bundle version.
 type BundleInfo struct {
@@ -77,65 +94,80 @@ func (s *Service) publish(ctx context.Context, orgID string, raw []byte, activat
 	if err != nil {
 		return Published{}, core.TranslateInput(err)
 	}
-	b := c.Bundle()
 	var out Published
 	err = s.d.Store.Update(ctx, orgID, func(tx store.Tx) error {
-		prev, err := tx.BundleInTx(ctx, b.Version)
-		if err == nil {
-			if prev.Digest != c.Digest() {
-				return core.New(core.ErrConflict, CodePolicyVersionConflict,
-					"version %q is already published with other content (digest %s)", b.Version, prev.Digest)
-			}
-			active, err := activeVersionInTx(ctx, tx)
-			if err != nil {
-				return err
-			}
-			out = Published{BundleInfo: infoOf(prev, active == prev.Version)}
-			return nil
-		}
-		if !core.IsNotFound(err) {
-			return err
-		}
-		var seq uint64 = 1
-		if latest, err := tx.LatestBundleInTx(ctx); err == nil {
-			if first {
-				out = Published{} // the org has a version: nothing to install
-				return nil
-			}
-			seq = latest.Seq + 1
-		} else if !core.IsNotFound(err) {
-			return err
-		}
-		rec := store.BundleRecord{
-			OrgID: orgID, BundleID: b.BundleID, Version: b.Version, Seq: seq, Digest: c.Digest(),
-			Mode: string(c.Mode()), RuleCount: len(b.Rules), PublishedAt: s.d.Now(), Body: c.Canonical(),
-		}
-		if err := tx.PutBundle(ctx, rec); err != nil {
-			return err
-		}
-		entry, err := ledger.Append(ctx, tx, orgID, ledger.Record{
-			Kind: ledger.KindPolicyPublished, SubjectID: b.Version, PayloadDigest: c.Digest()}, s.d.Now())
-		if err != nil {
-			return err
-		}
-		if activate {
-			if _, err := s.activateInTx(ctx, tx, rec); err != nil {
-				return err
-			}
-		}
-		out = Published{BundleInfo: infoOf(rec, activate), Created: true}
-		out.LedgerSeq = entry.Seq
-		return nil
+		var err error
+		out, err = s.publishInTx(ctx, tx, c, activate, first)
+		return err
 	})
 	if err != nil {
 		return Published{}, core.Translate("publish bundle", err)
 	}
-	if out.Created {
-		s.compiled.Store(bundleKey(orgID, b.Version), c)
-		if activate {
-			s.active.Store(orgID, b.Version)
+	s.published(orgID, c, out.Created, activate)
+	return out, nil
+}
+
+// published caches what a committed publish made: the compiled version
+// and, when it was activated, the org's active version.
+func (s *Service) published(orgID string, c *policy.Compiled, created, activated bool) {
+	if !created {
+		return
+	}
+	v := c.Bundle().Version
+	s.compiled.Store(bundleKey(orgID, v), c)
+	if activated {
+		s.active.Store(orgID, v)
+	}
+}
+
+// publishInTx publishes c in the org's transaction tx: see publish.
+func (s *Service) publishInTx(ctx context.Context, tx store.Tx, c *policy.Compiled, activate, first bool) (Published, error) {
+	orgID := tx.OrgID()
+	b := c.Bundle()
+	var out Published
+	prev, err := tx.BundleInTx(ctx, b.Version)
+	if err == nil {
+		if prev.Digest != c.Digest() {
+			return out, core.New(core.ErrConflict, CodePolicyVersionConflict,
+				"version %q is already published with other content (digest %s)", b.Version, prev.Digest)
+		}
+		active, err := activeVersionInTx(ctx, tx)
+		if err != nil {
+			return out, err
+		}
+		return Published{BundleInfo: infoOf(prev, active == prev.Version)}, nil
+	}
+	if !core.IsNotFound(err) {
+		return out, err
+	}
+	var seq uint64 = 1
+	if latest, err := tx.LatestBundleInTx(ctx); err == nil {
+		if first {
+			return Published{}, nil // the org has a version: nothing to install
+		}
+		seq = latest.Seq + 1
+	} else if !core.IsNotFound(err) {
+		return out, err
+	}
+	rec := store.BundleRecord{
+		OrgID: orgID, BundleID: b.BundleID, Version: b.Version, Seq: seq, Digest: c.Digest(),
+		Mode: string(c.Mode()), RuleCount: len(b.Rules), PublishedAt: s.d.Now(), Body: c.Canonical(),
+	}
+	if err := tx.PutBundle(ctx, rec); err != nil {
+		return out, err
+	}
+	entry, err := ledger.Append(ctx, tx, orgID, ledger.Record{
+		Kind: ledger.KindPolicyPublished, SubjectID: b.Version, PayloadDigest: c.Digest()}, s.d.Now())
+	if err != nil {
+		return out, err
+	}
+	if activate {
+		if _, err := s.activateInTx(ctx, tx, rec); err != nil {
+			return out, err
 		}
 	}
+	out = Published{BundleInfo: infoOf(rec, activate), Created: true}
+	out.LedgerSeq = entry.Seq
 	return out, nil
 }
 

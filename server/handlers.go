@@ -385,9 +385,16 @@ func (s *Server) dossier(c *call) error {
 	if err != nil {
 		return err
 	}
+	explain, err := c.boolQuery("explain", false)
+	if err != nil {
+		return err
+	}
 	d, err := s.engine.Evidence.Dossier(c.r.Context(), org, c.r.PathValue("dossierId"))
 	if err != nil {
 		return err
+	}
+	if explain {
+		return s.explainDossier(c, d, org)
 	}
 	return c.writeDossier(d)
 }

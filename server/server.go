@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -135,17 +136,65 @@ func New(e *clearance.Engine, opts Options) *Server {
 		}
 		allowed[path] = append(allowed[path], method)
 	}
-	// A served path asked with another method is a 405 naming the methods.
+	// A served path asked with another method is a 405 naming the methods
+	// it serves. Each is a pattern of its own, so that a sibling's wildcard
+	// does not take it (GET /v1/policies/dry-run is not the version
+	// "dry-run"); one that would conflict with a served route in
+	// net/http.ServeMux (GET /v1/policies/{version}/activate against
+	// GET /v1/policies/drafts/{name}) is left to unrouted, which asks the
+	// mux which methods the path is served with.
 	for _, path := range paths {
-		allow := strings.Join(allowed[path], ", ")
-		s.mux.Handle(path, s.wrap(route{pattern: path, auth: authPublic, handle: func(_ *Server, c *call) error {
-			c.w.Header().Set("Allow", allow)
-			return errMethod
-		}}))
+		refuse := s.wrap(route{pattern: path, auth: authPublic, handle: methodNotAllowed(strings.Join(allowed[path], ", "))})
+		for _, m := range methods {
+			if !slices.Contains(allowed[path], m) && !(m == http.MethodHead && slices.Contains(allowed[path], http.MethodGet)) {
+				handleUnlessConflicting(s.mux, m+" "+path, refuse)
+			}
+		}
 	}
-	s.mux.Handle("/", s.wrap(noRoute))
+	s.mux.Handle("/", s.wrap(route{pattern: "/", auth: authPublic, handle: (*Server).unrouted}))
 	return s
 }
+
+func methodNotAllowed(allow string) func(*Server, *call) error {
+	return func(_ *Server, c *call) error {
+		c.w.Header().Set("Allow", allow)
+		return errMethod
+	}
+}
+
+// handleUnlessConflicting registers pattern unless net/http.ServeMux finds
+// it conflicting with one already registered (it panics then, and offers no
+// way to ask first).
+func handleUnlessConflicting(mux *http.ServeMux, pattern string, h http.Handler) {
+	defer func() { _ = recover() }()
+	mux.Handle(pattern, h)
+}
+
+// unrouted answers a request no route serves: 405 with Allow when the
+// path is served with other methods, 404 ROUTE_NOT_FOUND otherwise.
+func (s *Server) unrouted(c *call) error {
+	var allow []string
+	for _, m := range methods {
+		if m == http.MethodHead {
+			continue // served with GET
+		}
+		probe := *c.r
+		probe.Method = m
+		if _, pattern := s.mux.Handler(&probe); pattern != "" && pattern != "/" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) == 0 {
+		return errNoRoute
+	}
+	c.w.Header().Set("Allow", strings.Join(allow, ", "))
+	return errMethod
+}
+
+// methods are those a path answers 405 to when it does not serve them
+// (HEAD is served with GET); an unlisted method reaches unrouted.
+var methods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+	http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace}
 
 // ServeHTTP serves the route table. A path that is not clean (a "." or
 // ".." segment, an empty segment) is 404 ROUTE_NOT_FOUND like any unknown

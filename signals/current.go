@@ -3,6 +3,7 @@ package signals
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -49,4 +50,31 @@ func (s *Service) Current(ctx context.Context, orgID string, now time.Time) (map
 	}
 	slices.SortFunc(used, func(a, b dossier.Signal) int { return strings.Compare(a.Type, b.Type) })
 	return in, used, nil
+}
+
+// Recorded returns the data of the signal events a dossier recorded, by
+// event id, for evaluating its decision again: each event is read from
+// the org's kept events and its data checked against the recorded digest.
+// An event no longer kept is core.ErrNotFound; one whose data does not
+// match its digest is damage (503), never a silent substitute.
+func (s *Service) Recorded(ctx context.Context, orgID string, used []dossier.Signal) (map[string]json.RawMessage, error) {
+	out := make(map[string]json.RawMessage, len(used))
+	for _, u := range used {
+		r, err := s.d.Store.Artifact(ctx, orgID, kindEvent, u.EventID)
+		if core.IsNotFound(err) {
+			return nil, core.New(core.ErrNotFound, core.CodeNotFound, "signal event %q is no longer kept", u.EventID)
+		}
+		if err != nil {
+			return nil, core.Unavailable("read signal event", err)
+		}
+		var sg storedSignal
+		if err := json.Unmarshal(r.Body, &sg); err != nil {
+			return nil, core.Unavailable("decode signal", err)
+		}
+		if sg.DataDigest != u.DataDigest {
+			return nil, core.Unavailable("read signal event", fmt.Errorf("signal event %q does not match its recorded digest", u.EventID))
+		}
+		out[u.EventID] = sg.Data
+	}
+	return out, nil
 }
