@@ -31,6 +31,7 @@ import (
 	"github.com/clearancehq/clearance/onboarding"
 	"github.com/clearancehq/clearance/outbox"
 	"github.com/clearancehq/clearance/policies"
+	"github.com/clearancehq/clearance/policysource"
 	"github.com/clearancehq/clearance/sharelink"
 	"github.com/clearancehq/clearance/signals"
 	"github.com/clearancehq/clearance/store"
@@ -86,6 +87,14 @@ type Options struct {
 	// ExportWorker tunes the validation-pack worker that Run starts; the
 	// zero value is a good default.
 	ExportWorker export.WorkerOptions
+	// ReplayInlineLimit is the most recorded decisions a policy replay
+	// answers at once; a larger window is queued as a job the replay
+	// worker runs. 0 means policies.InlineReplayLimit (10,000).
+	ReplayInlineLimit int
+	// PolicySourceRoots are the directories under which an org may link a
+	// local Git repository as its policy source; nil allows remote
+	// repositories only (https, or any URL with AllowPrivateDestinations).
+	PolicySourceRoots []string
 	// MaxClockSkew is how far ahead of the engine's clock a timestamp
 	// may be: a signed intent's issued_at (INTENT_NOT_YET_VALID) or a
 	// grant token's iat (GRANT_INVALID); 0 means DefaultMaxClockSkew.
@@ -206,6 +215,9 @@ type Engine struct {
 	Admin *admin.Service
 	// Policies publishes, stages and activates bundles and resolves them.
 	Policies *policies.Service
+	// PolicySources links an org's Git repository as its policy source and
+	// pulls it: compiled, tested, published as a draft or a version.
+	PolicySources *policysource.Service
 	// Decide makes decisions: Evaluate and EnforceAndBind.
 	Decide *decide.Service
 	// Evidence reads and extends the evidence of decisions.
@@ -265,8 +277,9 @@ func Open(backend store.Backend, opts Options) (*Engine, error) {
 		JSON: strictjson.Options{RejectUnknown: true, MaxMembers: opts.MaxJSONMembers, MaxElements: opts.MaxJSONElements},
 	}
 	e := &Engine{store: st, deps: deps, opts: opts, keys: keys, Admin: admin.New(deps), Audit: audit.New(deps)}
-	e.Policies = policies.New(deps)
+	e.Policies = policies.New(deps, policies.Config{ReplayInlineLimit: opts.ReplayInlineLimit})
 	out := outbound.New(outbound.Options{AllowPrivate: opts.AllowPrivateDestinations})
+	e.PolicySources = policysource.New(deps, policysource.Config{Policies: e.Policies, Client: out, LocalRoots: opts.PolicySourceRoots})
 	client := opts.ApprovalClient
 	if client == nil {
 		client = approval.NewHTTP(out, approval.HTTPOptions{})
@@ -280,6 +293,7 @@ func Open(backend store.Backend, opts Options) (*Engine, error) {
 		approvals, claimApprovals = e.Escalations, e.Escalations
 	}
 	e.Signals = signals.New(deps)
+	e.Policies.UseSignals(e.Signals)
 	e.Decide = decide.New(deps, decide.Config{Policies: e.Policies, StillActive: policies.StillActive,
 		GrantTTL: opts.GrantTTL, IntentMaxAge: opts.IntentMaxAge, Approvals: approvals, Events: e.Webhooks.Wake,
 		Signals: e.Signals})

@@ -7,6 +7,8 @@ import (
 	"github.com/clearancehq/clearance/analytics"
 	"github.com/clearancehq/clearance/escalation"
 	"github.com/clearancehq/clearance/execution"
+	"github.com/clearancehq/clearance/policies"
+	"github.com/clearancehq/clearance/policysource"
 )
 
 // Run does the Engine's background work until ctx ends, and returns once
@@ -23,7 +25,10 @@ import (
 // the webhook worker hands committed events to WEBHOOK integrations and
 // delivers them (woken by each event, and each Options.Webhooks.Poll), and
 // the analytics worker counts the new decisions of the orgs this Engine
-// wrote into their rollups (each analytics.DefaultRollupInterval).
+// wrote into their rollups (each analytics.DefaultRollupInterval), and the
+// replay worker runs queued policy replays (woken by each, and each
+// policies.DefaultReplayPoll), and the policy-source worker pulls the
+// linked repositories whose scheduled pull is due (policysource.DefaultPoll).
 //
 // A server runs it for as long as it serves; an embedder that does not run
 // it gets no checkpoints but the ones it seals (Audit.SealLedger) and no
@@ -41,6 +46,8 @@ func (e *Engine) Run(ctx context.Context) {
 		func(ctx context.Context) { e.Escalations.Run(ctx, escalation.DefaultPoll) },
 		func(ctx context.Context) { e.Webhooks.Run(ctx) },
 		func(ctx context.Context) { e.Analytics.Run(ctx, analytics.DefaultRollupInterval) },
+		func(ctx context.Context) { e.Policies.RunReplays(ctx, policies.DefaultReplayPoll) },
+		func(ctx context.Context) { e.PolicySources.Run(ctx, policysource.DefaultPoll) },
 	} {
 		wg.Go(func() { work(ctx) })
 	}

@@ -10,6 +10,8 @@ var (
 	scopeDecisionRead  = []tenant.Scope{tenant.ScopeDecisionRead, tenant.ScopeAuditRead}
 	scopePolicyWrite   = []tenant.Scope{tenant.ScopePolicyWrite}
 	scopePolicyRead    = []tenant.Scope{tenant.ScopePolicyRead, tenant.ScopePolicyWrite}
+	// A dry run is for policy authors and for callers that may decide.
+	scopeDryRun        = []tenant.Scope{tenant.ScopePolicyRead, tenant.ScopePolicyWrite, tenant.ScopeDecisionWrite}
 	scopeAuditRead     = []tenant.Scope{tenant.ScopeAuditRead}
 	scopeAuditWrite    = []tenant.Scope{tenant.ScopeAuditWrite} // sealing the ledger now
 	scopeExecRead      = []tenant.Scope{tenant.ScopeDecisionWrite, tenant.ScopeDecisionRead}
@@ -56,6 +58,23 @@ func (s *Server) routes() []route {
 		{pattern: "POST /v1/protocol/policies/bundles/{version}/activate", auth: authKey, scopes: scopePolicyWrite, handle: (*Server).activateBundle},
 		{pattern: "POST /v1/policies/{version}/activate", auth: authKey, scopes: scopePolicyWrite, handle: (*Server).activateBundle},
 
+		// Policy lifecycle: drafts, diffs, dry runs, replays.
+		{pattern: "GET /v1/policies/drafts", auth: authKey, scopes: scopePolicyRead, handle: (*Server).listDrafts},
+		{pattern: "PUT /v1/policies/drafts/{name}", auth: authKey, scopes: scopePolicyWrite, handle: (*Server).putDraft},
+		{pattern: "GET /v1/policies/drafts/{name}", auth: authKey, scopes: scopePolicyRead, handle: (*Server).getDraft},
+		{pattern: "DELETE /v1/policies/drafts/{name}", auth: authKey, scopes: scopePolicyWrite, handle: (*Server).deleteDraft},
+		{pattern: "POST /v1/policies/drafts/{name}/validate", auth: authKey, scopes: scopePolicyRead, handle: (*Server).validateDraft},
+		{pattern: "POST /v1/policies/drafts/{name}/promote", auth: authKey, scopes: scopePolicyWrite, handle: (*Server).promoteDraft},
+		{pattern: "GET /v1/policies/diff", auth: authKey, scopes: scopePolicyRead, handle: (*Server).diffPolicies},
+		{pattern: "POST /v1/policies/dry-run", auth: authKey, scopes: scopeDryRun, handle: (*Server).dryRun},
+		{pattern: "POST /v1/policies/replays", auth: authKey, scopes: scopePolicyRead, handle: (*Server).startReplay},
+		{pattern: "GET /v1/policies/replays/{replayId}", auth: authKey, scopes: scopePolicyRead, handle: (*Server).getReplay},
+		{pattern: "GET /v1/policies/replays/{replayId}/events", auth: authKey, scopes: scopePolicyRead, handle: (*Server).replayEvents},
+		{pattern: "PUT /v1/policies/source", auth: authKey, scopes: scopePolicyWrite, handle: (*Server).putPolicySource},
+		{pattern: "GET /v1/policies/source", auth: authKey, scopes: scopePolicyRead, handle: (*Server).getPolicySource},
+		{pattern: "DELETE /v1/policies/source", auth: authKey, scopes: scopePolicyWrite, handle: (*Server).deletePolicySource},
+		{pattern: "POST /v1/policies/source/pull", auth: authKey, scopes: scopePolicyWrite, handle: (*Server).pullPolicySource},
+
 		// Decisions: one evaluation path behind every entry point.
 		{pattern: "POST /v1/protocol/evaluate-decision", auth: authKey, scopes: scopeDecisionWrite, handle: (*Server).evaluateDecision},
 		{pattern: "POST /v1/decisions/evaluate", auth: authKey, scopes: scopeDecisionWrite, deprecated: true, handle: (*Server).evaluateDecision},
@@ -97,6 +116,7 @@ func (s *Server) routes() []route {
 		// Evidence.
 		{pattern: "GET /v1/dossiers/{decisionId}", auth: authKey, scopes: scopeDecisionRead, handle: (*Server).dossierByDecision},
 		{pattern: "GET /v1/protocol/dossiers/{dossierId}", auth: authKey, scopes: scopeDecisionRead, handle: (*Server).dossier},
+		{pattern: "GET /v1/protocol/dossiers/{dossierId}/reproduce", auth: authKey, scopes: scopeDecisionRead, handle: (*Server).reproduceDossier},
 		{pattern: "GET /v1/protocol/decision-chains/{chainId}", auth: authKey, scopes: scopeDecisionRead, handle: (*Server).decisionChain},
 		{pattern: "GET /v1/protocol/decision-chains/by-evaluation/{evaluationId}", auth: authKey, scopes: scopeDecisionRead, handle: (*Server).decisionChainByEvaluation},
 		{pattern: "GET /v1/protocol/dossiers/{dossierId}/overrides", auth: authKey, scopes: scopeDecisionRead, handle: (*Server).overrides},

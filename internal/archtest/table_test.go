@@ -62,13 +62,14 @@ var packages = map[string]rule{
 	"internal/privatefile": {layer: leaf, io: true},
 	"internal/mail":        {layer: leaf, io: true, peers: []string{"internal/privatefile"}}, // sign-up and sign-in codes: an .eml mailbox or SMTP; files written as private files
 
-	"policy":  {layer: pure},
-	"grant":   {layer: pure},
-	"ledger":  {layer: pure},
-	"capsule": {layer: pure, peers: []string{"grant"}},
-	"proof":   {layer: pure, peers: []string{"ledger"}},
-	"pack":    {layer: pure, peers: []string{"ledger"}}, // the validation-pack format
-	"ucp":     {layer: pure},                            // UCP checkout envelopes, one validator per release
+	"policy":            {layer: pure},
+	"policy/policyfile": {layer: pure, peers: []string{"policy"}},
+	"grant":             {layer: pure},
+	"ledger":            {layer: pure},
+	"capsule":           {layer: pure, peers: []string{"grant"}},
+	"proof":             {layer: pure, peers: []string{"ledger"}},
+	"pack":              {layer: pure, peers: []string{"ledger"}}, // the validation-pack format
+	"ucp":               {layer: pure},                            // UCP checkout envelopes, one validator per release
 
 	// Records keep the pure discipline; their state is the consumer's Tx.
 	"tenant": {layer: records, pure: true, deny: []string{"policy", "grant", "ledger"}},
@@ -89,9 +90,11 @@ var packages = map[string]rule{
 
 	"internal/core": {layer: kernel},
 
-	"admin":     {layer: features},
-	"decide":    {layer: features},
-	"policies":  {layer: features},
+	"admin":  {layer: features},
+	"decide": {layer: features},
+	// policies replays recorded decisions: their inputs are rebuilt by
+	// decide's route decoders.
+	"policies":  {layer: features, peers: []string{"decide"}},
 	"evidence":  {layer: features},
 	"sharelink": {layer: features},
 	// execution checks the grants decide issues: the intent format and the
@@ -123,6 +126,9 @@ var packages = map[string]rule{
 	// analytics counts decisions from the ledgers and dossiers into
 	// rollups of the platform's and signs monthly reports.
 	"analytics": {layer: features},
+	// policysource pulls bundles from Git repositories (go-git, over
+	// internal/outbound) and publishes them through policies.
+	"policysource": {layer: features, peers: []string{"policies"}},
 	// export anchors packs in checkpoints the audit feature signs.
 	"export": {layer: features, peers: []string{"audit"}},
 	// The reference approval service: a service of its own, shipped beside

@@ -136,6 +136,17 @@ func New(o Options) *Client {
 // AllowPrivate reports whether the SSRF guard is off (Options.AllowPrivate).
 func (c *Client) AllowPrivate() bool { return c.allowPrivate }
 
+// HTTPClient returns an *http.Client for a protocol library that drives
+// net/http itself (git's smart HTTP): the same transport as Do — no proxy,
+// the dial guard judging every resolved address, the step timeouts — and
+// no redirects (a 3xx is handed back as the response, for the library to
+// refuse). Timeout is Options.Timeout; the caller may change it on the
+// copy it gets. Unlike Do it neither re-checks URLs (call CheckURL first)
+// nor caps response bodies: the caller bounds what it reads.
+func (c *Client) HTTPClient() *http.Client {
+	return &http.Client{Transport: c.hc.Transport, Timeout: c.hc.Timeout, CheckRedirect: c.hc.CheckRedirect}
+}
+
 // CloseIdleConnections closes the connections kept for reuse.
 func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }
 
