@@ -84,6 +84,12 @@ func (s *Service) DryRun(ctx context.Context, req DryRunRequest) (DryRun, error)
 	}
 	mode := policy.ModeShadow
 	if req.Policy != nil {
+		if dr.pin != "" {
+			// A pin Evaluate would refuse is refused here too.
+			if _, err := s.cfg.Policies.Resolve(ctx, org, dr.pin); err != nil {
+				return DryRun{}, err
+			}
+		}
 		c, err := req.Policy(ctx, org)
 		if err != nil {
 			return DryRun{}, err

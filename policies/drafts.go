@@ -83,10 +83,6 @@ func (s *Service) PutDraft(ctx context.Context, req DraftRequest) (Draft, bool, 
 	if err != nil {
 		return Draft{}, false, core.Invalid(core.CodeInvalidRequest, "", "the bundle cannot be canonicalized: %v", err)
 	}
-	live, err := s.d.Store.ArtifactsByRef(ctx, req.OrgID, kindDraft, refLive, MaxDrafts+1)
-	if err != nil {
-		return Draft{}, false, core.Unavailable("list drafts", err)
-	}
 	var out draftRecord
 	var created bool
 	err = s.d.Store.Update(ctx, req.OrgID, func(tx store.Tx) error {
@@ -99,13 +95,15 @@ func (s *Service) PutDraft(ctx context.Context, req DraftRequest) (Draft, bool, 
 		case err != nil:
 			return err
 		}
-		if rec.Deleted && len(live) >= MaxDrafts {
-			return core.New(core.ErrConflict, CodeDraftLimit, "the org has %d drafts, the most it may keep; delete one first", MaxDrafts)
-		}
 		if x := req.ExpectedRevision; x > 0 && (rec.Deleted || rec.Revision != x) {
 			return revisionMismatch(rec, x)
 		}
 		created = rec.Deleted
+		if created {
+			if err := countDrafts(ctx, tx, +1, now); err != nil {
+				return err
+			}
+		}
 		if created {
 			rec.CreatedAt = now
 		}
@@ -119,6 +117,29 @@ func (s *Service) PutDraft(ctx context.Context, req DraftRequest) (Draft, bool, 
 	}
 	d, err := draftOf(req.OrgID, out, true)
 	return d, created, err
+}
+
+// draftCount is the org's number of live drafts, kept in the transactions
+// that create and delete them, so that concurrent creations cannot pass
+// MaxDrafts.
+type draftCount struct {
+	Live int `json:"live"`
+}
+
+const kindDraftCount, idDraftCount = "policy.draft_count", "live"
+
+// countDrafts moves the org's live-draft count by delta, refusing a
+// creation past MaxDrafts.
+func countDrafts(ctx context.Context, tx store.Tx, delta int, at time.Time) error {
+	var c draftCount
+	if err := core.ReadRecord(ctx, tx, kindDraftCount, idDraftCount, &c); err != nil && !core.IsNotFound(err) {
+		return err
+	}
+	if delta > 0 && c.Live >= MaxDrafts {
+		return core.New(core.ErrConflict, CodeDraftLimit, "the org has %d drafts, the most it may keep; delete one first", MaxDrafts)
+	}
+	c.Live = max(0, c.Live+delta)
+	return core.WriteRecord(ctx, tx, kindDraftCount, idDraftCount, at, c)
 }
 
 // putDraft stores rec under the ref of its state.
@@ -190,6 +211,9 @@ func (s *Service) DeleteDraft(ctx context.Context, orgID, name string, expectedR
 			return revisionMismatch(rec, expectedRevision)
 		}
 		rec.Deleted, rec.UpdatedAt = true, s.d.Now().UTC()
+		if err := countDrafts(ctx, tx, -1, rec.UpdatedAt); err != nil {
+			return err
+		}
 		return putDraft(ctx, tx, rec)
 	})
 	return core.Translate("delete draft", err)
@@ -334,6 +358,9 @@ func (s *Service) PromoteDraft(ctx context.Context, req PromoteRequest) (Promoti
 			out.Published.Active = true
 		}
 		cur.Deleted, cur.UpdatedAt = true, s.d.Now().UTC()
+		if err := countDrafts(ctx, tx, -1, cur.UpdatedAt); err != nil {
+			return err
+		}
 		return putDraft(ctx, tx, cur)
 	})
 	if err != nil {

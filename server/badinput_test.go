@@ -355,6 +355,10 @@ func TestBadInputOnEveryRoute(t *testing.T) {
 	for pattern, spec := range s.analyticsSpecs() {
 		specs[pattern] = spec
 	}
+	s.addPolicyLifecycleSpecs(specs, dec, decB)
+	for pattern, spec := range s.policySourceSpecs() {
+		specs[pattern] = spec
+	}
 
 	// Every route has cases, and every spec is a route.
 	served := map[string][]string{} // path -> methods

@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -30,7 +31,7 @@ func (c *call) ifMatchRevision() (int64, error) {
 		v = v[1 : len(v)-1]
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
-	if len(vs) > 1 || err != nil || n <= 0 {
+	if len(vs) > 1 || err != nil || n <= 0 || v[0] == '+' || v[0] == '0' {
 		return 0, &clearance.Error{Kind: clearance.ErrInvalidRequest, Code: clearance.CodeInvalidRequest,
 			Detail: "If-Match must be sent once and hold a draft revision (a positive integer)",
 			Fields: []clearance.FieldError{{Field: "If-Match", Message: "a positive integer"}}}
@@ -269,8 +270,14 @@ func (s *Server) getReplay(c *call) error {
 	return c.writeJSON(http.StatusOK, r)
 }
 
-// replayEventsPoll is how often the progress stream reads the replay.
-const replayEventsPoll = 250 * time.Millisecond
+// The progress stream reads the replay every replayEventsPoll, sends a
+// comment after replayEventsKeepAlive without progress, and gives each
+// write replayEventsWriteTimeout.
+const (
+	replayEventsPoll         = 250 * time.Millisecond
+	replayEventsKeepAlive    = 15 * time.Second
+	replayEventsWriteTimeout = 30 * time.Second
+)
 
 // replayEvents streams a replay's progress as server-sent events: a
 // "progress" event whenever the count moves, then one "done" or "failed"
@@ -287,39 +294,50 @@ func (s *Server) replayEvents(c *call) error {
 	if err != nil {
 		return err
 	}
-	flusher, _ := c.w.(http.Flusher)
+	rc := http.NewResponseController(c.w)
 	h := c.w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	c.w.WriteHeader(http.StatusOK)
 	c.status = http.StatusOK
+	// write sends one frame, moving the write deadline past it: the stream
+	// lasts as long as the replay, beyond the server's WriteTimeout.
+	write := func(frame string) bool {
+		_ = rc.SetWriteDeadline(time.Now().Add(replayEventsWriteTimeout))
+		if _, err := io.WriteString(c.w, frame); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
 	send := func(event string, v any) bool {
 		b, err := json.Marshal(v)
 		if err != nil {
 			return false
 		}
-		if _, err := fmt.Fprintf(c.w, "event: %s\ndata: %s\n\n", event, b); err != nil {
-			return false
-		}
-		if flusher != nil {
-			flusher.Flush()
-		}
-		return true
+		return write("event: " + event + "\ndata: " + string(b) + "\n\n")
 	}
 	t := time.NewTicker(replayEventsPoll)
 	defer t.Stop()
-	last := -1
+	last, quiet := -1, time.Duration(0)
 	for {
 		switch r.Status {
 		case clearance.ReplayDone, clearance.ReplayFailed:
 			send(r.Status, r)
 			return nil
 		}
-		if r.Processed != last {
+		quiet += replayEventsPoll
+		switch {
+		case r.Processed != last:
 			if !send("progress", replayProgress{ReplayID: r.ReplayID, Status: r.Status, Processed: r.Processed, Total: r.Total}) {
 				return nil
 			}
-			last = r.Processed
+			last, quiet = r.Processed, 0
+		case quiet >= replayEventsKeepAlive:
+			// A comment keeps proxies from closing a quiet stream.
+			if !write(": keep-alive\n\n") {
+				return nil
+			}
+			quiet = 0
 		}
 		select {
 		case <-ctx.Done():

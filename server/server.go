@@ -91,6 +91,9 @@ type Server struct {
 	mux      *http.ServeMux
 	metrics  *metrics
 	limiters sync.Map // key id -> *rate.Limiter
+	// served holds the route table's patterns (unrouted asks the mux
+	// which of them a path is served with).
+	served map[string]bool
 	// added counts the limiters made; every sweepEvery of them, the full
 	// ones are forgotten (see allow).
 	added    atomic.Int64
@@ -128,8 +131,10 @@ func New(e *clearance.Engine, opts Options) *Server {
 	s.json.MaxMembers, s.json.MaxElements = e.JSONLimits()
 	allowed := map[string][]string{} // path -> methods served
 	var paths []string
+	s.served = map[string]bool{}
 	for _, rt := range s.routes() {
 		s.mux.Handle(rt.pattern, s.wrap(rt))
+		s.served[rt.pattern] = true
 		method, path, _ := strings.Cut(rt.pattern, " ")
 		if allowed[path] == nil {
 			paths = append(paths, path)
@@ -180,7 +185,7 @@ func (s *Server) unrouted(c *call) error {
 		}
 		probe := *c.r
 		probe.Method = m
-		if _, pattern := s.mux.Handler(&probe); pattern != "" && pattern != "/" {
+		if _, pattern := s.mux.Handler(&probe); s.served[pattern] {
 			allow = append(allow, m)
 		}
 	}
