@@ -12,7 +12,7 @@ import (
 // and gives way to it for anything else.
 func TestScanRecordedAgreesWithTheDecoder(t *testing.T) {
 	bodies := map[string][]byte{
-		"escaped intent": []byte(`{"created_at":"2026-01-01T00:00:00Z","dossier_id":"d1","intent":{"context":{"note":"a \"quoted\" \\ } ] , : {"}},"intent_as_received":"{\"x\":\"\\\\\\\"\"}","matched_rules":[],"outcome":"ALLOW","policy_snapshot":{"bundle_digest":"sha256:00","bundle_id":"b","evaluator":"e","policy_version":"1"},"reason_codes":["PROTOCOL_OUTCOME_ALLOW","NO_RULE_MATCHED"],"route":"evaluate-decision"}`),
+		"escaped intent":    []byte(`{"created_at":"2026-01-01T00:00:00Z","dossier_id":"d1","intent":{"context":{"note":"a \"quoted\" \\ } ] , : {"}},"intent_as_received":"{\"x\":\"\\\\\\\"\"}","matched_rules":[],"outcome":"ALLOW","policy_snapshot":{"bundle_digest":"sha256:00","bundle_id":"b","evaluator":"e","policy_version":"1"},"reason_codes":["PROTOCOL_OUTCOME_ALLOW","NO_RULE_MATCHED"],"route":"evaluate-decision"}`),
 		"numbers and nulls": []byte(`{"approval":null,"created_at":"2026-01-01T00:00:00Z","dossier_id":"d2","intent":{"amount":1.5,"flag":true,"n":null},"ledger_seq":12,"outcome":"BLOCK","reason_codes":[],"route":"action-gate"}`),
 	}
 	for _, name := range []string{"dossier.json", "dossier_signals.json"} {
