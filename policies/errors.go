@@ -28,6 +28,8 @@ const (
 // Codes of replays, reproductions and explanations.
 const (
 	CodeReplayNotFound = "REPLAY_NOT_FOUND"
+	// CodeReplayLimit: MaxActiveReplays of the org are queued or running (409).
+	CodeReplayLimit = "REPLAY_LIMIT_REACHED"
 	// CodeRecordedPolicyUnavailable: the bundle a dossier records is not
 	// among the org's versions with that digest (409).
 	CodeRecordedPolicyUnavailable = "RECORDED_POLICY_UNAVAILABLE"

@@ -495,3 +495,33 @@ func TestDryRunRecordsNothing(t *testing.T) {
 		t.Fatal("a dry run wrote to the ledger")
 	}
 }
+
+func TestActiveReplaysAreBounded(t *testing.T) {
+	x := newLifecycle(t, clearance.Options{ReplayInlineLimit: 2})
+	p := x.engine.Policies
+	if _, err := p.PublishBundle(x.ctx, x.org, limitBundle("v1", 5000)); err != nil {
+		t.Fatal(err)
+	}
+	from := x.clock()
+	x.recordDecisions(5)
+	body := fmt.Appendf(nil, `{"version":"v1","from":%q}`, from.Format(time.RFC3339Nano))
+	for i := range policies.MaxActiveReplays {
+		if _, queued, err := p.StartReplay(x.ctx, x.org, body); err != nil || !queued {
+			t.Fatalf("replay %d: queued=%v %v", i, queued, err)
+		}
+	}
+	if _, _, err := p.StartReplay(x.ctx, x.org, body); x.code(err) != policies.CodeReplayLimit {
+		t.Fatalf("one replay too many: %v", err)
+	}
+	// A window answered at once is never refused.
+	small := fmt.Appendf(nil, `{"version":"v1","from":%q,"to":%q}`, from.Format(time.RFC3339Nano), from.Add(time.Second).Format(time.RFC3339Nano))
+	if r, queued, err := p.StartReplay(x.ctx, x.org, small); err != nil || queued || r.Status != policies.ReplayDone {
+		t.Fatalf("inline replay at the limit: %+v %v", r, err)
+	}
+	if n, err := p.ProcessReplays(x.ctx); err != nil || n != policies.MaxActiveReplays {
+		t.Fatalf("processed %d: %v", n, err)
+	}
+	if _, queued, err := p.StartReplay(x.ctx, x.org, body); err != nil || !queued {
+		t.Fatalf("after the jobs ended: queued=%v %v", queued, err)
+	}
+}

@@ -149,6 +149,9 @@ func (s *Service) StartReplay(ctx context.Context, orgID string, raw []byte) (Re
 	}
 	err = s.d.Store.Update(ctx, orgID, func(tx store.Tx) error {
 		if queued {
+			if err := countActiveReplays(ctx, tx, +1, now); err != nil {
+				return err
+			}
 			if _, _, err := jobs.Enqueue(ctx, tx, kindReplay, id, nil); err != nil {
 				return err
 			}
@@ -356,5 +359,34 @@ func (s *Service) endReplay(ctx context.Context, tx store.Tx, rec *replayRecord,
 		rec.Status, rec.Result, rec.Processed = ReplayDone, res, res.Total
 		rec.Total = res.Total
 	}
+	if err := countActiveReplays(ctx, tx, -1, now); err != nil {
+		return err
+	}
 	return putReplay(ctx, tx, *rec)
+}
+
+// MaxActiveReplays bounds an org's queued and running replays: each holds
+// a worker for as long as its window takes.
+const MaxActiveReplays = 3
+
+const kindReplayCount, idReplayCount = "policy.replay_count", "active"
+
+type replayCount struct {
+	Active int `json:"active"`
+}
+
+// countActiveReplays moves the org's count of queued and running replays
+// by delta in the transaction that queues or ends one, refusing a replay
+// past MaxActiveReplays.
+func countActiveReplays(ctx context.Context, tx store.Tx, delta int, at time.Time) error {
+	var c replayCount
+	if err := core.ReadRecord(ctx, tx, kindReplayCount, idReplayCount, &c); err != nil && !core.IsNotFound(err) {
+		return err
+	}
+	if delta > 0 && c.Active >= MaxActiveReplays {
+		return core.New(core.ErrConflict, CodeReplayLimit,
+			"the org has %d replays queued or running, the most it may; wait for one to end", MaxActiveReplays)
+	}
+	c.Active = max(0, c.Active+delta)
+	return core.WriteRecord(ctx, tx, kindReplayCount, idReplayCount, at, c)
 }
