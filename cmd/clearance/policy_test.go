@@ -382,3 +382,19 @@ func TestPolicyReplayFollowsAQueuedReplay(t *testing.T) {
 		t.Fatalf("--wait=false: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }
+
+// The README's policy commands work on the example as printed.
+func TestPolicyExampleOfTheReadme(t *testing.T) {
+	example := filepath.Join("..", "..", "examples", "policy")
+	if code, out, errOut := runCLI(t, nil, "policy", "check", filepath.Join(example, "bundle.yaml")); code != 0 || !strings.HasPrefix(out, "ok: payments ") {
+		t.Fatalf("check: exit %d, %q %q", code, out, errOut)
+	}
+	if code, out, errOut := runCLI(t, nil, "policy", "test", filepath.Join(example, "tests")); code != 0 || !strings.HasSuffix(out, " passed, 0 failed\n") {
+		t.Fatalf("test: exit %d, %q %q", code, out, errOut)
+	}
+	code, out, errOut := runCLI(t, nil, "policy", "eval", filepath.Join(example, "bundle.yaml"), "--explain",
+		"--input", `{"decision_type":"PAYMENT","amount":9000,"context":{"vendor_age_days":400}}`)
+	if code != 0 || !strings.Contains(out, "amount below 5000.5 would ALLOW") {
+		t.Fatalf("eval: exit %d, %q %q", code, out, errOut)
+	}
+}
