@@ -15,6 +15,7 @@ import (
 	"github.com/clearancehq/clearance/decide"
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/policies"
+	"github.com/clearancehq/clearance/signals"
 	"github.com/clearancehq/clearance/store/pebblestore"
 )
 
@@ -523,5 +524,58 @@ func TestActiveReplaysAreBounded(t *testing.T) {
 	}
 	if _, queued, err := p.StartReplay(x.ctx, x.org, body); err != nil || !queued {
 		t.Fatalf("after the jobs ended: queued=%v %v", queued, err)
+	}
+}
+
+// A policy that reads inbound signals is replayed with the signals each
+// decision recorded, never the org's current ones; a decision that
+// recorded none is skipped, not guessed.
+func TestReplayUsesRecordedSignals(t *testing.T) {
+	x := newLifecycle(t, clearance.Options{})
+	p := x.engine.Policies
+	from := x.clock()
+	x.evaluate(`{"decision_type":"PAYMENT","workflow_key":"ap","amount":10}`) // starter policy: no signals read
+	x.advance(time.Second)
+	reads := `{"bundle_id":"sig","version":"s1","mode":"ENFORCEMENT","rules":[
+ {"id":"alert","match":[{"field":"signals.fraud_alert.data.level","op":"eq","value":"high"}],"outcome":"BLOCK","reason_codes":["FRAUD_ALERT"]}],
+ "default":{"outcome":"ALLOW","reason_codes":["OK"]}}`
+	if _, err := p.PublishBundle(x.ctx, x.org, []byte(reads)); err != nil {
+		t.Fatal(err)
+	}
+	c, err := x.engine.Signals.CreateConnector(x.ctx, x.org, signals.NewConnector{Name: "fraud feed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ingest := func(level string) {
+		body := fmt.Sprintf(`{"events":[{"type":"fraud_alert","timestamp":%q,"data":{"level":%q}}]}`, x.clock().Format(time.RFC3339), level)
+		if _, err := x.engine.Signals.Ingest(x.ctx, signals.Delivery{ConnectorID: c.ConnectorID, Secret: c.WebhookSecret, Body: []byte(body)}); err != nil {
+			t.Fatal(err)
+		}
+		x.advance(time.Second)
+	}
+	ingest("high")
+	high := x.evaluate(`{"decision_type":"PAYMENT","workflow_key":"ap","amount":10}`)
+	x.advance(time.Second)
+	ingest("low")
+	low := x.evaluate(`{"decision_type":"PAYMENT","workflow_key":"ap","amount":10}`)
+	x.advance(time.Second)
+	if high.Outcome != "BLOCK" || low.Outcome != "ALLOW" {
+		t.Fatalf("recorded %s and %s", high.Outcome, low.Outcome)
+	}
+	rp, _, err := p.StartReplay(x.ctx, x.org, fmt.Appendf(nil, `{"version":"s1","from":%q}`, from.Format(time.RFC3339Nano)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := rp.Result
+	if res.Total != 3 || res.Replayed != 2 || res.Changed != 0 || res.SkippedBy[decide.ReasonSignalsNotRecorded] != 1 {
+		t.Fatalf("replay with recorded signals: %+v", res)
+	}
+	for _, id := range []string{high.DossierID, low.DossierID} {
+		if r, err := p.Reproduce(x.ctx, x.org, id); err != nil || !r.Matches {
+			t.Fatalf("reproduce %s: %+v %v", id, r, err)
+		}
+	}
+	if xp, err := p.ExplainDossier(x.ctx, x.org, high.DossierID, nil); err != nil || xp.Outcome != "BLOCK" {
+		t.Fatalf("explain: %+v %v", xp, err)
 	}
 }
