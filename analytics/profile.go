@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -243,7 +244,7 @@ func (p *problems) oneOf(field string, v *string, allowed []string) {
 	switch {
 	case v == nil:
 		p.missing(field)
-	case !contains(allowed, *v):
+	case !slices.Contains(allowed, *v):
 		p.add(field, "must be one of %s", strings.Join(allowed, ", "))
 	}
 }
@@ -280,13 +281,4 @@ func (p problems) err(code, what string) error {
 	}
 	return &core.Error{Kind: core.ErrInvalidRequest, Code: code,
 		Detail: what + " is not valid: " + p[0].Field + " " + p[0].Message, Fields: p}
-}
-
-func contains(list []string, v string) bool {
-	for _, s := range list {
-		if s == v {
-			return true
-		}
-	}
-	return false
 }
