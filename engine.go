@@ -301,6 +301,7 @@ func Open(backend store.Backend, opts Options) (*Engine, error) {
 	e.Evidence = evidence.New(deps, evidence.Config{Audit: e.Audit, ProducerKey: opts.ProducerKey, Escalation: e.Escalations.Capsule})
 	e.ShareLinks = sharelink.New(deps, sharelink.Config{Secret: opts.ShareSecret})
 	e.Checkout = checkout.New(deps, checkout.Config{Decide: e.Decide})
+	e.Policies.UseCheckouts(checkout.RecordedInput)
 	e.Analytics = analytics.New(deps, analytics.Config{ReportingKey: opts.ReportingKey})
 	e.Execution = execution.New(deps, execution.Config{Policies: e.Policies, StillActive: policies.StillActive,
 		ClaimLease: opts.ClaimLease, Approvals: claimApprovals, Signals: e.Signals, Checkouts: e.Checkout})

@@ -31,7 +31,7 @@ type Recorded struct {
 	CreatedAt     string
 	PolicyPin     string
 
-	reasonCodes, matchedRules, snapshot, approval, signals jsontext.Value
+	reasonCodes, matchedRules, snapshot, approval, signals, checkout jsontext.Value
 }
 
 // ReasonCodes are the recorded reason codes.
@@ -153,6 +153,8 @@ func scanRecorded(body []byte, r *Recorded) bool {
 			r.approval = v
 		case "signals":
 			r.signals = v
+		case "checkout":
+			r.checkout = v
 		}
 		if !ok {
 			return false
@@ -296,6 +298,8 @@ func readRecorded(body []byte, r *Recorded) error {
 			err = raw(&r.approval)
 		case "signals":
 			err = raw(&r.signals)
+		case "checkout":
+			err = raw(&r.checkout)
 		default:
 			err = dec.SkipValue()
 		}
@@ -324,8 +328,8 @@ func (e *NotReplayable) Is(target error) bool { return target == ErrNotReplayabl
 
 // Reasons a recorded decision is not replayed.
 const (
-	// ReasonCheckoutNotReplayed: a UCP checkout's policy input carries a
-	// summary of the verified checkout that its dossier does not keep.
+	// ReasonCheckoutNotReplayed: a UCP checkout decision and no checkout
+	// reader (RecordSources.Checkout) to rebuild its input.
 	ReasonCheckoutNotReplayed = "CHECKOUT_NOT_REPLAYED"
 	// ReasonSignalsNotRecorded: the policy evaluated again reads inbound
 	// signals and the dossier recorded none (its own policy read none), so
@@ -337,6 +341,18 @@ const (
 	ReasonMalformed = "RECORD_MALFORMED"
 )
 
+// RecordSources give RecordedInput what a dossier names but does not hold.
+type RecordSources struct {
+	// Signals reads the recorded signal events (nil: a policy that reads
+	// signals replays nothing).
+	Signals SignalData
+	// Checkout rebuilds a UCP checkout decision's input from the recorded
+	// checkout (the dossier's intent) and its recorded verification (the
+	// dossier's checkout member): the checkout feature's RecordedInput.
+	// nil: checkout decisions are not replayed.
+	Checkout func(checkout, evidence json.RawMessage, now time.Time) (policy.Input, error)
+}
+
 // SignalData returns the data of the signals a dossier recorded, by event
 // id, as a policy evaluated again needs them; the signals feature answers
 // it from the events it keeps (core.ErrNotFound when one is gone).
@@ -345,10 +361,11 @@ type SignalData func(used []dossier.Signal) (map[string]json.RawMessage, error)
 // RecordedInput rebuilds the policy input r's decision was evaluated with,
 // from the exact recorded intent, its route's decoding, the recorded
 // approval and mode, and the decision time as evaluation time. Signals are
-// rebuilt with signals (the events the dossier names) when the policy to
+// rebuilt with src.Signals (the events the dossier names) when the policy to
 // evaluate reads them (usesSignals); a decision whose dossier recorded none
-// is then not replayable, as is a UCP checkout.
-func RecordedInput(r *Recorded, usesSignals bool, signals SignalData) (policy.Input, error) {
+// is then not replayable. A UCP checkout's input is rebuilt by
+// src.Checkout.
+func RecordedInput(r *Recorded, usesSignals bool, src RecordSources) (policy.Input, error) {
 	var in policy.Input
 	now, err := time.Parse(time.RFC3339Nano, r.CreatedAt)
 	if err != nil {
@@ -374,8 +391,13 @@ func RecordedInput(r *Recorded, usesSignals bool, signals SignalData) (policy.In
 			return in, &NotReplayable{Reason: ReasonMalformed, Detail: err.Error()}
 		}
 	case route == RouteUCPCheckout:
-		return in, &NotReplayable{Reason: ReasonCheckoutNotReplayed,
-			Detail: "a UCP checkout's policy input includes the verified checkout's summary, which its dossier does not keep"}
+		if src.Checkout == nil || len(r.checkout) == 0 {
+			return in, &NotReplayable{Reason: ReasonCheckoutNotReplayed,
+				Detail: "no checkout reader, or the dossier records no checkout verification"}
+		}
+		if in, err = src.Checkout(json.RawMessage(r.Intent), json.RawMessage(r.checkout), now); err != nil {
+			return in, &NotReplayable{Reason: ReasonMalformed, Detail: err.Error()}
+		}
 	default:
 		return in, &NotReplayable{Reason: ReasonRouteUnknown, Detail: "route " + r.Route}
 	}
@@ -397,7 +419,7 @@ func RecordedInput(r *Recorded, usesSignals bool, signals SignalData) (policy.In
 			return in, &NotReplayable{Reason: ReasonSignalsNotRecorded,
 				Detail: "the policy reads inbound signals and the decision recorded none"}
 		}
-		if in.Signals, err = recordedSignals(used, now, signals); err != nil {
+		if in.Signals, err = recordedSignals(used, now, src.Signals); err != nil {
 			return in, err
 		}
 	}

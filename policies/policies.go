@@ -2,6 +2,7 @@ package policies
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -24,8 +25,10 @@ type Service struct {
 	// version, "" for none), for ResolveSeen: it may be stale, and is
 	// corrected by Current inside each transaction that relies on it.
 	active sync.Map
-	// signals reads recorded signal events for replays (UseSignals).
-	signals SignalReader
+	// signals reads recorded signal events for replays (UseSignals),
+	// checkouts rebuilds recorded checkout decisions (UseCheckouts).
+	signals   SignalReader
+	checkouts func(checkout, evidence json.RawMessage, now time.Time) (policy.Input, error)
 	// queued wakes RunReplays when a replay is queued.
 	queued chan struct{}
 }

@@ -135,7 +135,7 @@ func newResult() *ReplayResult {
 // replayer evaluates one candidate over recorded dossiers.
 type replayer struct {
 	c        *policy.Compiled
-	signals  decide.SignalData
+	sources  decide.RecordSources
 	examples int
 	out      *ReplayResult
 }
@@ -147,7 +147,7 @@ func (r *replayer) add(st dossier.Stored) error {
 	if err != nil {
 		return core.Unavailable("decode dossier", err)
 	}
-	in, err := decide.RecordedInput(&rec, r.c.UsesSignals(), r.signals)
+	in, err := decide.RecordedInput(&rec, r.c.UsesSignals(), r.sources)
 	var nr *decide.NotReplayable
 	if errors.As(err, &nr) {
 		r.out.Skipped++
@@ -212,14 +212,23 @@ func verdictOf(rec *decide.Recorded) (Verdict, error) {
 	return Verdict{Outcome: rec.Outcome, ReasonCodes: codes, MatchedRules: rules}, nil
 }
 
-// signalData binds the signal reader to an org for decide.RecordedInput.
-func (s *Service) signalData(ctx context.Context, orgID string) decide.SignalData {
-	if s.signals == nil {
-		return nil
+// sources binds the signal reader to an org and adds the checkout reader,
+// for decide.RecordedInput.
+func (s *Service) sources(ctx context.Context, orgID string) decide.RecordSources {
+	src := decide.RecordSources{Checkout: s.checkouts}
+	if s.signals != nil {
+		src.Signals = func(used []dossier.Signal) (map[string]json.RawMessage, error) {
+			return s.signals.Recorded(ctx, orgID, used)
+		}
 	}
-	return func(used []dossier.Signal) (map[string]json.RawMessage, error) {
-		return s.signals.Recorded(ctx, orgID, used)
-	}
+	return src
+}
+
+// UseCheckouts gives replays, reproductions and explanations the checkout
+// feature's reader of recorded checkout decisions (checkout.RecordedInput);
+// without it they are not replayed (CHECKOUT_NOT_REPLAYED).
+func (s *Service) UseCheckouts(fn func(checkout, evidence json.RawMessage, now time.Time) (policy.Input, error)) {
+	s.checkouts = fn
 }
 
 // errReplayTooLarge stops a replay answered at once when the window holds
@@ -231,7 +240,7 @@ var errReplayTooLarge = errors.New("policies: the window holds more decisions th
 // limit > 0, a window of more decisions is errReplayTooLarge.
 func (s *Service) replayWindow(ctx context.Context, orgID string, c *policy.Compiled, from, to time.Time, examples, limit int,
 	progress func(processed int) error) (*ReplayResult, error) {
-	r := replayer{c: c, signals: s.signalData(ctx, orgID), examples: examples, out: newResult()}
+	r := replayer{c: c, sources: s.sources(ctx, orgID), examples: examples, out: newResult()}
 	var failed error
 	err := s.d.Store.Dossiers(ctx, orgID, from, to, func(st dossier.Stored) bool {
 		if limit > 0 && r.out.Total == limit {

@@ -86,7 +86,7 @@ func (s *Service) recordedPolicy(ctx context.Context, orgID string, snap policy.
 
 // input rebuilds a dossier's policy input for c.
 func (s *Service) input(ctx context.Context, orgID string, rec *decide.Recorded, c *policy.Compiled) (policy.Input, error) {
-	in, err := decide.RecordedInput(rec, c.UsesSignals(), s.signalData(ctx, orgID))
+	in, err := decide.RecordedInput(rec, c.UsesSignals(), s.sources(ctx, orgID))
 	var nr *decide.NotReplayable
 	if errors.As(err, &nr) {
 		return in, core.New(core.ErrConflict, CodeNotReplayable, "%s: %s", nr.Reason, nr.Detail)
