@@ -34,6 +34,7 @@ import (
 	"github.com/clearancehq/clearance/policysource"
 	"github.com/clearancehq/clearance/sharelink"
 	"github.com/clearancehq/clearance/signals"
+	"github.com/clearancehq/clearance/spend"
 	"github.com/clearancehq/clearance/store"
 	"github.com/clearancehq/clearance/webhook"
 )
@@ -237,6 +238,8 @@ type Engine struct {
 	// Signals runs inbound signal connectors and stores what they deliver,
 	// which policies read when they decide and claims read again.
 	Signals *signals.Service
+	// Spend keeps the budgets of the policies' spend-control gates.
+	Spend *spend.Service
 	// Onboarding signs owners up by e-mail code and issues their orgs'
 	// deployment bundles.
 	Onboarding *onboarding.Service
@@ -294,9 +297,10 @@ func Open(backend store.Backend, opts Options) (*Engine, error) {
 	}
 	e.Signals = signals.New(deps)
 	e.Policies.UseSignals(e.Signals)
+	e.Spend = spend.New(deps)
 	e.Decide = decide.New(deps, decide.Config{Policies: e.Policies, StillActive: policies.StillActive,
 		GrantTTL: opts.GrantTTL, IntentMaxAge: opts.IntentMaxAge, Approvals: approvals, Events: e.Webhooks.Wake,
-		Signals: e.Signals})
+		Signals: e.Signals, Spend: e.Spend})
 	e.Escalations.UseDecide(e.Decide)
 	e.Evidence = evidence.New(deps, evidence.Config{Audit: e.Audit, ProducerKey: opts.ProducerKey, Escalation: e.Escalations.Capsule})
 	e.ShareLinks = sharelink.New(deps, sharelink.Config{Secret: opts.ShareSecret})
@@ -304,7 +308,7 @@ func Open(backend store.Backend, opts Options) (*Engine, error) {
 	e.Policies.UseCheckouts(checkout.RecordedInput)
 	e.Analytics = analytics.New(deps, analytics.Config{ReportingKey: opts.ReportingKey})
 	e.Execution = execution.New(deps, execution.Config{Policies: e.Policies, StillActive: policies.StillActive,
-		ClaimLease: opts.ClaimLease, Approvals: claimApprovals, Signals: e.Signals, Checkouts: e.Checkout})
+		ClaimLease: opts.ClaimLease, Approvals: claimApprovals, Signals: e.Signals, Checkouts: e.Checkout, Spend: e.Spend})
 	e.Exports = export.New(deps, export.Config{Ledger: e.Audit, Secret: opts.ExportSecret})
 	ob := opts.Onboarding
 	ob.Mailer, ob.Admin, ob.Signals = opts.Mailer, e.Admin, e.Signals

@@ -196,8 +196,12 @@ func (s *Service) resolveAndEvaluate(ctx context.Context, b *binding) error {
 	if err != nil {
 		return err
 	}
+	spent, err := s.spendFor(ctx, dr)
+	if err != nil {
+		return err
+	}
 	b.d, b.pd = dr.evaluate(b.ids)
-	b.d.Signals = used
+	b.d.Signals, b.d.Spend = used, spent
 	if b.approval != nil {
 		b.d.Approval = b.approval.Dossier()
 	}

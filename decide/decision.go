@@ -41,6 +41,9 @@ type Config struct {
 	// Signals reads the org's inbound signals for policies that read them;
 	// nil: policies see none.
 	Signals Signals
+	// Spend reads the budgets of spend gates; nil: gates see unused
+	// budgets (the reservation at claim still holds the line).
+	Spend Spend
 }
 
 // Service makes decisions. Create it with New.

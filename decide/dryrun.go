@@ -37,10 +37,11 @@ type DryRun struct {
 	PolicySnapshot  policy.Snapshot `json:"policy_snapshot"`
 	// Mode is the mode a recorded decision would have had (SHADOW for a
 	// pin, a draft or another version than the active one).
-	Mode        policy.Mode         `json:"mode"`
-	Signals     []dossier.Signal    `json:"signals,omitempty"`
-	EvaluatedAt string              `json:"evaluated_at"`
-	Explanation *policy.Explanation `json:"explanation,omitempty"`
+	Mode        policy.Mode          `json:"mode"`
+	Signals     []dossier.Signal     `json:"signals,omitempty"`
+	Spend       []dossier.SpendCheck `json:"spend,omitempty"`
+	EvaluatedAt string               `json:"evaluated_at"`
+	Explanation *policy.Explanation  `json:"explanation,omitempty"`
 }
 
 // DryRun evaluates like Evaluate and records nothing: no dossier, ledger
@@ -105,8 +106,12 @@ func (s *Service) DryRun(ctx context.Context, req DryRunRequest) (DryRun, error)
 	if err != nil {
 		return DryRun{}, err
 	}
+	spent, err := s.spendFor(ctx, &dr)
+	if err != nil {
+		return DryRun{}, err
+	}
 	c := dr.res.Policy
-	out := DryRun{DryRun: true, OrgID: org, PolicySnapshot: c.Snapshot(), Mode: mode, Signals: used,
+	out := DryRun{DryRun: true, OrgID: org, PolicySnapshot: c.Snapshot(), Mode: mode, Signals: used, Spend: spent,
 		EvaluatedAt: dr.now.Format(core.TimeFormat)}
 	if req.Explain {
 		x := c.Explain(&dr.in)

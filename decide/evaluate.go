@@ -121,8 +121,12 @@ func (s *Service) Evaluate(ctx context.Context, req EvaluateRequest) (Decision, 
 		if sigErr != nil {
 			return Decision{}, sigErr
 		}
+		spent, spendErr := s.spendFor(ctx, &dr)
+		if spendErr != nil {
+			return Decision{}, spendErr
+		}
 		d, _ := dr.evaluate(ids)
-		d.Signals = used
+		d.Signals, d.Spend = used, spent
 		replayed, err = record(ctx, s, &dr, &d, &out, func(tx store.Tx, digest string) (Decision, error) {
 			dec := decisionOf(&d, digest)
 			emitted = false

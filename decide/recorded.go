@@ -31,7 +31,7 @@ type Recorded struct {
 	CreatedAt     string
 	PolicyPin     string
 
-	reasonCodes, matchedRules, snapshot, approval, signals, checkout jsontext.Value
+	reasonCodes, matchedRules, snapshot, approval, signals, checkout, spend jsontext.Value
 }
 
 // ReasonCodes are the recorded reason codes.
@@ -155,6 +155,8 @@ func scanRecorded(body []byte, r *Recorded) bool {
 			r.signals = v
 		case "checkout":
 			r.checkout = v
+		case "spend":
+			r.spend = v
 		}
 		if !ok {
 			return false
@@ -300,6 +302,8 @@ func readRecorded(body []byte, r *Recorded) error {
 			err = raw(&r.signals)
 		case "checkout":
 			err = raw(&r.checkout)
+		case "spend":
+			err = raw(&r.spend)
 		default:
 			err = dec.SkipValue()
 		}
@@ -407,6 +411,23 @@ func RecordedInput(r *Recorded, usesSignals bool, src RecordSources) (policy.Inp
 			return in, &NotReplayable{Reason: ReasonMalformed, Detail: "approval: " + err.Error()}
 		}
 		in.Approval = &policy.Approval{Verified: true, ApproverID: a.Approver, Method: a.Presence}
+	}
+	if len(r.spend) > 0 {
+		// The budgets as the decision saw them: a candidate's gate of the
+		// same id counts from there, any other from an unused budget.
+		var checks []dossier.SpendCheck
+		if err := jsonv2.Unmarshal(r.spend, &checks); err != nil {
+			return in, &NotReplayable{Reason: ReasonMalformed, Detail: "spend: " + err.Error()}
+		}
+		in.Spend = make(map[string]policy.SpendStatus, len(checks))
+		for _, c := range checks {
+			limit, okL := policy.Decimal(c.Limit).Micros()
+			used, okU := policy.Decimal(c.Used).Micros()
+			if !okL || !okU {
+				return in, &NotReplayable{Reason: ReasonMalformed, Detail: "spend: amounts are not decimals"}
+			}
+			in.Spend[c.GateID] = policy.SpendStatus{Currency: c.Currency, Limit: limit, Used: used}
+		}
 	}
 	if usesSignals {
 		var used []dossier.Signal

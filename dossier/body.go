@@ -63,6 +63,9 @@ type Body struct {
 	// policy saw it; absent on every other route, so their dossiers hash
 	// as before.
 	Checkout *Checkout `json:"checkout,omitempty"`
+	// Spend is what the spend gates that applied saw of their budgets;
+	// absent when none applied, so other dossiers hash as before.
+	Spend []SpendCheck `json:"spend,omitempty"`
 	// intentCanonical is set by SetCanonicalIntent.
 	intentCanonical bool
 }
@@ -85,6 +88,19 @@ type Checkout struct {
 	// EvaluatedIntent is the intent the policy evaluated, derived from the
 	// checkout (canonical JSON).
 	EvaluatedIntent json.RawMessage `json:"evaluated_intent"`
+}
+
+// SpendCheck records one spend gate's budget as the decision saw it
+// (amounts are decimals in the gate's currency). The guarantee is the
+// reservation at claim; this is what the policy was shown.
+type SpendCheck struct {
+	GateID      string `json:"gate_id"`
+	Partition   string `json:"partition,omitempty"` // the actor of a per-actor gate
+	Currency    string `json:"currency"`
+	WindowStart string `json:"window_start"`
+	Limit       string `json:"limit"`
+	Used        string `json:"used"`
+	Amount      string `json:"amount"`
 }
 
 // SetCanonicalIntent sets Intent to c, which the caller guarantees is

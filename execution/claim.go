@@ -61,7 +61,7 @@ func (s *Service) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, err
 	if err != nil {
 		return ClaimResult{}, err
 	}
-	version, err := s.checkCurrentPolicy(ctx, g, intent, approval)
+	current, err := s.checkCurrentPolicy(ctx, g, intent, approval)
 	if err != nil {
 		return ClaimResult{}, err
 	}
@@ -83,13 +83,20 @@ func (s *Service) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, err
 	}
 	var claimed claim.Grant
 	err = s.d.Store.Update(ctx, req.OrgID, func(tx store.Tx) error {
-		if err := s.cfg.StillActive(ctx, tx, version); err != nil {
+		if err := s.cfg.StillActive(ctx, tx, current.version); err != nil {
 			return err
 		}
 		claimed, err = claim.Claim(ctx, tx, claim.ClaimRequest{GrantID: g.GrantID, IntentHash: req.IntentHash,
 			ClaimTokenDigest: digest, Correlation: req.CorrelationID, Lease: s.cfg.ClaimLease})
 		if err != nil {
 			return err
+		}
+		if len(current.charges) > 0 {
+			// In the claim's transaction: the org's transactions are
+			// serialized, so no two claims fit into the same budget left.
+			if err := s.cfg.Spend.Reserve(ctx, tx, claimed.GrantID, current.charges, claimed.ClaimedAt); err != nil {
+				return err
+			}
 		}
 		return s.appendRecord(ctx, tx, ledger.KindClaimed, claimed.GrantID, claimEvent{claimed.GrantID, digest,
 			claimed.ClaimedAt.Format(core.TimeFormat), claimed.LeaseExpiresAt.Format(core.TimeFormat), req.CorrelationID})
@@ -150,39 +157,65 @@ func (s *Service) recheckApproval(ctx context.Context, g claim.Grant) (*policy.A
 	return s.cfg.Approvals.Recheck(ctx, g.OrgID, *g.Approval, g.IntentHash)
 }
 
+// currentPolicy is what a claim's re-evaluation found: the version active
+// now, and what the action charges to its spend gates.
+type currentPolicy struct {
+	version string
+	charges []policy.GateCharge
+}
+
 // checkCurrentPolicy re-evaluates g's bound intent, with the approval it
 // was issued on (if any) as evidence, under the org's version active now,
-// whatever the intent pins, and with the org's signals as they are now
-// when that version reads them, and returns that version; any answer but
-// ALLOW in ENFORCEMENT is a stale authorization, and signals that cannot
-// be read refuse the claim (503) rather than being taken as none.
-func (s *Service) checkCurrentPolicy(ctx context.Context, g claim.Grant, intent decide.BoundIntent, approval *policy.Approval) (string, error) {
+// whatever the intent pins, with the org's signals as they are now when
+// that version reads them and the budgets of its spend gates as they are
+// now, and returns that version and the charges to reserve; any answer but
+// ALLOW in ENFORCEMENT is a stale authorization (a budget already spent
+// refuses here with its own code), and signals or budgets that cannot be
+// read refuse the claim (503) rather than being taken as none.
+func (s *Service) checkCurrentPolicy(ctx context.Context, g claim.Grant, intent decide.BoundIntent, approval *policy.Approval) (currentPolicy, error) {
 	now := s.d.Now()
 	in, err := s.boundInput(ctx, g.OrgID, intent, now)
 	if err != nil {
-		return "", err
+		return currentPolicy{}, err
 	}
 	in.Approval = approval
 	res, err := s.cfg.Policies.Resolve(ctx, g.OrgID, "")
 	if err != nil {
 		var ee *core.Error
 		if errors.As(err, &ee) && errors.Is(err, core.ErrUnavailable) {
-			return "", err
+			return currentPolicy{}, err
 		}
-		return "", &core.Error{Kind: core.ErrConflict, Code: core.CodeStaleAuthorization, Detail: "the current policy cannot be resolved", Err: err}
+		return currentPolicy{}, &core.Error{Kind: core.ErrConflict, Code: core.CodeStaleAuthorization, Detail: "the current policy cannot be resolved", Err: err}
 	}
 	c := res.Policy
 	if c.UsesSignals() && s.cfg.Signals != nil {
 		if in.Signals, _, err = s.cfg.Signals.Current(ctx, g.OrgID, now); err != nil {
-			return "", err
+			return currentPolicy{}, err
+		}
+	}
+	var charges []policy.GateCharge
+	if c.HasSpendGates() {
+		if s.cfg.Spend == nil {
+			return currentPolicy{}, core.New(core.ErrUnavailable, core.CodeStaleAuthorization, "the policy has spend gates and no spend service is configured")
+		}
+		charges = c.Charges(&in)
+		if in.Spend, _, err = s.cfg.Spend.Status(ctx, g.OrgID, c, &in, now); err != nil {
+			return currentPolicy{}, err
 		}
 	}
 	pd := c.Evaluate(&in)
 	if pd.Err != nil || pd.Outcome != policy.OutcomeAllow || res.Mode("") != policy.ModeEnforcement {
-		return "", core.New(core.ErrConflict, core.CodeStaleAuthorization,
+		if len(pd.ReasonCodes) > 1 && pd.Err == nil && res.Mode("") == policy.ModeEnforcement {
+			switch pd.ReasonCodes[1] {
+			case policy.ReasonSpendLimitExceeded, policy.ReasonSpendCurrencyMismatch:
+				return currentPolicy{}, core.New(core.ErrConflict, pd.ReasonCodes[1],
+					"under the current policy (%s) the action does not fit its spend gate: %s", c.Snapshot().PolicyVersion, pd.Outcome)
+			}
+		}
+		return currentPolicy{}, core.New(core.ErrConflict, core.CodeStaleAuthorization,
 			"under the current policy (%s) the action is %s in %s mode", c.Snapshot().PolicyVersion, pd.Outcome, res.Mode(""))
 	}
-	return c.Snapshot().PolicyVersion, nil
+	return currentPolicy{version: c.Snapshot().PolicyVersion, charges: charges}, nil
 }
 
 // boundInput is the policy input of a grant's bound intent now: a UCP

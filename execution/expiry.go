@@ -122,6 +122,11 @@ func (s *Service) expireInTx(ctx context.Context, tx store.Tx, grantID string) (
 	if err != nil || !changed {
 		return false, err
 	}
+	if s.cfg.Spend != nil {
+		if err := s.cfg.Spend.Settle(ctx, tx, g.GrantID, g.State, g.FinalizedAt); err != nil {
+			return false, err
+		}
+	}
 	return true, s.appendRecord(ctx, tx, ledger.KindFinalized, g.GrantID, finalEvent{GrantID: g.GrantID, State: g.State,
 		Code: g.FinalCode, FinalizedAt: g.FinalizedAt.Format(core.TimeFormat)})
 }

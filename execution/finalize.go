@@ -101,6 +101,11 @@ func (s *Service) Finalize(ctx context.Context, req FinalizeRequest) (FinalizeRe
 			return err
 		}
 		f := fin.Grant
+		if s.cfg.Spend != nil {
+			if err := s.cfg.Spend.Settle(ctx, tx, f.GrantID, f.State, f.FinalizedAt); err != nil {
+				return err
+			}
+		}
 		return s.appendRecord(ctx, tx, ledger.KindFinalized, f.GrantID, finalEvent{f.GrantID, f.State, f.FinalCode,
 			f.FinalizedAt.Format(core.TimeFormat), f.EffectConfirmed, f.Evidence, f.Receipt})
 	})

@@ -53,6 +53,11 @@ func (s *Service) Reconcile(ctx context.Context, req ReconcileRequest) (Executio
 		if err != nil {
 			return err
 		}
+		if s.cfg.Spend != nil {
+			if err := s.cfg.Spend.Settle(ctx, tx, out.GrantID, out.State, tx.Now()); err != nil {
+				return err
+			}
+		}
 		return core.AppendRecord(ctx, tx, ledger.KindReconciled, out.GrantID, out.Reconciliation, s.d.Now())
 	})
 	if err != nil {

@@ -31,6 +31,23 @@ type Config struct {
 	// claim time (the checkout feature implements it); nil: such grants are
 	// not claimable.
 	Checkouts Checkouts
+	// Spend keeps the budgets of spend gates: a claim reserves its amount
+	// in the claim's transaction and every recorded outcome settles it;
+	// nil: gates are not enforced at claim (policies see unused budgets).
+	Spend Spend
+}
+
+// Spend is what claims need of spend-control budgets (the spend feature
+// implements it).
+type Spend interface {
+	decide.Spend
+	// Reserve charges a claim's amount to the gates in charges, in the
+	// claim's transaction, at the store's time; an amount that does not
+	// fit refuses the claim (409).
+	Reserve(ctx context.Context, tx store.Tx, grantID string, charges []policy.GateCharge, at time.Time) error
+	// Settle moves the grant's reservation on to state, in the transaction
+	// that records it.
+	Settle(ctx context.Context, tx store.Tx, grantID string, state claim.State, at time.Time) error
 }
 
 // Checkouts re-verifies a UCP checkout a grant was issued for.

@@ -84,6 +84,11 @@ const (
 	// KindWorkspaceClaimed: a signed-in owner claimed a provisional
 	// workspace (subject: the org id): the account and the owner's key.
 	KindWorkspaceClaimed = "onboarding.workspace_claimed"
+	// KindSpendReserved records what a claim charged to spend gates, and
+	// KindSpendSettled each move of that reservation (committed, released,
+	// held): the spend package's Reservation.
+	KindSpendReserved = "spend.reserved"
+	KindSpendSettled  = "spend.settled"
 )
 
 // Head is the newest entry of an org's ledger; the zero Head is an empty ledger.

@@ -34,6 +34,9 @@ type Bundle struct {
 	// decisions record it in their Snapshot. Absent, the digest is the one
 	// the bundle always had.
 	Source *Provenance `json:"source,omitempty"`
+	// SpendGates are the budgets of the bundle (see SpendGate); absent,
+	// the digest is the one the bundle always had.
+	SpendGates []SpendGate `json:"spend_gates,omitempty"`
 }
 
 // Provenance is where a bundle published from a repository came from.
@@ -102,6 +105,7 @@ type Compiled struct {
 	unindexed      []int32
 
 	usesSignals bool
+	gates       []gate
 }
 
 // Load strictly decodes raw (unknown members, duplicate members, invalid
@@ -152,6 +156,7 @@ func Compile(b Bundle) (*Compiled, error) {
 	if b.Source != nil {
 		checkSource(*b.Source, &v)
 	}
+	c.gates = compileGates(b.SpendGates, &v)
 	if len(v.problems) > 0 {
 		return nil, v.err()
 	}
@@ -343,6 +348,14 @@ func cloneBundle(b Bundle) Bundle {
 	if b.Source != nil {
 		src := *b.Source
 		out.Source = &src
+	}
+	if b.SpendGates != nil {
+		out.SpendGates = make([]SpendGate, len(b.SpendGates))
+		for i, g := range b.SpendGates {
+			g.DecisionTypes, g.WorkflowKeys = slices.Clone(g.DecisionTypes), slices.Clone(g.WorkflowKeys)
+			g.ActionTypes, g.ActorIDs = slices.Clone(g.ActionTypes), slices.Clone(g.ActorIDs)
+			out.SpendGates[i] = g
+		}
 	}
 	if b.Rules != nil {
 		out.Rules = make([]Rule, len(b.Rules))

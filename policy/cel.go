@@ -29,6 +29,7 @@ func newCelEnv() (*cel.Env, error) {
 	env, err := cel.NewEnv(
 		cel.Variable("intent", cel.MapType(cel.StringType, cel.DynType)),
 		cel.Variable("signals", cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable("spend", cel.MapType(cel.StringType, cel.DynType)),
 		cel.Variable("approval", cel.DynType),
 		cel.Variable("now", cel.TimestampType),
 		cel.CrossTypeNumericComparisons(true),
@@ -108,12 +109,14 @@ var emptyMap = map[string]any{}
 type activation struct {
 	intent   map[string]any
 	signals  map[string]any
+	spend    map[string]any // built on first use
+	in       spendSource
 	now      time.Time
 	approval any
 }
 
 func newActivation(in *Input) *activation {
-	a := &activation{signals: orEmpty(in.Signals), now: in.Now, approval: types.NullValue}
+	a := &activation{signals: orEmpty(in.Signals), in: spendSource{in.Spend}, now: in.Now, approval: types.NullValue}
 	if in.Approval != nil {
 		a.approval = map[string]any{
 			"verified":    in.Approval.Verified,
@@ -153,6 +156,10 @@ func newActivation(in *Input) *activation {
 	return a
 }
 
+// spendSource keeps the spend statuses for the CEL view (a map, never a
+// pointer to the Input).
+type spendSource struct{ spend map[string]SpendStatus }
+
 func orEmpty(m map[string]any) map[string]any {
 	if m == nil {
 		return emptyMap
@@ -167,6 +174,11 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		return a.intent, true
 	case "signals":
 		return a.signals, true
+	case "spend":
+		if a.spend == nil {
+			a.spend = spendValue(&Input{Spend: a.in.spend})
+		}
+		return a.spend, true
 	case "approval":
 		return a.approval, true
 	case "now":

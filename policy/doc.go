@@ -41,12 +41,15 @@
 // are absent, and an absent value satisfies only not_exists. ne and not_in
 // are the negations of eq and in over present values, so a context value of
 // another type satisfies ne. approval.verified is false without evidence;
-// exists on it means evidence was supplied.
+// exists on it means evidence was supplied. spend.<gate>.limit, .used and
+// .remaining (numbers) read the budget of a spend gate (see SpendGate),
+// absent when the gate does not apply.
 //
 // CEL `when` expressions see intent (map: decision_type, workflow_key,
 // surface, vertical_pack, objective_profile, mode, context, actor{id,type},
 // action{type,currency,target,parameters,amount?}, amount and risk_score
-// only when present, plus Input.Extra members), signals (map), approval
+// only when present, plus Input.Extra members), signals (map), spend (map
+// of gate id to {limit, used, remaining, currency}), approval
 // (null or {verified, approver_id, method}) and now (timestamp, UTC
 // accessors). int and double compare with each other. Each evaluation is
 // limited to MaxRuleCost and one Evaluate to MaxEvaluationCost.
@@ -54,7 +57,9 @@
 // # Combining
 //
 // Every matching rule contributes; the most restrictive outcome wins
-// (ALLOW < ESCALATE < REVIEW_REQUIRED < BLOCK). Reason codes are
+// (ALLOW < ESCALATE < REVIEW_REQUIRED < BLOCK). A bundle's spend gates
+// then turn an ALLOW that does not fit a budget into the gate's outcome
+// with [PROTOCOL_OUTCOME_<outcome>, SPEND_LIMIT_EXCEEDED] (see SpendGate). Reason codes are
 // [PROTOCOL_OUTCOME_<outcome>, POLICY_MATCHED] followed by the codes of
 // every rule with the winning outcome, in rule order, deduplicated; with no
 // match they are [PROTOCOL_OUTCOME_<default>, NO_RULE_MATCHED] followed by

@@ -34,6 +34,9 @@ type Input struct {
 	Signals map[string]any
 	// Now is the evaluation time, visible to CEL as `now`.
 	Now time.Time
+	// Spend is how much of each applicable spend gate's budget is used,
+	// by gate id (see SpendGate); nil when the bundle has none.
+	Spend map[string]SpendStatus
 }
 
 // Approval is approval evidence the caller has already verified.
@@ -70,9 +73,19 @@ var errNilInput = errors.New("nil input")
 // then re-checked against all of its selectors) whose predicates hold and
 // whose `when` is true matches; the most restrictive outcome among matches
 // wins and its rules supply the reason codes; no match gives the default.
-// Any error fails closed. The common paths (no CEL, one winning rule or the
+// Any error fails closed. The bundle's spend gates then turn an ALLOW
+// whose amount does not fit in a gate's budget into the gate's outcome
+// (see SpendGate). The common paths (no CEL, one winning rule or the
 // default) allocate nothing.
 func (c *Compiled) Evaluate(in *Input) Decision {
+	if len(c.gates) == 0 || in == nil {
+		return c.evaluateRules(in)
+	}
+	return c.applyGates(in, c.evaluateRules(in))
+}
+
+// evaluateRules is Evaluate without the spend gates.
+func (c *Compiled) evaluateRules(in *Input) Decision {
 	if in == nil {
 		return failClosed(&EvalError{Err: errNilInput})
 	}

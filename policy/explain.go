@@ -324,6 +324,10 @@ func rawLookup(p *pred, in *Input) any {
 		if sig, ok := in.Signals[p.sig].(map[string]any); ok {
 			return sig[SignalAgeSeconds]
 		}
+	case fieldSpend:
+		if n, ok := spendMember(in, p.sig, p.key); ok {
+			return n
+		}
 	}
 	return nil
 }

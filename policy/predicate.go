@@ -28,6 +28,7 @@ const (
 	fieldContext    // context.<key>
 	fieldSignalData // signals.<type>.data.<key>
 	fieldSignalAge  // signals.<type>.age_seconds
+	fieldSpend      // spend.<gate>.<limit|used|remaining>
 )
 
 // isSignal reports whether the field reads inbound signals.
@@ -53,6 +54,7 @@ var fieldsByName = map[string]fieldID{
 const (
 	contextPrefix   = "context."
 	signalsPrefix   = "signals."
+	spendPrefix     = "spend."
 	signalDataInfix = ".data."
 	signalAgeSuffix = ".age_seconds"
 )
@@ -152,7 +154,7 @@ type pred struct {
 	field fieldID
 	op    opID
 	key   string // context or signal data key
-	sig   string // signal type of fieldSignalData and fieldSignalAge
+	sig   string // signal type of fieldSignalData and fieldSignalAge; gate of fieldSpend
 	val   scalar // operand of eq … ge
 	set   *valueSet
 }
@@ -215,6 +217,10 @@ func (p *pred) lookup(in *Input) scalar {
 			if v, ok := sig[SignalAgeSeconds]; ok {
 				return scalarOf(v)
 			}
+		}
+	case fieldSpend:
+		if n, ok := spendMember(in, p.sig, p.key); ok {
+			return scalar{kind: valNumber, n: n}
 		}
 	}
 	return scalar{}
@@ -291,7 +297,7 @@ func (p *pred) holds(in *Input) bool {
 // valOther for context values (any scalar).
 func (f fieldID) fieldType() valKind {
 	switch f {
-	case fieldAmount, fieldRiskScore, fieldSignalAge:
+	case fieldAmount, fieldRiskScore, fieldSignalAge, fieldSpend:
 		return valNumber
 	case fieldApprovalVerified:
 		return valBool
@@ -321,6 +327,13 @@ func compilePredicate(p Predicate, report func(field, msg string)) (pred, bool) 
 	} else if rest, isSig := strings.CutPrefix(p.Field, signalsPrefix); isSig {
 		var msg string
 		out.field, out.sig, out.key, msg = signalField(rest)
+		if msg != "" {
+			bad("field", "%s (%q)", msg, p.Field)
+		}
+	} else if rest, isSpend := strings.CutPrefix(p.Field, spendPrefix); isSpend {
+		var msg string
+		out.field = fieldSpend
+		out.sig, out.key, msg = spendField(rest)
 		if msg != "" {
 			bad("field", "%s (%q)", msg, p.Field)
 		}

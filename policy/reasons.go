@@ -77,7 +77,7 @@ func outcomeReason(o Outcome) string {
 // reservedReason reports whether code may only be emitted by the evaluator.
 func reservedReason(code string) bool {
 	switch code {
-	case ReasonPolicyMatched, ReasonNoRuleMatched, ReasonEvaluationError:
+	case ReasonPolicyMatched, ReasonNoRuleMatched, ReasonEvaluationError, ReasonSpendLimitExceeded, ReasonSpendCurrencyMismatch:
 		return true
 	}
 	return len(code) >= len(reasonOutcomePrefix) && code[:len(reasonOutcomePrefix)] == reasonOutcomePrefix

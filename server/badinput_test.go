@@ -281,7 +281,7 @@ func TestBadInputOnEveryRoute(t *testing.T) {
 
 	var fake *approvaltest.Service
 	var mailbox string // where sign-up codes are mailed
-	x := newExecEnvWith(t, bandsBundle, func(x *execEnv) {
+	x := newExecEnvWith(t, badInputBundle, func(x *execEnv) {
 		fake = approvaltest.New(t, approvaltest.Options{Now: x.clock})
 		x.approvals = fakeDirectory{fake}
 		x.secretsKey = testSecretsKey
@@ -322,6 +322,7 @@ func TestBadInputOnEveryRoute(t *testing.T) {
 	exp := s.exportTargets()           // builds validation packs: before the ledgers are sealed
 	hooks := s.webhookTargets()        // decides: before the ledgers are sealed
 	ucpTargets := s.checkoutTargets()  // registers merchant keys: before the ledgers are sealed
+	spendGrant := s.spendTargets()     // claims: before the ledgers are sealed
 	// Seal both ledgers now, so that the proof routes have a checkpoint and
 	// the seal route's accepted request finds nothing new to seal.
 	treeSize := x.req(t, "POST", pathSeal, s.a.Key, `{}`, nil).want(t, http.StatusOK).num("tree_size")
@@ -353,6 +354,9 @@ func TestBadInputOnEveryRoute(t *testing.T) {
 		specs[pattern] = spec
 	}
 	for pattern, spec := range s.analyticsSpecs() {
+		specs[pattern] = spec
+	}
+	for pattern, spec := range s.spendSpecs(spendGrant) {
 		specs[pattern] = spec
 	}
 	s.addPolicyLifecycleSpecs(specs, dec, decB)

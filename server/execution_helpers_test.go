@@ -154,13 +154,7 @@ func (x *execEnv) open(ring *grant.KeyRing) {
 	t := x.t
 	t.Helper()
 	st := openBackend(t, x.dbDir, x.clock)
-	opts := clearance.Options{Now: x.clock, GrantKeys: ring, LedgerKey: testLedgerKey(t),
-		ShareSecret: testShareSecret, ApprovalServices: x.approvals, AllowPrivateDestinations: x.approvals != nil,
-		SecretsKey: x.secretsKey}
-	if x.tune != nil {
-		x.tune(&opts)
-	}
-	eng, err := clearance.Open(st, opts)
+	eng, err := clearance.Open(st, x.engineOptions(ring))
 	if err != nil {
 		t.Fatalf("open engine: %v", err)
 	}
@@ -173,6 +167,41 @@ func (x *execEnv) open(ring *grant.KeyRing) {
 	x.tr = x.srv.Client().Transport.(*http.Transport).Clone()
 	x.tr.MaxIdleConnsPerHost = 128
 	x.client = &http.Client{Transport: x.tr}
+}
+
+// engineOptions are the options of x's engines, signing with ring.
+func (x *execEnv) engineOptions(ring *grant.KeyRing) clearance.Options {
+	opts := clearance.Options{Now: x.clock, GrantKeys: ring, LedgerKey: testLedgerKey(x.t),
+		ShareSecret: testShareSecret, ApprovalServices: x.approvals, AllowPrivateDestinations: x.approvals != nil,
+		SecretsKey: x.secretsKey}
+	if x.tune != nil {
+		x.tune(&opts)
+	}
+	return opts
+}
+
+// peer starts a second server over x's data, with an engine of its own:
+// on PostgreSQL a store of its own too, as another machine would have.
+func (x *execEnv) peer() *env {
+	x.t.Helper()
+	p := &env{t: x.t, dbDir: x.dbDir, opts: x.opts, platform: x.platform}
+	st := x.store
+	if onPostgres(x.t) {
+		st = openBackend(x.t, x.dbDir, x.clock)
+		p.store = st // closed by p.stop
+	}
+	eng, err := clearance.Open(st, x.engineOptions(x.ring))
+	if err != nil {
+		x.t.Fatalf("open a second engine: %v", err)
+	}
+	p.engine = eng
+	p.server = server.New(eng, x.opts)
+	p.srv = httptest.NewServer(p.server)
+	tr := p.srv.Client().Transport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 128
+	p.client = &http.Client{Transport: tr}
+	x.t.Cleanup(func() { p.stop(); tr.CloseIdleConnections() })
+	return p
 }
 
 // testLedgerKey is the fixed ledger key of the test servers.

@@ -17,12 +17,15 @@ var (
 	scopeExecRead      = []tenant.Scope{tenant.ScopeDecisionWrite, tenant.ScopeDecisionRead}
 	scopeReconcileRead = []tenant.Scope{tenant.ScopeAuditRead, tenant.ScopeDecisionRead}
 	scopeReconcile     = []tenant.Scope{tenant.ScopeAuditWrite, tenant.ScopeDecisionWrite}
-	scopeOverride      = []tenant.Scope{tenant.ScopeAuditWrite}
-	scopeShareRevoke   = []tenant.Scope{tenant.ScopeAuditWrite} // making and revoking public links
-	scopeExportWrite   = []tenant.Scope{tenant.ScopeAuditWrite}
-	scopeExportRead    = []tenant.Scope{tenant.ScopeAuditRead, tenant.ScopeAuditWrite}
-	scopeIntegration   = []tenant.Scope{tenant.ScopeIntegrationWrite}
-	scopeAutomation    = []tenant.Scope{tenant.ScopeAutomation}
+	// Budgets are read by the agents that spend them, their auditors and
+	// the policy authors who set them.
+	scopeSpendRead   = []tenant.Scope{tenant.ScopeDecisionRead, tenant.ScopeDecisionWrite, tenant.ScopeAuditRead, tenant.ScopePolicyRead}
+	scopeOverride    = []tenant.Scope{tenant.ScopeAuditWrite}
+	scopeShareRevoke = []tenant.Scope{tenant.ScopeAuditWrite} // making and revoking public links
+	scopeExportWrite = []tenant.Scope{tenant.ScopeAuditWrite}
+	scopeExportRead  = []tenant.Scope{tenant.ScopeAuditRead, tenant.ScopeAuditWrite}
+	scopeIntegration = []tenant.Scope{tenant.ScopeIntegrationWrite}
+	scopeAutomation  = []tenant.Scope{tenant.ScopeAutomation}
 
 	agentKeys    = keyRoutes{kind: registry.KindAgent}
 	providerKeys = keyRoutes{kind: registry.KindProvider}
@@ -112,6 +115,11 @@ func (s *Server) routes() []route {
 		{pattern: "GET /v1/execution/reconciliations", auth: authKey, scopes: scopeReconcileRead, handle: (*Server).listIndeterminate},
 		{pattern: "POST /v1/execution/reconciliations/{grantId}", auth: authKey, scopes: scopeReconcile, handle: (*Server).reconcile},
 		{pattern: "POST /v1/protocol/executions/dispatches", auth: authKey, scopes: scopeDecisionWrite, handle: (*Server).recordDispatch},
+		// Spend-control gates: the active policy's budgets, and what a
+		// claim reserved.
+		{pattern: "GET /v1/execution/spend-gates", auth: authKey, scopes: scopeSpendRead, handle: (*Server).listSpendGates},
+		{pattern: "GET /v1/execution/spend-gates/{gateId}", auth: authKey, scopes: scopeSpendRead, handle: (*Server).getSpendGate},
+		{pattern: "GET /v1/execution/spend-reservations/{grantId}", auth: authKey, scopes: scopeSpendRead, handle: (*Server).getSpendReservation},
 
 		// Evidence.
 		{pattern: "GET /v1/dossiers/{decisionId}", auth: authKey, scopes: scopeDecisionRead, handle: (*Server).dossierByDecision},

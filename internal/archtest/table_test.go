@@ -113,6 +113,9 @@ var packages = map[string]rule{
 	// signals stores inbound signals; decide and execution read them
 	// through an interface of their own (decide.Signals).
 	"signals": {layer: features},
+	// spend keeps spend-gate budgets; decide and execution use it through
+	// interfaces of their own (decide.Spend, execution.Spend).
+	"spend": {layer: features},
 
 	// onboarding creates orgs and their credentials through admin and the
 	// deployment bundle's connector through signals; it installs the starter

@@ -29,6 +29,11 @@
 // stays a legal explanation. A claim whose answer was lost leaves the grant
 // CLAIMED with a token nobody knows.
 //
+// Grants that share a spend-control budget are not independent: their
+// histories are checked as one partition against a model of all of them
+// and the budget (spend_test.go): a claim runs only while the budget holds
+// its amount, FAILED frees it, COMMITTED and INDETERMINATE keep it.
+//
 // Leases and expiries are out of scope: the tests hold the engine's and the
 // store's clock still, so no lease ends during a history.
 //

@@ -52,6 +52,10 @@ type engineSys struct {
 	org   clearance.CreatedOrg
 	agent grant.Key
 	seq   atomic.Int64
+	// freshActor gives each history's grants an actor of their own (for
+	// per-actor budgets: a history starts with an unused budget).
+	freshActor bool
+	histories  atomic.Int64
 
 	mu         sync.Mutex
 	unexpected []string // errors that were neither refusals nor cancellations
@@ -60,6 +64,12 @@ type engineSys struct {
 // newEngineSys opens an engine over st with a signing ring, an org, its
 // agent key and allowAll.
 func newEngineSys(t testing.TB, st store.Backend) *engineSys {
+	t.Helper()
+	return newEngineSysWith(t, st, allowAll)
+}
+
+// newEngineSysWith is newEngineSys with the org's policy bundle.
+func newEngineSysWith(t testing.TB, st store.Backend, bundle string) *engineSys {
 	t.Helper()
 	ctx := context.Background()
 	e, err := clearance.Open(st, clearance.Options{Now: fixedClock, GrantKeys: grant.NewKeyRing(keyOf(t, 1))})
@@ -77,7 +87,7 @@ func newEngineSys(t testing.TB, st store.Backend) *engineSys {
 	if _, _, err := e.Admin.RegisterKey(ctx, x.org.Org.ID, registry.KindAgent, registry.Registration{KID: x.agent.KID(), PublicJWK: jwk}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Policies.PublishBundle(ctx, x.org.Org.ID, []byte(allowAll)); err != nil {
+	if _, err := e.Policies.PublishBundle(ctx, x.org.Org.ID, []byte(bundle)); err != nil {
 		t.Fatal(err)
 	}
 	return x
@@ -96,11 +106,15 @@ func openPebble(t testing.TB) store.Backend {
 func (x *engineSys) issue(t testing.TB, n int) []grantRef {
 	t.Helper()
 	out := make([]grantRef, n)
+	actor := "agent-7"
+	if x.freshActor {
+		actor = fmt.Sprintf("lin-actor-%d", x.histories.Add(1))
+	}
 	for i := range out {
 		k := x.seq.Add(1)
 		payload, err := canon.Marshal(map[string]any{
 			"intent_id": fmt.Sprintf("lin-intent-%d", k), "org_id": x.org.Org.ID,
-			"actor":        map[string]any{"id": "agent-7", "type": "agent"},
+			"actor":        map[string]any{"id": actor, "type": "agent"},
 			"action":       map[string]any{"type": "refund", "amount": 100, "currency": "EUR", "target": "order-1"},
 			"workflow_key": "refunds", "decision_type": "REFUND", "nonce": fmt.Sprintf("lin-nonce-%d", k),
 			"concurrency_scope": fmt.Sprintf("lin-scope-%d", k), "escalation": map[string]any{"mode": "NONE"},

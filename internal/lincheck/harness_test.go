@@ -50,6 +50,8 @@ type config struct {
 	perClient int           // operations per client per history
 	cancelP   float64       // chance a call's context is cancelled at a random moment
 	cancelMax time.Duration // the latest moment
+	// model is what histories are checked against (zero: grantModel).
+	model *porcupine.Model
 }
 
 const (
@@ -223,9 +225,9 @@ func randHex(n int) string {
 
 // check checks a history; on anything but Ok it writes the visualization
 // and returns its paths.
-func check(t testing.TB, name string, ops []porcupine.Operation) (porcupine.CheckResult, []string) {
+func check(t testing.TB, model porcupine.Model, name string, ops []porcupine.Operation) (porcupine.CheckResult, []string) {
 	t.Helper()
-	res, info := porcupine.CheckOperationsVerbose(grantModel, ops, checkTimeout)
+	res, info := porcupine.CheckOperationsVerbose(model, ops, checkTimeout)
 	if res == porcupine.Ok {
 		return res, nil
 	}
@@ -239,7 +241,7 @@ func check(t testing.TB, name string, ops []porcupine.Operation) (porcupine.Chec
 		}
 	}
 	for _, p := range paths {
-		if err := porcupine.VisualizePath(grantModel, info, p); err != nil {
+		if err := porcupine.VisualizePath(model, info, p); err != nil {
 			t.Errorf("visualize %s: %v", p, err)
 			continue
 		}
@@ -266,7 +268,11 @@ func runLin(t *testing.T, sys system, cfg config) stats {
 	var total stats
 	for round := 0; total.ops < cfg.ops; round++ {
 		ops, s := record(t, sys, cfg, seed, round)
-		res, _ := check(t, fmt.Sprintf("history-%d", round), ops)
+		model := grantModel
+		if cfg.model != nil {
+			model = *cfg.model
+		}
+		res, _ := check(t, model, fmt.Sprintf("history-%d", round), ops)
 		if res != porcupine.Ok {
 			s.violations = 1
 			t.Errorf("history %d (%d operations) is %s: not shown linearizable", round, len(ops), res)

@@ -109,7 +109,7 @@ func TestLinCatchesDoubleClaim(t *testing.T) {
 	if s.claimsOK <= s.grants { // no grant was claimed twice
 		t.Fatalf("the broken store was not exercised: %s", s)
 	}
-	res, paths := check(t, "double-claim", ops)
+	res, paths := check(t, grantModel, "double-claim", ops)
 	if res != porcupine.Illegal {
 		t.Fatalf("a history with %d successful claims of %d grants checked %s, want Illegal", s.claimsOK, s.grants, res)
 	}

@@ -1,0 +1,51 @@
+package spend
+
+import (
+	"testing"
+	"time"
+
+	"github.com/clearancehq/clearance/claim"
+)
+
+func TestTransitions(t *testing.T) {
+	cases := []struct {
+		from string
+		to   claim.State
+		want string
+	}{
+		{Reserved, claim.StateCommitted, Committed},
+		{Reserved, claim.StateFailed, Released},
+		{Reserved, claim.StateIndeterminate, Held},
+		{Held, claim.StateCommitted, Committed},
+		{Held, claim.StateFailed, Released},
+		// Settled already: nothing moves, whatever is recorded again.
+		{Held, claim.StateIndeterminate, ""},
+		{Committed, claim.StateCommitted, ""},
+		{Committed, claim.StateFailed, ""},
+		{Released, claim.StateCommitted, ""},
+		{Reserved, claim.StateClaimed, ""},
+	}
+	for _, c := range cases {
+		if got := transition(c.from, c.to); got != c.want {
+			t.Errorf("%s --%s--> %q, want %q", c.from, c.to, got, c.want)
+		}
+	}
+}
+
+func TestUsageIDsKeepPartitionsApart(t *testing.T) {
+	day := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	ids := map[string]bool{}
+	for _, id := range []string{
+		usageID("g", "", day), usageID("g", "agent-7", day), usageID("g", "agent-8", day),
+		usageID("g", "", day.AddDate(0, 0, 1)), usageID("h", "", day), usageID("g", "-", day),
+	} {
+		if ids[id] {
+			t.Fatalf("usage id %q names two budgets", id)
+		}
+		ids[id] = true
+	}
+	ch := Charge{GateID: "g", Partition: "agent-7", WindowStart: "2026-11-01T00:00:00Z"}
+	if ch.usageID() != usageID("g", "agent-7", day) {
+		t.Fatal("a charge settles another budget than it reserved")
+	}
+}
