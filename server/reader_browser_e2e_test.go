@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/clearancehq/clearance/internal/browsertest"
 )
@@ -127,6 +128,11 @@ func TestReaderPageInBrowser(t *testing.T) {
 		t.Errorf("share link key line %q", got)
 	}
 	shot("reader-share-link.png")
+
+	// From the keyboard: Enter in the link field submits the form.
+	eval(resetResult)
+	do("press Enter in the link field", chromedp.SendKeys(chromedp.CSS("#link"), kb.Enter))
+	verdict("the share link, from the keyboard", "Valid")
 
 	// Both a file and a link: refused on the page, nothing sent.
 	eval(resetResult)
