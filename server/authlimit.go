@@ -40,6 +40,12 @@ const (
 // its users from few addresses.
 const authAutomationFactor = 6
 
+// authReaderFactor is how many times the code routes' budgets the reader
+// (POST /v1/reader/verify) gets (per source 30/min, in all 300/min by
+// default): an auditor checks a handful of files at a time, and each
+// check costs CPU (a pack is hashed and parsed whole), never mail.
+const authReaderFactor = 3
+
 // maxAuthSources bounds the sources each budget tracks.
 const maxAuthSources = 10_000
 
@@ -197,6 +203,7 @@ func authSourceOf(remoteAddr string) string {
 type authLimits struct {
 	codes      *authLimiter // register and login start/verify, and the other public routes of throttleSignUp
 	automation *authLimiter // the automation connector's authorize and token endpoints
+	reader     *authLimiter // the reader's verification route
 }
 
 func newAuthLimits(opts Options, now func() time.Time) authLimits {
@@ -207,6 +214,7 @@ func newAuthLimits(opts Options, now func() time.Time) authLimits {
 	return authLimits{
 		codes:      newAuthLimiter(opts.AuthRateLimit, global, maxAuthSources, now),
 		automation: newAuthLimiter(authAutomationFactor*opts.AuthRateLimit, authAutomationFactor*global, maxAuthSources, now),
+		reader:     newAuthLimiter(authReaderFactor*opts.AuthRateLimit, authReaderFactor*global, maxAuthSources, now),
 	}
 }
 

@@ -148,6 +148,10 @@ func (s *Server) routes() []route {
 		{pattern: "GET /v1/public/decision-dossiers/{dossierId}/verify", auth: authPublic, handle: (*Server).verifySharedDossier},
 		{pattern: "POST /v1/protocol/dossiers/{dossierId}/share-links", auth: authKey, scopes: scopeShareRevoke, handle: (*Server).createShareLink},
 		{pattern: "DELETE /v1/protocol/share-links", auth: authKey, scopes: scopeShareRevoke, handle: (*Server).revokeShareLinks},
+		// The reader (extension): anyone posts evidence and reads whether it
+		// verifies, on a page or as JSON.
+		{pattern: "POST /v1/reader/verify", auth: authPublic, throttle: (*Server).throttleReader, handle: (*Server).verifyArtifact},
+		{pattern: "GET /reader", auth: authPublic, handle: (*Server).readerPage},
 
 		// Inbound signals: the org's connectors, and the ingress they post
 		// to, authenticated by the connector's secret (no API key).

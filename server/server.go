@@ -72,7 +72,8 @@ type Options struct {
 	// AuthRateLimit is the budget of each source (client IP address; an
 	// IPv6 /64) on the public auth routes that send or check e-mail codes,
 	// in requests per minute, burst twice that; the automation connector's
-	// public routes get 6 times it. 0 means DefaultAuthRateLimit (10);
+	// public routes get 6 times it, the reader (POST /v1/reader/verify) 3
+	// times. 0 means DefaultAuthRateLimit (10);
 	// negative turns every public-auth budget off (tests only). RateLimit
 	// does not change it (authlimit.go).
 	AuthRateLimit float64

@@ -1,21 +1,15 @@
 package main
 
 import (
+	"context"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
-	"golang.org/x/mod/sumdb/tlog"
-
-	"github.com/clearancehq/clearance/capsule"
-	"github.com/clearancehq/clearance/ledger"
-	"github.com/clearancehq/clearance/pack"
-	"github.com/clearancehq/clearance/proof"
+	"github.com/clearancehq/clearance/reader"
 )
 
 const verifyUsage = `usage: offline verification, with public keys only
@@ -55,66 +49,59 @@ func verify(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "clearance: verify: %v\n", err)
 		return 2
 	}
-	var (
-		report any
-		ok     bool
-	)
+	in := reader.Input{Kind: reader.Kind(args[0]), Artifact: raw, LedgerKey: *ledgerKey}
 	switch args[0] {
 	case "packet":
 		if *ledgerKey == "" {
 			fmt.Fprint(stderr, "clearance: verify packet needs --ledger-key: a packet cannot vouch for its own key\n")
 			return 2
 		}
-		res := proof.Verify(raw, *ledgerKey)
-		report, ok = res, res.Valid
 	case "capsule":
-		var env []byte
 		if *envelopes != "" {
-			if env, err = readInput(*envelopes); err != nil {
+			if in.Envelopes, err = readInput(*envelopes); err != nil {
 				fmt.Fprintf(stderr, "clearance: verify: %v\n", err)
 				return 2
 			}
 		}
-		report, ok = verifyCapsule(raw, env)
 	case "ledger":
 		if *ledgerKey == "" {
 			fmt.Fprint(stderr, "clearance: verify ledger needs --ledger-key\n")
 			return 2
 		}
-		report, ok = verifyConsistency(raw, *ledgerKey)
 	case "pack":
 		if *ledgerKey == "" || *record == "" {
 			fmt.Fprint(stderr, "clearance: verify pack needs --ledger-key and --record\n")
 			return 2
 		}
-		rec, err := readInput(*record)
+		raw, err := readInput(*record)
 		if err != nil {
 			fmt.Fprintf(stderr, "clearance: verify: %v\n", err)
 			return 2
 		}
-		var r struct {
-			ManifestSHA256 string `json:"manifest_sha256"`
-			BundleSHA256   string `json:"bundle_sha256"`
-			Signature      string `json:"bundle_signature_hmac_sha256"`
-		}
-		if err := json.Unmarshal(rec, &r); err != nil || r.BundleSHA256 == "" || r.ManifestSHA256 == "" {
+		rec, err := reader.ParseExportRecord(raw)
+		if err != nil {
 			fmt.Fprint(stderr, "clearance: verify: --record is not a finished audit-export record\n")
 			return 2
 		}
-		opts := pack.VerifyOptions{ManifestSHA256: r.ManifestSHA256, BundleSHA256: r.BundleSHA256, LedgerVerifierKey: *ledgerKey}
+		in.ExportRecord = &rec
 		if *exportKey != "" {
-			if opts.Key, err = hex.DecodeString(*exportKey); err != nil || len(opts.Key) == 0 {
+			if in.ExportKey, err = hex.DecodeString(*exportKey); err != nil || len(in.ExportKey) == 0 {
 				fmt.Fprint(stderr, "clearance: verify: --export-key must be hex\n")
 				return 2
 			}
-			opts.Signature = r.Signature
 		}
-		rep, err := pack.Verify(raw, opts)
-		report, ok = rep, err == nil && rep.Valid
 	default:
 		fmt.Fprintf(stderr, "clearance: verify: unknown artifact %q\n%s", args[0], verifyUsage)
 		return 2
 	}
+	// The same entry point as the server's reader (POST /v1/reader/verify);
+	// the command prints the kind's own report, as it always has.
+	rep, err := reader.Verify(context.Background(), in, reader.Options{})
+	if err != nil {
+		fmt.Fprintf(stderr, "clearance: verify: %v\n", err)
+		return 2
+	}
+	report, ok := rep.Details, rep.Valid
 	b, _ := json.MarshalIndent(report, "", "  ")
 	fmt.Fprintln(stdout, string(b))
 	if !ok {
@@ -128,90 +115,4 @@ func readInput(name string) ([]byte, error) {
 		return io.ReadAll(io.LimitReader(os.Stdin, 64<<20))
 	}
 	return os.ReadFile(name)
-}
-
-type capsuleReport struct {
-	Valid     bool             `json:"valid"`
-	Class1    capsule.Result   `json:"class1"`
-	Envelopes []envelopeReport `json:"envelopes,omitempty"`
-}
-
-type envelopeReport struct {
-	OK        bool   `json:"ok"`
-	PublicKey string `json:"public_key,omitempty"` // authenticated; trusting it is the caller's policy
-	Error     string `json:"error,omitempty"`
-}
-
-// verifyCapsule runs the Class 1 checks and, when given, every producer
-// envelope against the recomputed capsule ID.
-func verifyCapsule(raw, envelopes []byte) (capsuleReport, bool) {
-	rep := capsuleReport{Class1: capsule.Verify(raw)}
-	rep.Valid = rep.Class1.OK
-	if envelopes == nil {
-		return rep, rep.Valid
-	}
-	var list struct {
-		Envelopes []struct {
-			COSESign1 []byte `json:"cose_sign1"`
-		} `json:"envelopes"`
-	}
-	if err := json.Unmarshal(envelopes, &list); err != nil || len(list.Envelopes) == 0 || rep.Class1.IDRecomputed == nil {
-		rep.Valid = false
-		rep.Envelopes = []envelopeReport{{Error: "no envelope to check (or no capsule ID to check it against)"}}
-		return rep, false
-	}
-	for _, e := range list.Envelopes {
-		pub, err := capsule.VerifyEnvelope(e.COSESign1, *rep.Class1.IDRecomputed)
-		if err != nil {
-			rep.Valid = false
-			rep.Envelopes = append(rep.Envelopes, envelopeReport{Error: err.Error()})
-			continue
-		}
-		rep.Envelopes = append(rep.Envelopes, envelopeReport{OK: true, PublicKey: hex.EncodeToString(pub)})
-	}
-	return rep, rep.Valid
-}
-
-type consistencyReport struct {
-	Valid   bool   `json:"valid"`
-	Origin  string `json:"origin,omitempty"`
-	OldSize uint64 `json:"old_size,omitempty"`
-	NewSize uint64 `json:"new_size,omitempty"`
-	Error   string `json:"error,omitempty"`
-}
-
-// verifyConsistency checks both checkpoints of a consistency answer with
-// the trusted key and the proof between them.
-func verifyConsistency(raw []byte, key string) (consistencyReport, bool) {
-	var in struct {
-		Proof         tlog.TreeProof `json:"proof"`
-		OldCheckpoint string         `json:"old_checkpoint"`
-		NewCheckpoint string         `json:"new_checkpoint"`
-	}
-	if err := json.Unmarshal(raw, &in); err != nil {
-		return consistencyReport{Error: "not a consistency proof: " + err.Error()}, false
-	}
-	older, err := ledger.VerifyCheckpoint(key, []byte(in.OldCheckpoint))
-	if err != nil {
-		return consistencyReport{Error: "old checkpoint: " + err.Error()}, false
-	}
-	newer, err := ledger.VerifyCheckpoint(key, []byte(in.NewCheckpoint))
-	if err != nil {
-		return consistencyReport{Error: "new checkpoint: " + err.Error()}, false
-	}
-	rep := consistencyReport{Origin: newer.Origin, OldSize: older.Size, NewSize: newer.Size}
-	switch {
-	case older.Origin != newer.Origin:
-		err = errors.New("the checkpoints are of different logs: " + older.Origin + ", " + newer.Origin)
-	case !strings.Contains(newer.Origin, "/ledger/"):
-		err = errors.New("not a Clearance ledger origin: " + newer.Origin)
-	default:
-		err = ledger.VerifyConsistency(older, newer, in.Proof)
-	}
-	if err != nil {
-		rep.Error = err.Error()
-		return rep, false
-	}
-	rep.Valid = true
-	return rep, true
 }

@@ -70,6 +70,8 @@ var packages = map[string]rule{
 	"proof":             {layer: pure, peers: []string{"ledger"}},
 	"pack":              {layer: pure, peers: []string{"ledger"}}, // the validation-pack format
 	"ucp":               {layer: pure},                            // UCP checkout envelopes, one validator per release
+	// reader verifies what an auditor posts with the verifiers above.
+	"reader": {layer: pure, peers: []string{"proof", "capsule", "pack", "ledger"}},
 
 	// Records keep the pure discipline; their state is the consumer's Tx.
 	"tenant": {layer: records, pure: true, deny: []string{"policy", "grant", "ledger"}},

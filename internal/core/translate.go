@@ -13,6 +13,7 @@ import (
 	"github.com/clearancehq/clearance/jobs"
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/policy"
+	"github.com/clearancehq/clearance/reader"
 	"github.com/clearancehq/clearance/registry"
 	"github.com/clearancehq/clearance/store"
 	"github.com/clearancehq/clearance/ucp"
@@ -58,6 +59,11 @@ var kindOf = []struct{ sentinel, kind error }{
 	// answered as unverified terms, never as an error).
 	{ucp.ErrUnsupportedRelease, ErrInvalidRequest},
 	{ucp.ErrInvalidEnvelope, ErrInvalidRequest},
+
+	// Reader verification: what the caller posted (an artifact that does
+	// not verify is a report, never an error).
+	{reader.ErrInvalidInput, ErrInvalidRequest},
+	{reader.ErrShareLinkInvalid, ErrNotFound},
 	{ucp.ErrInvalidMandate, ErrInvalidRequest},
 	{ucp.ErrInvalidTerms, ErrInvalidRequest},
 	{ucp.ErrPrivateKeyMaterial, ErrInvalidRequest},
