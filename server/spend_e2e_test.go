@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 )
 
 const (
@@ -179,4 +180,25 @@ func strs(v any) []string {
 		out = append(out, fmt.Sprint(s))
 	}
 	return out
+}
+
+// A claim whose lease passes without a finalization keeps its amount used
+// (an unknown outcome frees nothing) until it is reconciled.
+func TestSpendGateLapsedClaimHoldsUntilReconciled(t *testing.T) {
+	t.Parallel()
+	x := newExecEnv(t, spendBundle)
+	g := x.grantFor(t, intentSpec{amount: 700})
+	late := x.grantFor(t, intentSpec{amount: 400}) // bound while the budget was unused
+	x.claimed(t, g)
+	x.advance(31 * time.Second)
+	wantBudget(t, x.gateStatus(t, "refunds.daily"), "700", "0", "0", "300")
+	wantFailedClaim(t, x.claim(t, pathClaim, late.token, late.hash), "SPEND_LIMIT_EXCEEDED")
+	x.req(t, "POST", pathReconcile+"/"+g.grantID, x.o.Key, map[string]any{"resolution": "FAILED"}, nil).want(t, http.StatusOK)
+	wantBudget(t, x.gateStatus(t, "refunds.daily"), "0", "0", "0", "1000")
+	r := x.req(t, "GET", pathSpendReservations+g.grantID+"?org_id="+x.o.ID, x.o.Key, nil, nil).want(t, http.StatusOK)
+	if r.str("state") != "RELEASED" {
+		t.Fatalf("reservation after reconciling a lapsed claim: %s", r)
+	}
+	x.claimed(t, late)
+	x.ledgerOK(t)
 }
