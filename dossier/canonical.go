@@ -11,10 +11,11 @@ import (
 // (members in the order of their names, strings escaped as the RFC says),
 // which is what canon.Marshal(b) returns, in a fifth of its time: every
 // decision writes one. ok is false when b holds what the direct writer does
-// not: a string that is not UTF-8, a ledger seq above 2^53 or a checkout;
+// not: a string that is not UTF-8, a ledger seq above 2^53, a checkout or
+// sealed personal data;
 // the caller then uses canon.Marshal. The intent is canonicalized on its own.
 func (b *Body) canonical() (out []byte, ok bool, err error) {
-	if b.LedgerSeq > canon.MaxExactInteger || b.Checkout != nil { // checkouts are rare: canon.Marshal writes them
+	if b.LedgerSeq > canon.MaxExactInteger || b.Checkout != nil || b.PersonalData != nil { // checkouts and sealed dossiers: canon.Marshal writes them
 		return nil, false, nil
 	}
 	intent := []byte("null")

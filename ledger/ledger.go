@@ -84,6 +84,13 @@ const (
 	// KindWorkspaceClaimed: a signed-in owner claimed a provisional
 	// workspace (subject: the org id): the account and the owner's key.
 	KindWorkspaceClaimed = "onboarding.workspace_claimed"
+	// KindDataProtectionSet: the org's data-protection setting changed
+	// (subject: the org id): which intent members are personal data.
+	KindDataProtectionSet = "data_protection.set"
+	// KindSubjectErased: a data subject's keys were destroyed (subject: the
+	// erasure receipt id); the payload digest is the digest of the signed
+	// receipt's payload.
+	KindSubjectErased = "subject.erased"
 )
 
 // Head is the newest entry of an org's ledger; the zero Head is an empty ledger.
