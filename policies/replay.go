@@ -134,8 +134,8 @@ func newResult() *ReplayResult {
 
 // replayer evaluates one candidate over recorded dossiers.
 type replayer struct {
-	c        *policy.Compiled
-	sources  decide.RecordSources
+	c       *policy.Compiled
+	sources decide.RecordSources
 	// open restores a sealed dossier's personal data; nil: none to restore.
 	open     func(body []byte) ([]byte, error)
 	examples int

@@ -27,7 +27,7 @@ type subjectKey struct {
 	Dossiers int `json:"dossiers"`
 }
 
-func keyContext(orgID, keyID string) string    { return "privacy/subject-key/" + orgID + "/" + keyID }
+func keyContext(orgID, keyID string) string         { return "privacy/subject-key/" + orgID + "/" + keyID }
 func dossierContext(orgID, dossierID string) string { return "dossier/" + orgID + "/" + dossierID }
 
 // subjectRef is the keyed MAC that names a subject in the store: the

@@ -37,7 +37,7 @@ const erasureSetting = `{"subject":"/actor/id","personal":["/context/customer/em
 // customer acting as the decision's subject.
 func personalDecision(subject, email, name string, amount int) string {
 	b, _ := json.Marshal(map[string]any{"decision_type": "REFUND", "workflow_key": "refunds", "amount": amount,
-		"actor": map[string]any{"id": subject, "type": "customer"},
+		"actor":   map[string]any{"id": subject, "type": "customer"},
 		"context": map[string]any{"customer": map[string]any{"email": email, "name": name, "tier": "gold"}}})
 	return string(b)
 }
