@@ -143,6 +143,8 @@ var goldenElsewhere = []struct{ kind, pkg, name string }{
 	{ledger.KindWorkspaceProvisioned, "onboarding", "workspace_provisioned"},
 	{ledger.KindWorkspaceClaimed, "onboarding", "workspace_claimed"},
 	{ledger.KindCredentialsRevoked, "admin", "credentials_revoked"},
+	{ledger.KindDataProtectionSet, "privacy", "data_protection_set"},
+	{ledger.KindSubjectErased, "privacy", "subject_erased"},
 }
 
 // TestGoldenLedgerPayloads pins the RFC 8785 bytes of every record whose
