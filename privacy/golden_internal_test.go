@@ -15,7 +15,7 @@ var goldenRecords = []struct {
 }{
 	{"data_protection_set", func() any {
 		return Setting{OrgID: "0190f4b2-0000-7000-8000-00000000000a", Subject: "/actor/id",
-			Personal: []string{"/context/customer/email", "/context/customer/name"},
+			Personal:  []string{"/context/customer/email", "/context/customer/name"},
 			UpdatedAt: "2026-03-01T12:00:00.123456789Z", LedgerSeq: 7}
 	}},
 	{"subject_erased", func() any {
@@ -25,7 +25,7 @@ var goldenRecords = []struct {
 			RequestedBy: Requester{CredentialID: "key_1", CredentialKind: "org"}, ErasedAt: "2026-03-01T12:00:00.123456789Z",
 			KeysDestroyed: []string{"0190f4b2-0000-7000-8000-0000000000k1"}, DossiersAffected: 2,
 			StoresTouched: []string{storeSubjectKeys, storeDossiers}, LedgerSeq: 9,
-			LedgerOrigin: "clearance/ledger/0190f4b2-0000-7000-8000-00000000000a",
+			LedgerOrigin:      "clearance/ledger/0190f4b2-0000-7000-8000-00000000000a",
 			LedgerVerifierKey: "clearance-ledger+223c2015+AZJzCPU9Z2VQPStkwQOrWqRyBqs5UCz+j5hEL9tUMQC3"}
 	}},
 }
