@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -230,5 +231,57 @@ func TestReceipts(t *testing.T) {
 	third, err := f.e.Privacy.Erase(f.ctx, privacy.ErasureRequest{OrgID: f.org, Body: []byte(`{"subject_id":"c-1"}`)})
 	if err != nil || third.Replayed || third.Payload.DossiersAffected != 1 {
 		t.Fatalf("erasing the returned subject: %+v %v", third, err)
+	}
+}
+
+// Concurrent decisions of one subject share one key and are all counted
+// (the key is read, made and counted in each decision's transaction);
+// an erasure racing them destroys what was committed before it, and a
+// decision after it gets a key of its own.
+func TestConcurrentDecisionsOneKey(t *testing.T) {
+	f := newFixture(t, true)
+	if _, err := f.e.Privacy.PutSetting(f.ctx, f.org, []byte(`{"subject":"/actor/id"}`)); err != nil {
+		t.Fatal(err)
+	}
+	const n = 16
+	var wg sync.WaitGroup
+	ids := make([]string, n)
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			d, err := f.e.Evaluate(f.ctx, clearance.EvaluateRequest{OrgID: f.org, Route: clearance.RouteEvaluateDecision,
+				Body: []byte(`{"amount":5,"actor":{"id":"c-many","type":"customer"}}`)})
+			ids[i], errs[i] = d.DossierID, err
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys := map[string]bool{}
+	for _, id := range ids {
+		var d struct {
+			PersonalData struct {
+				KeyID string `json:"key_id"`
+			} `json:"personal_data"`
+		}
+		if err := json.Unmarshal(f.stored(id), &d); err != nil {
+			t.Fatal(err)
+		}
+		keys[d.PersonalData.KeyID] = true
+	}
+	if len(keys) != 1 {
+		t.Fatalf("%d keys for one subject: %v", len(keys), keys)
+	}
+	r, err := f.e.Privacy.Erase(f.ctx, privacy.ErasureRequest{OrgID: f.org, Body: []byte(`{"subject_id":"c-many"}`)})
+	if err != nil || r.Payload.DossiersAffected != n || len(r.Payload.KeysDestroyed) != 1 || !keys[r.Payload.KeysDestroyed[0]] {
+		t.Fatalf("erasure: %+v %v", r.Payload, err)
+	}
+	for _, id := range ids {
+		if _, status := f.view(id); status != privacy.StatusErased {
+			t.Fatalf("dossier %s: %q", id, status)
+		}
 	}
 }

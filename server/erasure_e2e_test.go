@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -284,5 +286,38 @@ func scanRawStore(t *testing.T, dir string, needles [][]byte, keyKind []byte) {
 				t.Errorf("a subject key is left: %s", row)
 			}
 		}
+	}
+}
+
+// TestErasureConcurrentDecisions: decisions of one subject sent at once
+// (on PostgreSQL, over several connections) share one key and are all
+// counted by the erasure.
+func TestErasureConcurrentDecisions(t *testing.T) {
+	t.Parallel()
+	x := newExecEnvWith(t, "", func(x *execEnv) { x.secretsKey = testSecretsKey })
+	o := x.o
+	x.req(t, "PUT", pathDataProtection(o.ID), o.Key, erasureSetting, nil).want(t, http.StatusOK)
+	const n = 12
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() {
+			r, err := x.send("POST", pathEvaluate, o.Key, personalDecision("cust-many", "many@example.com", "Many Times", i+1), nil)
+			if err == nil && r.Status != http.StatusOK {
+				err = errors.New(r.String())
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := x.req(t, "POST", pathErasures(o.ID), o.Key, `{"subject_id":"cust-many"}`, nil).want(t, http.StatusCreated)
+	if r.num("payload.dossiers_affected") != n || len(r.strs("payload.keys_destroyed")) != 1 {
+		t.Fatalf("erasure after %d concurrent decisions: %s", n, r)
 	}
 }
