@@ -102,6 +102,37 @@ func (s *Service) PutSetting(ctx context.Context, orgID string, body []byte) (Se
 	return out, nil
 }
 
+// DeleteSetting turns the org's data protection off for the decisions
+// recorded after it, and ledgers that (data_protection.set with an empty
+// subject). Dossiers sealed before stay sealed, and their subjects stay
+// erasable. DATA_PROTECTION_NOT_SET when the org has none.
+func (s *Service) DeleteSetting(ctx context.Context, orgID string) (Setting, error) {
+	if err := s.d.Store.RequireOrg(ctx, orgID); err != nil {
+		return Setting{}, err
+	}
+	now := s.d.Now()
+	var out Setting
+	err := s.d.Store.Update(ctx, orgID, func(tx store.Tx) error {
+		deleted, err := tx.DeleteArtifact(ctx, store.DataProtectionKind, store.DataProtectionID)
+		if err != nil {
+			return err
+		}
+		if !deleted {
+			return core.New(core.ErrNotFound, CodeSettingNotFound, "the org has no data-protection setting")
+		}
+		head, err := tx.LedgerHead(ctx)
+		if err != nil {
+			return err
+		}
+		out = Setting{OrgID: orgID, Personal: []string{}, UpdatedAt: core.Format(now), LedgerSeq: head.Seq + 1}
+		return core.AppendRecord(ctx, tx, KindSettingChanged, orgID, out, now)
+	})
+	if err != nil {
+		return Setting{}, core.Translate("delete data-protection setting", err)
+	}
+	return out, nil
+}
+
 // Setting returns the org's data-protection setting, or
 // DATA_PROTECTION_NOT_SET.
 func (s *Service) Setting(ctx context.Context, orgID string) (Setting, error) {

@@ -66,6 +66,17 @@ func (s *badSuite) privacySpecs() map[string]routeSpec {
 			c.status = http.StatusNotFound
 			return append(out, c)
 		}}
+	// Turning the setting off spoils reading it: its accepted request goes
+	// after theirs.
+	del := routeSpec{org: orgPath, params: params, paramCodes: []string{"ORG_MISMATCH"}, phase: phaseRevokes,
+		extra: func(q req) []badCase {
+			out := platformOrg(q)
+			p := q
+			p.path, p.key = pathDataProtection(s.b.ID), s.b.Key
+			c := s.variant(p, catValue, "an org without a setting", "", privacy.CodeSettingNotFound)
+			c.status = http.StatusNotFound
+			return append(out, c)
+		}}
 	erase := routeSpec{org: orgPath, params: params, paramCodes: []string{"ORG_MISMATCH"},
 		body:   `{"subject_id":"badinput-subject-1"}`,
 		idents: []string{`{"subject_id":@@}`},
@@ -86,6 +97,7 @@ func (s *badSuite) privacySpecs() map[string]routeSpec {
 	return map[string]routeSpec{
 		"PUT /v1/orgs/{orgId}/data-protection":    put,
 		"GET /v1/orgs/{orgId}/data-protection":    get,
+		"DELETE /v1/orgs/{orgId}/data-protection": del,
 		"POST /v1/orgs/{orgId}/erasures":          erase,
 		"POST /v1/platform/orgs/{orgId}/erasures": notice,
 	}

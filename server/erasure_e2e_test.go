@@ -182,6 +182,22 @@ func TestErasureKeepsEvidenceVerifiable(t *testing.T) {
 	}
 	x.req(t, "GET", pathDossiers+bobDossier+"/reproduce", o.Key, nil, nil).want(t, http.StatusOK)
 
+	// Turning the setting off applies to later decisions only: sealed
+	// dossiers stay sealed, readable and erasable.
+	if off := x.req(t, "DELETE", pathDataProtection(o.ID), o.Key, nil, nil).want(t, http.StatusOK); off.str("subject") != "" {
+		t.Fatalf("turned off: %s", off)
+	}
+	x.req(t, "GET", pathDataProtection(o.ID), o.Key, nil, nil).wantProblem(t, http.StatusNotFound, privacy.CodeSettingNotFound)
+	x.req(t, "DELETE", pathDataProtection(o.ID), o.Key, nil, nil).wantProblem(t, http.StatusNotFound, privacy.CodeSettingNotFound)
+	late := x.req(t, "POST", pathEvaluate, o.Key, personalDecision("cust-late-1", "late@example.com", "Late Plain", 3), nil).want(t, http.StatusOK)
+	if r := x.req(t, "GET", pathDossiers+late.str("dossier_id"), o.Key, nil, nil).want(t, http.StatusOK); r.Header.Get(server.HeaderPersonalData) != "" ||
+		r.str("intent.context.customer.email") != "late@example.com" {
+		t.Fatalf("a decision after the setting was turned off: %v %s", r.Header, r)
+	}
+	if r := x.req(t, "GET", pathDossiers+bobDossier, o.Key, nil, nil).want(t, http.StatusOK); r.Header.Get(server.HeaderPersonalData) != privacy.StatusOpen {
+		t.Fatalf("bob's dossier after the setting was turned off: %v", r.Header)
+	}
+
 	// A marketplace's deletion notice for the whole org (platform key).
 	org := x.req(t, "POST", pathPlatformErasures(o.ID), x.platform, `{}`, nil).want(t, http.StatusCreated)
 	if op, err := privacy.VerifyReceipt(org.str("receipt"), vkey); err != nil || op.Scope != privacy.ScopeOrg ||

@@ -32,6 +32,18 @@ func (s *Server) getDataProtection(c *call) error {
 	return c.writeJSON(http.StatusOK, st)
 }
 
+func (s *Server) deleteDataProtection(c *call) error {
+	org, err := c.orgFor(c.r.PathValue("orgId"))
+	if err != nil {
+		return err
+	}
+	st, err := s.engine.Privacy.DeleteSetting(c.r.Context(), org)
+	if err != nil {
+		return err
+	}
+	return c.writeJSON(http.StatusOK, st)
+}
+
 // eraseSubject answers 201 with a new receipt, or 200 with the one given
 // before when nothing was left to destroy.
 func (s *Server) eraseSubject(c *call) error {

@@ -200,6 +200,7 @@ func (s *Server) routes() []route {
 		// deletion notice.
 		{pattern: "PUT /v1/orgs/{orgId}/data-protection", auth: authKey, scopes: scopePrivacyWrite, handle: (*Server).putDataProtection},
 		{pattern: "GET /v1/orgs/{orgId}/data-protection", auth: authKey, scopes: scopePrivacyRead, handle: (*Server).getDataProtection},
+		{pattern: "DELETE /v1/orgs/{orgId}/data-protection", auth: authKey, scopes: scopePrivacyWrite, handle: (*Server).deleteDataProtection},
 		{pattern: "POST /v1/orgs/{orgId}/erasures", auth: authKey, scopes: scopePrivacyWrite, handle: (*Server).eraseSubject},
 		{pattern: "POST /v1/platform/orgs/{orgId}/erasures", auth: authPlatform, handle: (*Server).eraseOrgPersonalData},
 	}
