@@ -285,3 +285,44 @@ func TestConcurrentDecisionsOneKey(t *testing.T) {
 		}
 	}
 }
+
+// A server started without the secrets key of an org with a setting
+// refuses the decisions it would have to seal (never records them in the
+// clear) and records the others.
+func TestSealingFailsClosedWithoutSecrets(t *testing.T) {
+	dir := t.TempDir()
+	key, _ := ledger.NewKey("privacy-test", bytes.Repeat([]byte{7}, 32))
+	open := func(secrets []byte) (*clearance.Engine, func()) {
+		b, err := pebblestore.Open(dir, pebblestore.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := clearance.Open(b, clearance.Options{LedgerKey: key, SecretsKey: secrets})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e, func() { b.Close() }
+	}
+	ctx := context.Background()
+	e, closeStore := open([]byte("privacy-test-secrets-key-32-bytes!!"))
+	o, err := e.Admin.CreateOrg(ctx, "Acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Privacy.PutSetting(ctx, o.Org.ID, []byte(`{"subject":"/actor/id"}`)); err != nil {
+		t.Fatal(err)
+	}
+	closeStore()
+	e, closeStore = open(nil)
+	defer closeStore()
+	req := func(body string) error {
+		_, err := e.Evaluate(ctx, clearance.EvaluateRequest{OrgID: o.Org.ID, Route: clearance.RouteEvaluateDecision, Body: []byte(body)})
+		return err
+	}
+	if err := req(`{"amount":5,"actor":{"id":"c-1","type":"customer"}}`); code(err) != privacy.CodeSecretsNotConfigured {
+		t.Fatalf("a decision to seal without the secrets key: %v", err)
+	}
+	if err := req(`{"amount":5}`); err != nil {
+		t.Fatalf("a decision with nothing to seal: %v", err)
+	}
+}

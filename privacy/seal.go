@@ -51,10 +51,6 @@ func (s *Service) Seal(ctx context.Context, tx store.Tx, b *dossier.Body) (*doss
 	if err != nil {
 		return nil, fmt.Errorf("privacy: stored setting does not decode: %w", err)
 	}
-	if s.d.Secrets == nil {
-		return nil, core.New(core.ErrUnavailable, CodeSecretsNotConfigured,
-			"the org's data-protection setting needs the server's secrets key; the decision is not recorded in the clear")
-	}
 	var intent any
 	dec := json.NewDecoder(bytes.NewReader(b.Intent))
 	dec.UseNumber()
@@ -84,6 +80,10 @@ func (s *Service) Seal(ctx context.Context, tx store.Tx, b *dossier.Body) (*doss
 	}
 	if len(members) == 0 {
 		return nil, nil
+	}
+	if s.d.Secrets == nil {
+		return nil, core.New(core.ErrUnavailable, CodeSecretsNotConfigured,
+			"the org's data-protection setting needs the server's secrets key; the decision is not recorded in the clear")
 	}
 	out := *b
 	c, err := canon.Marshal(intent)
