@@ -32,6 +32,7 @@ import (
 	"github.com/clearancehq/clearance/outbox"
 	"github.com/clearancehq/clearance/policies"
 	"github.com/clearancehq/clearance/policysource"
+	"github.com/clearancehq/clearance/privacy"
 	"github.com/clearancehq/clearance/sharelink"
 	"github.com/clearancehq/clearance/signals"
 	"github.com/clearancehq/clearance/spend"
@@ -240,6 +241,9 @@ type Engine struct {
 	Signals *signals.Service
 	// Spend keeps the budgets of the policies' spend-control gates.
 	Spend *spend.Service
+	// Privacy keeps dossiers' personal data sealed under per-subject keys
+	// for orgs that opt in, and erases data subjects (crypto-shredding).
+	Privacy *privacy.Service
 	// Onboarding signs owners up by e-mail code and issues their orgs'
 	// deployment bundles.
 	Onboarding *onboarding.Service
@@ -298,9 +302,11 @@ func Open(backend store.Backend, opts Options) (*Engine, error) {
 	e.Signals = signals.New(deps)
 	e.Policies.UseSignals(e.Signals)
 	e.Spend = spend.New(deps)
+	e.Privacy = privacy.New(deps, privacy.Config{})
+	e.Policies.UsePersonal(e.Privacy.OpenRecordedFor)
 	e.Decide = decide.New(deps, decide.Config{Policies: e.Policies, StillActive: policies.StillActive,
 		GrantTTL: opts.GrantTTL, IntentMaxAge: opts.IntentMaxAge, Approvals: approvals, Events: e.Webhooks.Wake,
-		Signals: e.Signals, Spend: e.Spend})
+		Signals: e.Signals, Spend: e.Spend, Personal: e.Privacy})
 	e.Escalations.UseDecide(e.Decide)
 	e.Evidence = evidence.New(deps, evidence.Config{Audit: e.Audit, ProducerKey: opts.ProducerKey, Escalation: e.Escalations.Capsule})
 	e.ShareLinks = sharelink.New(deps, sharelink.Config{Secret: opts.ShareSecret})

@@ -145,6 +145,8 @@ var goldenElsewhere = []struct{ kind, pkg, name string }{
 	{ledger.KindCredentialsRevoked, "admin", "credentials_revoked"},
 	{ledger.KindSpendReserved, "spend", "reservation"},
 	{ledger.KindSpendSettled, "spend", "reservation"},
+	{ledger.KindDataProtectionSet, "privacy", "data_protection_set"},
+	{ledger.KindSubjectErased, "privacy", "subject_erased"},
 }
 
 // TestGoldenLedgerPayloads pins the RFC 8785 bytes of every record whose

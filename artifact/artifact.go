@@ -38,6 +38,11 @@ type Tx interface {
 	// transaction, its own writes included; store.ErrNotFound (wrapped)
 	// when there is none.
 	ArtifactInTx(ctx context.Context, kind, id string) (Record, error)
+	// DeleteArtifact removes the org's record (kind, id) and its index
+	// entry, for records that must not outlive their purpose (a destroyed
+	// key); it reports whether there was one. Most records are never
+	// deleted.
+	DeleteArtifact(ctx context.Context, kind, id string) (bool, error)
 }
 
 // Reader reads committed artifacts.

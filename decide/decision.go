@@ -44,6 +44,18 @@ type Config struct {
 	// Spend reads the budgets of spend gates; nil: gates see unused
 	// budgets (the reservation at claim still holds the line).
 	Spend Spend
+	// Personal seals the personal data of a dossier, in the decision's
+	// transaction, as the org's data-protection setting says; nil: every
+	// dossier is stored as it is.
+	Personal Personal
+}
+
+// Personal is what recording needs of the data-protection feature
+// (privacy.Service): the dossier as it is to be stored, nil when it is
+// stored as it is. It must never change b (the transaction may run again)
+// and must cost an org without a setting no read.
+type Personal interface {
+	Seal(ctx context.Context, tx store.Tx, b *dossier.Body) (*dossier.Body, error)
 }
 
 // Service makes decisions. Create it with New.

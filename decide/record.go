@@ -94,10 +94,21 @@ func record[T any](ctx context.Context, s *Service, dr *draft, d *dossier.Body, 
 				return errPolicyMoved
 			}
 		}
-		digest, err := dossier.Record(ctx, tx, d, dossier.Index{WorkflowKey: dr.in.WorkflowKey, DecisionType: dr.in.DecisionType}, dr.now)
+		stored := d
+		if s.cfg.Personal != nil {
+			sealed, err := s.cfg.Personal.Seal(ctx, tx, d)
+			if err != nil {
+				return err
+			}
+			if sealed != nil {
+				stored = sealed
+			}
+		}
+		digest, err := dossier.Record(ctx, tx, stored, dossier.Index{WorkflowKey: dr.in.WorkflowKey, DecisionType: dr.in.DecisionType}, dr.now)
 		if err != nil {
 			return err
 		}
+		d.LedgerSeq = stored.LedgerSeq
 		if *out, err = answer(tx, digest); err != nil {
 			return err
 		}

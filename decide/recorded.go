@@ -339,6 +339,9 @@ const (
 	// signals and the dossier recorded none (its own policy read none), so
 	// what the org's signals were then is unknown.
 	ReasonSignalsNotRecorded = "SIGNALS_NOT_RECORDED"
+	// ReasonSubjectErased: the dossier's personal data was sealed and its
+	// data subject erased since: the recorded intent is gone for good.
+	ReasonSubjectErased = "SUBJECT_ERASED"
 	// ReasonRouteUnknown: a route this version does not know.
 	ReasonRouteUnknown = "ROUTE_UNKNOWN"
 	// ReasonMalformed: the recorded intent no longer decodes.

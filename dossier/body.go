@@ -66,6 +66,10 @@ type Body struct {
 	// Spend is what the spend gates that applied saw of their budgets;
 	// absent when none applied, so other dossiers hash as before.
 	Spend []SpendCheck `json:"spend,omitempty"`
+	// PersonalData is set when the org's data-protection setting sealed
+	// personal values of this dossier; absent otherwise, so the dossiers
+	// of other orgs hash as before.
+	PersonalData *PersonalData `json:"personal_data,omitempty"`
 	// intentCanonical is set by SetCanonicalIntent.
 	intentCanonical bool
 }
@@ -102,6 +106,33 @@ type SpendCheck struct {
 	Used        string `json:"used"`
 	Amount      string `json:"amount"`
 }
+
+// PersonalData says which members of a stored dossier hold personal data
+// and where their values are: each member named in Members (an RFC 6901
+// pointer into the dossier) holds the string SealedMarker, and Ciphertext
+// seals the JSON array of their values, in Members order, under the data
+// subject's key KeyID. The body's digest, and so the ledger, covers the
+// ciphertext only: destroying the key erases the values without changing
+// a byte of what the ledger and proof packets check.
+type PersonalData struct {
+	Profile    string   `json:"profile"` // PersonalDataProfile
+	KeyID      string   `json:"key_id"`
+	Members    []string `json:"members"`
+	Ciphertext string   `json:"ciphertext"`
+}
+
+// PersonalDataProfile names the sealing format of PersonalData: AES-256-GCM
+// (internal/secretbox "v1.") under a random 256-bit key per data subject,
+// with "dossier/<org_id>/<dossier_id>" as additional data.
+const PersonalDataProfile = "clearance-personal-data/1"
+
+// Markers stand in place of personal values: SealedMarker in the stored
+// body; ErasedMarker in what a reader is shown once the subject's key is
+// destroyed.
+const (
+	SealedMarker = "[sealed]"
+	ErasedMarker = "[erased]"
+)
 
 // SetCanonicalIntent sets Intent to c, which the caller guarantees is
 // already RFC 8785 canonical JSON (as canon.Transform writes it): the

@@ -12,10 +12,11 @@ import (
 // which is what canon.Marshal(b) returns, in a fifth of its time: every
 // decision writes one. ok is false when b holds what the direct writer does
 // not: a string that is not UTF-8, a ledger seq above 2^53, a checkout or
-// spend checks;
-// the caller then uses canon.Marshal. The intent is canonicalized on its own.
+// spend checks or sealed personal data; the caller then uses canon.Marshal.
+// The intent is canonicalized on its own.
 func (b *Body) canonical() (out []byte, ok bool, err error) {
-	if b.LedgerSeq > canon.MaxExactInteger || b.Checkout != nil || b.Spend != nil { // checkouts and gated amounts are rare: canon.Marshal writes them
+	// Checkouts, gated amounts and sealed dossiers are rare: canon.Marshal writes them.
+	if b.LedgerSeq > canon.MaxExactInteger || b.Checkout != nil || b.Spend != nil || b.PersonalData != nil {
 		return nil, false, nil
 	}
 	intent := []byte("null")

@@ -89,6 +89,13 @@ const (
 	// held): the spend package's Reservation.
 	KindSpendReserved = "spend.reserved"
 	KindSpendSettled  = "spend.settled"
+	// KindDataProtectionSet: the org's data-protection setting changed
+	// (subject: the org id): which intent members are personal data.
+	KindDataProtectionSet = "data_protection.set"
+	// KindSubjectErased: a data subject's keys were destroyed (subject: the
+	// erasure receipt id); the payload digest is the digest of the signed
+	// receipt's payload.
+	KindSubjectErased = "subject.erased"
 )
 
 // Head is the newest entry of an org's ledger; the zero Head is an empty ledger.

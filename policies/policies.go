@@ -29,6 +29,8 @@ type Service struct {
 	// checkouts rebuilds recorded checkout decisions (UseCheckouts).
 	signals   SignalReader
 	checkouts func(checkout, evidence json.RawMessage, now time.Time) (policy.Input, error)
+	// personal restores a sealed dossier's personal data (UsePersonal).
+	personal PersonalOpener
 	// queued wakes RunReplays when a replay is queued.
 	queued chan struct{}
 }

@@ -134,8 +134,10 @@ func newResult() *ReplayResult {
 
 // replayer evaluates one candidate over recorded dossiers.
 type replayer struct {
-	c        *policy.Compiled
-	sources  decide.RecordSources
+	c       *policy.Compiled
+	sources decide.RecordSources
+	// open restores a sealed dossier's personal data; nil: none to restore.
+	open     func(body []byte) ([]byte, error)
 	examples int
 	out      *ReplayResult
 }
@@ -143,7 +145,21 @@ type replayer struct {
 // add replays one stored dossier into the result.
 func (r *replayer) add(st dossier.Stored) error {
 	r.out.Total++
-	rec, err := decide.DecodeRecorded(st.Body)
+	body := st.Body
+	if r.open != nil {
+		var err error
+		body, err = r.open(body)
+		var nr *decide.NotReplayable
+		if errors.As(err, &nr) {
+			r.out.Skipped++
+			r.out.SkippedBy[nr.Reason]++
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	rec, err := decide.DecodeRecorded(body)
 	if err != nil {
 		return core.Unavailable("decode dossier", err)
 	}
@@ -224,6 +240,32 @@ func (s *Service) sources(ctx context.Context, orgID string) decide.RecordSource
 	return src
 }
 
+// PersonalOpener restores the personal data of a stored dossier body for
+// evaluating it again (privacy.Service.OpenRecorded): the plaintext body,
+// or erased when its data subject's key was destroyed.
+type PersonalOpener func(ctx context.Context, orgID string, body []byte) (plain []byte, erased bool, err error)
+
+// UsePersonal gives replays and reproductions the data-protection
+// feature's opener; without it a sealed dossier is replayed as stored
+// (its personal members hold "[sealed]").
+func (s *Service) UsePersonal(fn PersonalOpener) { s.personal = fn }
+
+// openRecorded is body with its personal data restored.
+func (s *Service) openRecorded(ctx context.Context, orgID string, body []byte) ([]byte, error) {
+	if s.personal == nil {
+		return body, nil
+	}
+	plain, erased, err := s.personal(ctx, orgID, body)
+	if err != nil {
+		return nil, err
+	}
+	if erased {
+		return nil, &decide.NotReplayable{Reason: decide.ReasonSubjectErased,
+			Detail: "the dossier's data subject was erased: its recorded intent is gone"}
+	}
+	return plain, nil
+}
+
 // UseCheckouts gives replays, reproductions and explanations the checkout
 // feature's reader of recorded checkout decisions (checkout.RecordedInput);
 // without it they are not replayed (CHECKOUT_NOT_REPLAYED).
@@ -241,6 +283,9 @@ var errReplayTooLarge = errors.New("policies: the window holds more decisions th
 func (s *Service) replayWindow(ctx context.Context, orgID string, c *policy.Compiled, from, to time.Time, examples, limit int,
 	progress func(processed int) error) (*ReplayResult, error) {
 	r := replayer{c: c, sources: s.sources(ctx, orgID), examples: examples, out: newResult()}
+	if s.personal != nil {
+		r.open = func(body []byte) ([]byte, error) { return s.openRecorded(ctx, orgID, body) }
+	}
 	var failed error
 	err := s.d.Store.Dossiers(ctx, orgID, from, to, func(st dossier.Stored) bool {
 		if limit > 0 && r.out.Total == limit {

@@ -44,7 +44,15 @@ func (s *Service) recorded(ctx context.Context, orgID, dossierID string) (record
 	if err != nil {
 		return out, core.Unavailable("read dossier", err)
 	}
-	if out.rec, err = decide.DecodeRecorded(st.Body); err != nil {
+	body, err := s.openRecorded(ctx, orgID, st.Body)
+	var nr *decide.NotReplayable
+	if errors.As(err, &nr) {
+		return out, core.New(core.ErrConflict, CodeNotReplayable, "%s: %s", nr.Reason, nr.Detail)
+	}
+	if err != nil {
+		return out, err
+	}
+	if out.rec, err = decide.DecodeRecorded(body); err != nil {
 		return out, core.Unavailable("read dossier", err)
 	}
 	if out.snap, err = out.rec.Snapshot(); err != nil {

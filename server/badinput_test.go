@@ -366,6 +366,9 @@ func TestBadInputOnEveryRoute(t *testing.T) {
 	for pattern, spec := range s.readerSpecs(specArgs{dossierID: dec.str("dossier_id")}) {
 		specs[pattern] = spec
 	}
+	for pattern, spec := range s.privacySpecs() {
+		specs[pattern] = spec
+	}
 
 	// Every route has cases, and every spec is a route.
 	served := map[string][]string{} // path -> methods

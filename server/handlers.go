@@ -396,7 +396,7 @@ func (s *Server) dossier(c *call) error {
 	if explain {
 		return s.explainDossier(c, d, org)
 	}
-	return c.writeDossier(d)
+	return c.writeDossier(org, d)
 }
 
 func (s *Server) dossierByDecision(c *call) error {
@@ -408,16 +408,29 @@ func (s *Server) dossierByDecision(c *call) error {
 	if err != nil {
 		return err
 	}
-	return c.writeDossier(d)
+	return c.writeDossier(org, d)
 }
 
 // HeaderDossierDigest carries the SHA-256 of the dossier body, which equals
 // the payload_digest of its ledger entry.
 const HeaderDossierDigest = "X-Clearance-Dossier-Digest"
 
-func (c *call) writeDossier(d clearance.DossierRecord) error {
+// HeaderPersonalData says, on a dossier whose personal data is sealed
+// (docs/privacy.md), whether the body shows it restored (OPEN) or erased
+// (ERASED). The body is then the reader's view, and HeaderDossierDigest
+// stays the digest of the stored form (the one a proof packet carries).
+const HeaderPersonalData = "X-Clearance-Personal-Data"
+
+func (c *call) writeDossier(org string, d clearance.DossierRecord) error {
+	v, err := c.engine.Privacy.Open(c.r.Context(), org, d.Body)
+	if err != nil {
+		return err
+	}
 	c.w.Header().Set(HeaderDossierDigest, d.Digest)
-	return c.writeRaw(http.StatusOK, d.Body)
+	if v.Status != "" {
+		c.w.Header().Set(HeaderPersonalData, v.Status)
+	}
+	return c.writeRaw(http.StatusOK, v.Body)
 }
 
 func (s *Server) ledger(c *call) error {

@@ -26,6 +26,10 @@ var (
 	scopeExportRead  = []tenant.Scope{tenant.ScopeAuditRead, tenant.ScopeAuditWrite}
 	scopeIntegration = []tenant.Scope{tenant.ScopeIntegrationWrite}
 	scopeAutomation  = []tenant.Scope{tenant.ScopeAutomation}
+	// Personal data: what is personal and erasing it are the org's own
+	// administration (org:* only); reading the setting is an auditor's.
+	scopePrivacyWrite = []tenant.Scope{tenant.ScopeOrgAll}
+	scopePrivacyRead  = []tenant.Scope{tenant.ScopeAuditRead}
 
 	agentKeys    = keyRoutes{kind: registry.KindAgent}
 	providerKeys = keyRoutes{kind: registry.KindProvider}
@@ -202,5 +206,14 @@ func (s *Server) routes() []route {
 		{pattern: "GET /v1/orgs/{orgId}/audit-exports", auth: authKey, scopes: scopeExportRead, handle: (*Server).listExports},
 		{pattern: "GET /v1/orgs/{orgId}/audit-exports/{exportId}", auth: authKey, scopes: scopeExportRead, handle: (*Server).getExport},
 		{pattern: "GET /v1/orgs/{orgId}/audit-exports/{exportId}/download", auth: authKey, scopes: scopeExportRead, handle: (*Server).downloadExport},
+
+		// Personal data: sealed under per-subject keys, erased by
+		// destroying them; the platform's route is a marketplace's
+		// deletion notice.
+		{pattern: "PUT /v1/orgs/{orgId}/data-protection", auth: authKey, scopes: scopePrivacyWrite, handle: (*Server).putDataProtection},
+		{pattern: "GET /v1/orgs/{orgId}/data-protection", auth: authKey, scopes: scopePrivacyRead, handle: (*Server).getDataProtection},
+		{pattern: "DELETE /v1/orgs/{orgId}/data-protection", auth: authKey, scopes: scopePrivacyWrite, handle: (*Server).deleteDataProtection},
+		{pattern: "POST /v1/orgs/{orgId}/erasures", auth: authKey, scopes: scopePrivacyWrite, handle: (*Server).eraseSubject},
+		{pattern: "POST /v1/platform/orgs/{orgId}/erasures", auth: authPlatform, handle: (*Server).eraseOrgPersonalData},
 	}
 }

@@ -77,6 +77,15 @@ type KeyRevocation struct {
 	RevokedAt time.Time `json:"revoked_at"`
 }
 
+// DataProtectionKind and DataProtectionID name the artifact holding an
+// org's data-protection setting (which members of its dossiers are
+// personal data, sealed under per-subject keys): the one artifact every
+// decision must see, kept at hand by Tx.DataProtectionInTx.
+const (
+	DataProtectionKind = "data_protection"
+	DataProtectionID   = "setting"
+)
+
 // Tx is one org's atomic unit of work. Reads see the transaction's own writes.
 type Tx interface {
 	OrgID() string
@@ -93,6 +102,12 @@ type Tx interface {
 	// outbox.SubscriberTx: whether the org's events are owed to anyone,
 	// at hand without a read (decisions emit through it).
 	outbox.SubscriberTx
+	// DataProtectionInTx returns the body of the org's artifact
+	// (DataProtectionKind, DataProtectionID) as of this transaction, nil
+	// when there is none. Backends keep it at hand with the org's lock
+	// (PostgreSQL reads it in the lock's round trip, Pebble keeps it in
+	// memory), so a decision of an org without one pays no read for it.
+	DataProtectionInTx(ctx context.Context) ([]byte, error)
 	PutBundle(ctx context.Context, b BundleRecord) error
 	// LatestBundleInTx returns the org's newest bundle as of this transaction.
 	LatestBundleInTx(ctx context.Context) (BundleRecord, error)

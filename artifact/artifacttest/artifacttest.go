@@ -55,6 +55,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Backend) {
 		{"ConcurrentUpdates", testConcurrentUpdates},
 		{"ConcurrentPutsInOneTx", testConcurrentInTx},
 		{"RecordLedgeredAndList", testLedgered},
+		{"Delete", testDelete},
+		{"DataProtectionAtHand", testDataProtection},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -776,4 +778,122 @@ func testConcurrentInTx(t *testing.T, e env) {
 	}
 	sortAll(want)
 	wantRecords(t, "ArtifactsByRef", e.byRef(t, orgA, kOverride, "dos_shared", 0), want)
+}
+
+// testDelete: a deleted record is gone from every read, its ref index
+// included, in the transaction at once and for readers after commit; a
+// failed Update deletes nothing; deleting nothing reports false.
+func testDelete(t *testing.T, e env) {
+	ctx := t.Context()
+	r := newRecord(orgA, kOverride, "ovr_1", "dos_1", 1)
+	other := newRecord(orgB, kOverride, "ovr_1", "dos_1", 1)
+	for _, rec := range []artifact.Record{r, other} {
+		if err := e.update(ctx, rec.OrgID, func(tx artifact.Tx) error { return tx.PutArtifact(ctx, rec) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := e.update(ctx, orgA, func(tx artifact.Tx) error {
+		if _, err := tx.DeleteArtifact(ctx, kOverride, r.ID); err != nil {
+			return err
+		}
+		return errBoom
+	})
+	if !errors.Is(err, errBoom) {
+		t.Fatalf("Update: %v, want %v", err, errBoom)
+	}
+	got, err := e.r.Artifact(ctx, orgA, kOverride, r.ID)
+	wantRecord(t, "Artifact after a failed delete", got, err, r)
+	err = e.update(ctx, orgA, func(tx artifact.Tx) error {
+		deleted, err := tx.DeleteArtifact(ctx, kOverride, r.ID)
+		if err != nil || !deleted {
+			return fmt.Errorf("DeleteArtifact = %v, %v; want true", deleted, err)
+		}
+		_, err = tx.ArtifactInTx(ctx, kOverride, r.ID)
+		wantNotFound(t, "ArtifactInTx after delete", err)
+		deleted, err = tx.DeleteArtifact(ctx, kOverride, r.ID)
+		if err != nil || deleted {
+			return fmt.Errorf("second DeleteArtifact = %v, %v; want false", deleted, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.r.Artifact(ctx, orgA, kOverride, r.ID)
+	wantNotFound(t, "Artifact after delete", err)
+	wantRecords(t, "ArtifactsByRef after delete", e.byRef(t, orgA, kOverride, "dos_1", 0), nil)
+	got, err = e.r.Artifact(ctx, orgB, kOverride, other.ID)
+	wantRecord(t, "other org's record", got, err, other)
+	// A record put again after its deletion is a new record.
+	if err := e.update(ctx, orgA, func(tx artifact.Tx) error { return tx.PutArtifact(ctx, r) }); err != nil {
+		t.Fatal(err)
+	}
+	wantRecords(t, "ArtifactsByRef after put again", e.byRef(t, orgA, kOverride, "dos_1", 0), []artifact.Record{r})
+}
+
+// testDataProtection: the org's data-protection artifact is what
+// DataProtectionInTx answers, as of the transaction (its own put and
+// delete included), and only the org's own.
+func testDataProtection(t *testing.T, e env) {
+	ctx := t.Context()
+	at := func(orgID string) []byte {
+		var body []byte
+		if err := e.b.Update(ctx, orgID, func(tx store.Tx) error {
+			var err error
+			body, err = tx.DataProtectionInTx(ctx)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return body
+	}
+	if b := at(orgA); len(b) != 0 {
+		t.Fatalf("fresh org: %q, want none", b)
+	}
+	setting := artifact.Record{OrgID: orgA, Kind: store.DataProtectionKind, ID: store.DataProtectionID, CreatedAt: base,
+		Body: []byte(`{"subject":"/actor/id"}`)}
+	err := e.b.Update(ctx, orgA, func(tx store.Tx) error {
+		if err := tx.PutArtifact(ctx, setting); err != nil {
+			return err
+		}
+		b, err := tx.DataProtectionInTx(ctx)
+		if err != nil || !bytes.Equal(b, setting.Body) {
+			return fmt.Errorf("after put in the transaction: %q, %v", b, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := at(orgA); !bytes.Equal(b, setting.Body) {
+		t.Fatalf("after commit: %q, want %q", b, setting.Body)
+	}
+	if b := at(orgB); len(b) != 0 {
+		t.Fatalf("other org: %q, want none", b)
+	}
+	// A failed Update's delete is not kept.
+	err = e.b.Update(ctx, orgA, func(tx store.Tx) error {
+		if _, err := tx.DeleteArtifact(ctx, store.DataProtectionKind, store.DataProtectionID); err != nil {
+			return err
+		}
+		if b, err := tx.DataProtectionInTx(ctx); err != nil || len(b) != 0 {
+			return fmt.Errorf("after delete in the transaction: %q, %v", b, err)
+		}
+		return errBoom
+	})
+	if !errors.Is(err, errBoom) {
+		t.Fatalf("Update: %v, want %v", err, errBoom)
+	}
+	if b := at(orgA); !bytes.Equal(b, setting.Body) {
+		t.Fatalf("after a failed delete: %q, want %q", b, setting.Body)
+	}
+	if err := e.b.Update(ctx, orgA, func(tx store.Tx) error {
+		_, err := tx.DeleteArtifact(ctx, store.DataProtectionKind, store.DataProtectionID)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if b := at(orgA); len(b) != 0 {
+		t.Fatalf("after delete: %q, want none", b)
+	}
 }

@@ -9,6 +9,9 @@ import (
 	"io"
 	"os"
 
+	"strings"
+
+	"github.com/clearancehq/clearance/privacy"
 	"github.com/clearancehq/clearance/reader"
 )
 
@@ -17,10 +20,12 @@ const verifyUsage = `usage: offline verification, with public keys only
   clearance verify capsule [--envelopes ENVELOPES.json] CAPSULE.json
   clearance verify ledger  --ledger-key KEY CONSISTENCY.json
   clearance verify pack    --ledger-key KEY --record RECORD.json [--export-key HEX] PACK
+  clearance verify receipt --ledger-key KEY RECEIPT
 RECORD.json is the audit-export record (GET /v1/orgs/{orgId}/audit-exports/{exportId});
 --export-key is the org's HMAC export key, held by the operator, to check the bundle signature.
 KEY is the ledger verifier key (GET /.well-known/clearance-ledger-key), obtained out of band.
 CONSISTENCY.json is an answer of GET /v1/protocol/audit/ledger/proofs/consistency.
+RECEIPT is an erasure's answer (POST /v1/orgs/{orgId}/erasures) or its compact JWS alone.
 Exit status: 0 verified, 1 not verified, 2 usage or unreadable input.
 `
 
@@ -90,6 +95,13 @@ func verify(args []string, stdout, stderr io.Writer) int {
 				return 2
 			}
 		}
+	case "receipt":
+		if *ledgerKey == "" {
+			fmt.Fprint(stderr, "clearance: verify receipt needs --ledger-key: a receipt cannot vouch for its own key\n")
+			return 2
+		}
+		report, ok := verifyReceipt(raw, *ledgerKey)
+		return printReport(stdout, report, ok)
 	default:
 		fmt.Fprintf(stderr, "clearance: verify: unknown artifact %q\n%s", args[0], verifyUsage)
 		return 2
@@ -101,13 +113,44 @@ func verify(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "clearance: verify: %v\n", err)
 		return 2
 	}
-	report, ok := rep.Details, rep.Valid
+	return printReport(stdout, rep.Details, rep.Valid)
+}
+
+// printReport prints a verification report and returns the exit status.
+func printReport(stdout io.Writer, report any, ok bool) int {
 	b, _ := json.MarshalIndent(report, "", "  ")
 	fmt.Fprintln(stdout, string(b))
 	if !ok {
 		return 1
 	}
 	return 0
+}
+
+// receiptReport is what `verify receipt` prints.
+type receiptReport struct {
+	Valid   bool                    `json:"valid"`
+	Error   string                  `json:"error,omitempty"`
+	Payload *privacy.ReceiptPayload `json:"payload,omitempty"`
+}
+
+// verifyReceipt checks an erasure receipt: the answer of an erasure route
+// ({"receipt": …}) or the compact JWS itself.
+func verifyReceipt(raw []byte, ledgerKey string) (receiptReport, bool) {
+	jws := strings.TrimSpace(string(raw))
+	if strings.HasPrefix(jws, "{") {
+		var answer struct {
+			Receipt string `json:"receipt"`
+		}
+		if err := json.Unmarshal(raw, &answer); err != nil {
+			return receiptReport{Error: "not an erasure answer: " + err.Error()}, false
+		}
+		jws = answer.Receipt
+	}
+	p, err := privacy.VerifyReceipt(jws, ledgerKey)
+	if err != nil {
+		return receiptReport{Error: err.Error()}, false
+	}
+	return receiptReport{Valid: true, Payload: &p}, true
 }
 
 func readInput(name string) ([]byte, error) {

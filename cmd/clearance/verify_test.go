@@ -28,6 +28,9 @@ func TestVerifyOffline(t *testing.T) {
 	mustCall(t, "POST", p.url+"/v1/protocol/evaluate-decision", key, `{"amount":8}`, http.StatusOK)
 	mustCall(t, "POST", seal, key, `{}`, http.StatusOK)
 	ledgerKey := strings.TrimSpace(string(mustCall(t, "GET", p.url+"/.well-known/clearance-ledger-key", "", "", http.StatusOK).raw))
+	mustCall(t, "PUT", p.url+"/v1/orgs/"+orgID+"/data-protection", key, `{"subject":"/actor/id"}`, http.StatusOK)
+	mustCall(t, "POST", p.url+"/v1/protocol/evaluate-decision", key, `{"amount":9,"actor":{"id":"cust-9","type":"customer"}}`, http.StatusOK)
+	receipt := mustCall(t, "POST", p.url+"/v1/orgs/"+orgID+"/erasures", key, `{"subject_id":"cust-9"}`, http.StatusCreated).raw
 
 	files := map[string][]byte{
 		"packet.json":    mustCall(t, "GET", dossier+"/proof-packet?org_id="+orgID, key, "", http.StatusOK).raw,
@@ -35,6 +38,7 @@ func TestVerifyOffline(t *testing.T) {
 		"envelopes.json": mustCall(t, "GET", dossier+"/agent-action-capsule/producer-envelopes?org_id="+orgID, key, "", http.StatusOK).raw,
 		"consistency.json": mustCall(t, "GET", p.url+"/v1/protocol/audit/ledger/proofs/consistency?old_size="+
 			jsonNumber(first.json["tree_size"]), key, "", http.StatusOK).raw,
+		"receipt.json": receipt,
 	}
 	for name, b := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
@@ -58,7 +62,11 @@ func TestVerifyOffline(t *testing.T) {
 		{"packet without a pinned key", []string{"packet", path("packet.json")}, 2},
 		{"packet with another key", []string{"packet", "--ledger-key", "other+01020304+AZJzCPU9Z2VQPStkwQOrWqRyBqs5UCz+j5hEL9tUMQC3", path("packet.json")}, 1},
 		{"consistency with another key", []string{"ledger", "--ledger-key", "other+01020304+AZJzCPU9Z2VQPStkwQOrWqRyBqs5UCz+j5hEL9tUMQC3", path("consistency.json")}, 1},
-		{"unknown artifact", []string{"receipt", path("packet.json")}, 2},
+		{"erasure receipt", []string{"receipt", "--ledger-key", ledgerKey, path("receipt.json")}, 0},
+		{"receipt without a pinned key", []string{"receipt", path("receipt.json")}, 2},
+		{"receipt with another key", []string{"receipt", "--ledger-key", "other+01020304+AZJzCPU9Z2VQPStkwQOrWqRyBqs5UCz+j5hEL9tUMQC3", path("receipt.json")}, 1},
+		{"not a receipt", []string{"receipt", "--ledger-key", ledgerKey, path("packet.json")}, 1},
+		{"unknown artifact", []string{"bogus", path("packet.json")}, 2},
 		{"missing file", []string{"capsule", path("nope.json")}, 2},
 	} {
 		if code, out := verifyExit(c.args...); code != c.want {
@@ -71,6 +79,7 @@ func TestVerifyOffline(t *testing.T) {
 		{"capsule.json", `"accept"`, `"reject"`},
 		{"envelopes.json", `"cose_sign1":"`, `"cose_sign1":"A`},
 		{"consistency.json", `"proof":["`, `"proof":["A`},
+		{"receipt.json", `"receipt":"eyJ`, `"receipt":"eyK`},
 	} {
 		b := files[c.file]
 		if !bytes.Contains(b, []byte(c.old)) {
@@ -85,6 +94,7 @@ func TestVerifyOffline(t *testing.T) {
 		{"capsule", path("t-capsule.json")},
 		{"capsule", "--envelopes", path("t-envelopes.json"), path("capsule.json")},
 		{"ledger", "--ledger-key", ledgerKey, path("t-consistency.json")},
+		{"receipt", "--ledger-key", ledgerKey, path("t-receipt.json")},
 	} {
 		if code, out := verifyExit(args...); code != 1 {
 			t.Errorf("verify %v of a tampered file: exit %d, want 1: %s", args, code, out)

@@ -136,6 +136,9 @@ var packages = map[string]rule{
 	"policysource": {layer: features, peers: []string{"policies"}},
 	// export anchors packs in checkpoints the audit feature signs.
 	"export": {layer: features, peers: []string{"audit"}},
+	// privacy seals dossiers' personal data under per-subject keys (decide
+	// calls it through decide.Personal) and erases data subjects.
+	"privacy": {layer: features},
 	// The reference approval service: a service of its own, shipped beside
 	// Clearance as cmd/clearance-approver, that signs receipts with grant
 	// and decodes bodies with internal/strictjson. The features layer allows

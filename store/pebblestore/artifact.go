@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/clearancehq/clearance/artifact"
+	"github.com/clearancehq/clearance/store"
 )
 
 // Artifact keys share one sub-table tag and a second tag byte:
@@ -148,6 +149,9 @@ func (t *tx) PutArtifact(ctx context.Context, r artifact.Record) error {
 // no record (any earlier one's index entry is deleted).
 func (t *tx) putNewArtifact(prefix, key []byte, r artifact.Record) error {
 	t.raise(prefix, key) // first: a ceiling too high is always safe
+	if r.Kind == store.DataProtectionKind && r.ID == store.DataProtectionID {
+		t.protection, t.protectionSet = append([]byte(nil), r.Body...), true
+	}
 	if err := t.set(key, encodeArtifact(r)); err != nil {
 		return err
 	}
@@ -223,4 +227,59 @@ func scanArtifactIndex(ctx context.Context, r *pebble.Snapshot, kind string, p [
 		return nil, err
 	}
 	return out, nil
+}
+
+// DeleteArtifact implements artifact.Tx: the record and its index entry
+// are deleted in the transaction's batch.
+func (t *tx) DeleteArtifact(ctx context.Context, kind, id string) (bool, error) {
+	if err := artifact.ValidateKey(t.org, kind, id); err != nil {
+		return false, err
+	}
+	if err := t.lock(ctx); err != nil {
+		return false, err
+	}
+	defer t.mu.Unlock()
+	old, err := readArtifact(t.b, t.org, kind, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if err := t.b.Delete(artifactKey(t.org, kind, id), nil); err != nil {
+		return false, fmt.Errorf("pebblestore: write: %w", err)
+	}
+	if err := t.b.Delete(artifactRefKey(old), nil); err != nil {
+		return false, fmt.Errorf("pebblestore: write: %w", err)
+	}
+	if kind == store.DataProtectionKind && id == store.DataProtectionID {
+		t.protection, t.protectionSet = nil, true
+	}
+	return true, nil
+}
+
+// DataProtectionInTx implements store.Tx: read once per org and then kept
+// in memory (this process is the store's only writer), so a decision of
+// an org without a setting reads nothing for it.
+func (t *tx) DataProtectionInTx(ctx context.Context) ([]byte, error) {
+	if err := t.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer t.mu.Unlock()
+	if t.protectionSet {
+		return t.protection, nil
+	}
+	o := t.state
+	if !o.protectionKnown {
+		r, err := readArtifact(t.b, t.org, store.DataProtectionKind, store.DataProtectionID)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			r.Body = nil
+		case err != nil:
+			return nil, err
+		}
+		// Read under the org's mutex: nothing else writes it meanwhile.
+		o.protection, o.protectionKnown = r.Body, true
+	}
+	return o.protection, nil
 }

@@ -232,6 +232,10 @@ type org struct {
 	// decision owes an event, without a read.
 	subscribersKnown bool
 	subscribers      int
+	// The org's data-protection setting (nil: none), once read: every
+	// decision needs it (store.Tx.DataProtectionInTx).
+	protectionKnown bool
+	protection      []byte
 	// ceil bounds the keys of the write-once ranges (ceiling.go).
 	ceil ceilings
 }
@@ -241,7 +245,7 @@ type org struct {
 func (s *Store) forget(orgID string) {
 	o := s.org(orgID)
 	o.mu.Lock()
-	o.activeKnown, o.headKnown, o.subscribersKnown, o.ceil = false, false, false, nil
+	o.activeKnown, o.headKnown, o.subscribersKnown, o.protectionKnown, o.ceil = false, false, false, false, nil
 	o.mu.Unlock()
 }
 
@@ -334,6 +338,9 @@ func (s *Store) apply(ctx context.Context, orgID string, fn func(tx store.Tx) er
 	}
 	if t.subscribersSet {
 		o.subscribers, o.subscribersKnown = t.subscribers, true
+	}
+	if t.protectionSet {
+		o.protection, o.protectionKnown = t.protection, true
 	}
 	return b, nil
 }

@@ -44,6 +44,11 @@ type tx struct {
 	// wrote (subscribersSet), applied to state when its batch is.
 	subscribers    int
 	subscribersSet bool
+	// protection is the org's data-protection setting this transaction
+	// wrote (protectionSet; nil: deleted), applied to state when its
+	// batch is.
+	protection    []byte
+	protectionSet bool
 	// dues are the due entries of the jobs this transaction read or
 	// wrote, so that a write need not read the job again.
 	dues map[string]jobDue

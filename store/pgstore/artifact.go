@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/clearancehq/clearance/artifact"
+	"github.com/clearancehq/clearance/store"
 )
 
 // Artifacts live in one table (migrations/0003_artifacts.sql):
@@ -84,6 +86,11 @@ func (t *tx) PutArtifact(ctx context.Context, r artifact.Record) error {
 	if body == nil {
 		body = []byte{}
 	}
+	if r.Kind == store.DataProtectionKind && r.ID == store.DataProtectionID {
+		t.mu.Lock()
+		t.orgNow.protection = append([]byte(nil), r.Body...)
+		t.mu.Unlock()
+	}
 	return t.queue(ctx, wrapped(fmt.Sprintf("put %s artifact %q", r.Kind, r.ID)), `
 		INSERT INTO artifacts (`+artifactColumns+`) VALUES ($1, $2, $3, $4, $5, $6)
 		ON CONFLICT (org_id, kind, id) DO UPDATE SET ref = excluded.ref, created_at = excluded.created_at, body = excluded.body`,
@@ -125,4 +132,44 @@ func (s *Store) ArtifactsByRef(ctx context.Context, orgID, kind, ref string, lim
 	return readArtifacts(ctx, s.pool, fmt.Sprintf("%s artifacts of ref %q in org %q", kind, ref, orgID), `
 		SELECT `+artifactColumns+` FROM artifacts WHERE org_id = $1 AND kind = $2 AND ref = $3
 		ORDER BY created_at, id LIMIT $4`, orgID, kind, ref, sqlLimit(limit))
+}
+
+// DeleteArtifact implements artifact.Tx: one DELETE, sent before it
+// answers (the caller learns whether there was a record).
+func (t *tx) DeleteArtifact(ctx context.Context, kind, id string) (bool, error) {
+	if err := artifact.ValidateKey(t.org, kind, id); err != nil {
+		return false, err
+	}
+	var deleted bool
+	if err := t.queue(ctx, func(tag pgconn.CommandTag, err error) error {
+		if err != nil {
+			return fmt.Errorf("pgstore: delete %s artifact %q: %w", kind, id, err)
+		}
+		deleted = tag.RowsAffected() == 1
+		return nil
+	}, `DELETE FROM artifacts WHERE org_id = $1 AND kind = $2 AND id = $3`, t.org, kind, id); err != nil {
+		return false, err
+	}
+	if err := t.lock(ctx); err != nil { // sends the delete
+		return false, err
+	}
+	defer t.mu.Unlock()
+	if kind == store.DataProtectionKind && id == store.DataProtectionID {
+		t.orgNow.protection = nil
+	}
+	return deleted, nil
+}
+
+// selectProtection is read with the org's lock (lockOrg).
+const selectProtection = `SELECT body FROM artifacts WHERE org_id = $1 AND kind = '` + store.DataProtectionKind +
+	`' AND id = '` + store.DataProtectionID + `'`
+
+// DataProtectionInTx implements store.Tx: as read with the org's lock and
+// kept as the transaction writes it.
+func (t *tx) DataProtectionInTx(ctx context.Context) ([]byte, error) {
+	if err := t.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer t.mu.Unlock()
+	return t.orgNow.protection, nil
 }

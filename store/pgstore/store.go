@@ -154,11 +154,13 @@ type orgState struct {
 	hasActive bool
 	// subscribed: the org has outbox subscribers (outbox.Subscribe).
 	subscribed bool
+	// protection is the org's data-protection setting (nil: none).
+	protection []byte
 }
 
 // lockOrg begins the transaction, takes the org's row lock and reads the
-// org's ledger head, policy activation and whether it has outbox
-// subscribers, in one round trip. The INSERT
+// org's ledger head, policy activation, whether it has outbox
+// subscribers and its data-protection setting, in one round trip. The INSERT
 // creates the row the first time an org is seen. Both are read after the
 // lock is granted (each statement its own snapshot), so they are the latest
 // committed, and every decision needs them.
@@ -184,6 +186,13 @@ func lockOrg(ctx context.Context, conn *pgx.Conn, orgID string) (orgState, error
 	})
 	b.Queue(selectSubscribed, orgID).QueryRow(func(row pgx.Row) error {
 		return row.Scan(&st.subscribed)
+	})
+	b.Queue(selectProtection, orgID).QueryRow(func(row pgx.Row) error {
+		err := row.Scan(&st.protection)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		return err
 	})
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
 		return orgState{}, fmt.Errorf("pgstore: lock org %q: %w", orgID, err)

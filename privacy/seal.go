@@ -1,0 +1,181 @@
+package privacy
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	"github.com/clearancehq/clearance/artifact"
+	"github.com/clearancehq/clearance/dossier"
+	"github.com/clearancehq/clearance/internal/canon"
+	"github.com/clearancehq/clearance/internal/core"
+	"github.com/clearancehq/clearance/internal/secretbox"
+	"github.com/clearancehq/clearance/store"
+)
+
+// subjectKey is the stored record of one data subject's key.
+type subjectKey struct {
+	KeyID string `json:"key_id"`
+	// Wrapped is the 256-bit data key sealed by the engine's secrets key
+	// (context keyContext).
+	Wrapped   string `json:"wrapped"`
+	CreatedAt string `json:"created_at"`
+	// Dossiers counts the dossiers sealed under the key.
+	Dossiers int `json:"dossiers"`
+}
+
+func keyContext(orgID, keyID string) string         { return "privacy/subject-key/" + orgID + "/" + keyID }
+func dossierContext(orgID, dossierID string) string { return "dossier/" + orgID + "/" + dossierID }
+
+// subjectRef is the keyed MAC that names a subject in the store: the
+// subject id itself is never stored, and without the secrets key a copy of
+// the store cannot tell whether a guessed id was a subject.
+func (s *Service) subjectRef(orgID, subject string) string {
+	return hex.EncodeToString(s.d.Secrets.MAC([]byte(subject), "privacy/subject/"+orgID))
+}
+
+// Seal returns the dossier b as the org's data-protection setting has it
+// stored: a sealed copy when the setting applies and b's intent holds one
+// of its members, else nil (b is stored as it is). It runs in the
+// decision's transaction and never changes b (the transaction may run
+// again). An org without a setting costs no read.
+func (s *Service) Seal(ctx context.Context, tx store.Tx, b *dossier.Body) (*dossier.Body, error) {
+	raw, err := tx.DataProtectionInTx(ctx)
+	if err != nil || len(raw) == 0 {
+		return nil, err
+	}
+	st, err := decodeSetting(raw)
+	if err != nil {
+		return nil, fmt.Errorf("privacy: stored setting does not decode: %w", err)
+	}
+	var intent any
+	dec := json.NewDecoder(bytes.NewReader(b.Intent))
+	dec.UseNumber()
+	if err := dec.Decode(&intent); err != nil {
+		return nil, fmt.Errorf("privacy: intent does not decode: %w", err)
+	}
+	subject := ""
+	if v, _, ok := lookup(intent, st.Subject); ok {
+		switch v := v.(type) {
+		case string:
+			subject = v
+		case json.Number:
+			subject = v.String()
+		}
+	}
+	var members []string
+	var values []any
+	actorSealed := false
+	for _, p := range append([]string{st.Subject}, st.Personal...) {
+		v, set, ok := lookup(intent, p)
+		if !ok {
+			continue
+		}
+		members, values = append(members, "/intent"+p), append(values, v)
+		set(dossier.SealedMarker)
+		actorSealed = actorSealed || p == "/actor/id"
+	}
+	if len(members) == 0 {
+		return nil, nil
+	}
+	if s.d.Secrets == nil {
+		return nil, core.New(core.ErrUnavailable, CodeSecretsNotConfigured,
+			"the org's data-protection setting needs the server's secrets key; the decision is not recorded in the clear")
+	}
+	out := *b
+	c, err := canon.Marshal(intent)
+	if err != nil {
+		return nil, err
+	}
+	out.SetCanonicalIntent(c)
+	seal := func(member string, v any) {
+		members, values = append(members, member), append(values, v)
+	}
+	seal("/intent_as_received", b.IntentAsReceived)
+	out.IntentAsReceived = dossier.SealedMarker
+	if actorSealed && b.Actor.ID != "" {
+		seal("/actor/id", b.Actor.ID)
+		out.Actor.ID = dossier.SealedMarker
+	}
+	if b.Approval != nil {
+		a := *b.Approval
+		seal("/approval/approver", a.Approver)
+		seal("/approval/receipt", a.Receipt)
+		a.Approver, a.Receipt = dossier.SealedMarker, dossier.SealedMarker
+		out.Approval = &a
+	}
+	if b.Checkout != nil {
+		ck := *b.Checkout
+		seal("/checkout/evaluated_intent", json.RawMessage(ck.EvaluatedIntent))
+		ck.EvaluatedIntent = json.RawMessage(`"` + dossier.SealedMarker + `"`)
+		out.Checkout = &ck
+	}
+	plain, err := json.Marshal(values)
+	if err != nil {
+		return nil, err
+	}
+	keyID, box, err := s.keyFor(ctx, tx, subject)
+	if err != nil {
+		return nil, err
+	}
+	ct, err := box.Seal(plain, dossierContext(b.OrgID, b.DossierID))
+	if err != nil {
+		return nil, core.Unavailable("seal personal data", err)
+	}
+	out.PersonalData = &dossier.PersonalData{Profile: dossier.PersonalDataProfile, KeyID: keyID, Members: members, Ciphertext: ct}
+	return &out, nil
+}
+
+// keyFor returns the subject's key, made on its first sealed dossier, and
+// counts one more dossier under it.
+func (s *Service) keyFor(ctx context.Context, tx store.Tx, subject string) (string, *secretbox.Box, error) {
+	org := tx.OrgID()
+	ref := s.subjectRef(org, subject)
+	var k subjectKey
+	var data []byte
+	r, err := tx.ArtifactInTx(ctx, kindSubjectKey, ref)
+	switch {
+	case core.IsNotFound(err):
+		if k.KeyID, err = s.d.IDs.New(); err != nil {
+			return "", nil, err
+		}
+		data = make([]byte, 32)
+		if _, err := rand.Read(data); err != nil {
+			return "", nil, core.Unavailable("make subject key", err)
+		}
+		if k.Wrapped, err = s.d.Secrets.Seal(data, keyContext(org, k.KeyID)); err != nil {
+			return "", nil, core.Unavailable("wrap subject key", err)
+		}
+		k.CreatedAt = core.Format(s.d.Now())
+		if err := tx.PutArtifact(ctx, artifact.Record{OrgID: org, Kind: kindKeyIndex, ID: k.KeyID,
+			CreatedAt: s.d.Now(), Body: []byte(ref)}); err != nil {
+			return "", nil, err
+		}
+	case err != nil:
+		return "", nil, err
+	default:
+		if err := json.Unmarshal(r.Body, &k); err != nil {
+			return "", nil, fmt.Errorf("privacy: subject key does not decode: %w", err)
+		}
+		if data, err = s.d.Secrets.Open(k.Wrapped, keyContext(org, k.KeyID)); err != nil {
+			return "", nil, core.New(core.ErrUnavailable, CodePersonalDataUnreadable, "a subject key does not open with the server's secrets key")
+		}
+	}
+	box, err := secretbox.New(data)
+	if err != nil {
+		return "", nil, err
+	}
+	k.Dossiers++
+	body, err := json.Marshal(k)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := tx.PutArtifact(ctx, artifact.Record{OrgID: org, Kind: kindSubjectKey, ID: ref, Ref: refKey,
+		CreatedAt: s.d.Now(), Body: body}); err != nil {
+		return "", nil, err
+	}
+	return k.KeyID, box, nil
+}
