@@ -41,6 +41,17 @@ type Config struct {
 	// Signals reads the org's inbound signals for policies that read them;
 	// nil: policies see none.
 	Signals Signals
+	// Federation verifies the federated decisions a request presents; nil:
+	// a request that presents any is refused.
+	Federation Federation
+}
+
+// Federation verifies federated decisions (the federation feature): it
+// sets in.Federation to what the policy sees and returns what the dossier
+// records; a decision that does not verify is an error, and nothing is
+// recorded.
+type Federation interface {
+	Verify(ctx context.Context, orgID string, envelopes []string, in *policy.Input) ([]dossier.Federated, error)
 }
 
 // Service makes decisions. Create it with New.

@@ -14,7 +14,7 @@ import (
 // not: a string that is not UTF-8, a ledger seq above 2^53 or a checkout;
 // the caller then uses canon.Marshal. The intent is canonicalized on its own.
 func (b *Body) canonical() (out []byte, ok bool, err error) {
-	if b.LedgerSeq > canon.MaxExactInteger || b.Checkout != nil { // checkouts are rare: canon.Marshal writes them
+	if b.LedgerSeq > canon.MaxExactInteger || b.Checkout != nil || len(b.Federation) > 0 { // checkouts and federation are rare: canon.Marshal writes them
 		return nil, false, nil
 	}
 	intent := []byte("null")

@@ -84,6 +84,11 @@ const (
 	// KindWorkspaceClaimed: a signed-in owner claimed a provisional
 	// workspace (subject: the org id): the account and the owner's key.
 	KindWorkspaceClaimed = "onboarding.workspace_claimed"
+	// KindIssuerTrusted: an issuer of federated decisions was put on the
+	// org's trust list, or its entry replaced (subject: the issuer; payload:
+	// the entry). KindIssuerRemoved: it was taken off (payload: the removal).
+	KindIssuerTrusted = "federation.issuer_trusted"
+	KindIssuerRemoved = "federation.issuer_removed"
 )
 
 // Head is the newest entry of an org's ledger; the zero Head is an empty ledger.

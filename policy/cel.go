@@ -30,6 +30,7 @@ func newCelEnv() (*cel.Env, error) {
 		cel.Variable("intent", cel.MapType(cel.StringType, cel.DynType)),
 		cel.Variable("signals", cel.MapType(cel.StringType, cel.DynType)),
 		cel.Variable("approval", cel.DynType),
+		cel.Variable("federation", cel.ListType(cel.DynType)),
 		cel.Variable("now", cel.TimestampType),
 		cel.CrossTypeNumericComparisons(true),
 		cel.DefaultUTCTimeZone(true),
@@ -106,14 +107,15 @@ var emptyMap = map[string]any{}
 // make every caller's Input escape to the heap, though only CEL rules need
 // anything kept.
 type activation struct {
-	intent   map[string]any
-	signals  map[string]any
-	now      time.Time
-	approval any
+	intent     map[string]any
+	signals    map[string]any
+	now        time.Time
+	approval   any
+	federation []any
 }
 
 func newActivation(in *Input) *activation {
-	a := &activation{signals: orEmpty(in.Signals), now: in.Now, approval: types.NullValue}
+	a := &activation{signals: orEmpty(in.Signals), now: in.Now, approval: types.NullValue, federation: federationValues(in.Federation)}
 	if in.Approval != nil {
 		a.approval = map[string]any{
 			"verified":    in.Approval.Verified,
@@ -171,6 +173,8 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		return a.approval, true
 	case "now":
 		return a.now, true
+	case "federation":
+		return a.federation, true
 	}
 	return nil, false
 }
