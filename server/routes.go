@@ -23,6 +23,9 @@ var (
 	scopeExportRead    = []tenant.Scope{tenant.ScopeAuditRead, tenant.ScopeAuditWrite}
 	scopeIntegration   = []tenant.Scope{tenant.ScopeIntegrationWrite}
 	scopeAutomation    = []tenant.Scope{tenant.ScopeAutomation}
+	// Federated decision envelopes are for the callers that decide, and for
+	// auditors who hand evidence out (as share links).
+	scopeFederationIssue = []tenant.Scope{tenant.ScopeDecisionWrite, tenant.ScopeAuditWrite}
 
 	agentKeys    = keyRoutes{kind: registry.KindAgent}
 	providerKeys = keyRoutes{kind: registry.KindProvider}
@@ -190,5 +193,13 @@ func (s *Server) routes() []route {
 		{pattern: "GET /v1/orgs/{orgId}/audit-exports", auth: authKey, scopes: scopeExportRead, handle: (*Server).listExports},
 		{pattern: "GET /v1/orgs/{orgId}/audit-exports/{exportId}", auth: authKey, scopes: scopeExportRead, handle: (*Server).getExport},
 		{pattern: "GET /v1/orgs/{orgId}/audit-exports/{exportId}/download", auth: authKey, scopes: scopeExportRead, handle: (*Server).downloadExport},
+
+		// Decision federation (extension): envelopes of the org's decisions
+		// for other deployments, and the org's trust list of theirs.
+		{pattern: "POST /v1/federation/envelopes", auth: authKey, scopes: scopeFederationIssue, handle: (*Server).issueFederationEnvelope},
+		{pattern: "GET /v1/federation/issuers", auth: authKey, scopes: scopePolicyRead, handle: (*Server).listTrustedIssuers},
+		{pattern: "GET /v1/federation/issuers/{issuerId}", auth: authKey, scopes: scopePolicyRead, handle: (*Server).getTrustedIssuer},
+		{pattern: "PUT /v1/federation/issuers/{issuerId}", auth: authKey, scopes: scopePolicyWrite, handle: (*Server).putTrustedIssuer},
+		{pattern: "DELETE /v1/federation/issuers/{issuerId}", auth: authKey, scopes: scopePolicyWrite, handle: (*Server).deleteTrustedIssuer},
 	}
 }
