@@ -55,7 +55,9 @@ func fedDeployment(t *testing.T, issuer, bundle string) *execEnv {
 
 func issuerPath(iss string) string { return pathFedIssuers + "/" + url.PathEscape(iss) }
 
-func jwksURL(x *execEnv) string { return x.srv.URL + "/.well-known/clearance-execution-grant-jwks.json" }
+func jwksURL(x *execEnv) string {
+	return x.srv.URL + "/.well-known/clearance-execution-grant-jwks.json"
+}
 
 // audienceOf is the audience an org's trust list answers.
 func audienceOf(t *testing.T, x *execEnv, key string) string {
