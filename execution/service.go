@@ -31,6 +31,9 @@ type Config struct {
 	// claim time (the checkout feature implements it); nil: such grants are
 	// not claimable.
 	Checkouts Checkouts
+	// Federation verifies again, at claim time, the federated decisions a
+	// grant was issued on; nil: such grants are not claimable.
+	Federation decide.Federation
 }
 
 // Checkouts re-verifies a UCP checkout a grant was issued for.

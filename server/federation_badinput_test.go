@@ -49,32 +49,34 @@ func (s *badSuite) addFederationSpecs(specs map[string]routeSpec, dec, decB *res
 		tampered = parts[0] + "." + parts[1] + "." + strings.ToLower(parts[2][:4]) + parts[2][4:]
 	}
 
-	// Bad federated decisions on the routes that take them.
+	// Bad federated decisions on the routes that take them, added to each
+	// route's accepted body.
 	fedValues := func(q req) []badCase {
+		with := func(list string) string {
+			return strings.TrimSuffix(strings.TrimSpace(q.body), "}") + `,"federated_decisions":` + list + `}`
+		}
 		many := make([]string, federation.MaxFederatedDecisions+1)
 		for i := range many {
 			many[i] = "a.b.c"
 		}
 		manyJSON, _ := json.Marshal(many)
-		out := s.values(q, []string{
-			`{"amount":5,"federated_decisions":"x"}`, `{"amount":5,"federated_decisions":[1]}`,
-			`{"amount":5,"federated_decisions":{}}`, `{"amount":5,"federated_decisions":[null]}`,
-		})
-		for _, c := range []struct{ name, body string }{
-			{"an empty envelope", `{"amount":5,"federated_decisions":[""]}`},
-			{"not a JWS", `{"amount":5,"federated_decisions":["a.b.c"]}`},
-			{"too many envelopes", `{"amount":5,"federated_decisions":` + string(manyJSON) + `}`},
-			{"an overlong envelope", `{"amount":5,"federated_decisions":[` + lit(strings.Repeat("a", federation.MaxEnvelopeBytes+1)) + `]}`},
-			{"another org's audience", `{"amount":5,"federated_decisions":[` + lit(forB) + `]}`},
-			{"a tampered signature", `{"amount":5,"federated_decisions":[` + lit(tampered) + `]}`},
+		out := s.values(q, []string{with(`"x"`), with(`[1]`), with(`{}`), with(`[null]`)})
+		for _, c := range []struct{ name, list string }{
+			{"an empty envelope", `[""]`},
+			{"not a JWS", `["a.b.c"]`},
+			{"too many envelopes", string(manyJSON)},
+			{"an overlong envelope", `[` + lit(strings.Repeat("a", federation.MaxEnvelopeBytes+1)) + `]`},
+			{"another org's audience", `[` + lit(forB) + `]`},
+			{"a tampered signature", `[` + lit(tampered) + `]`},
 		} {
-			c := s.variant(q, catValue, "federated_decisions: "+c.name, c.body, federation.CodeFederatedDecisionInvalid)
+			c := s.variant(q, catValue, "federated_decisions: "+c.name, with(c.list), federation.CodeFederatedDecisionInvalid)
 			c.status = http.StatusBadRequest
 			out = append(out, c)
 		}
 		return out
 	}
-	for _, pattern := range []string{"POST /v1/protocol/evaluate-decision", "POST /v1/decisions/evaluate", "POST /v1/policies/dry-run"} {
+	for _, pattern := range []string{"POST /v1/protocol/evaluate-decision", "POST /v1/decisions/evaluate", "POST /v1/policies/dry-run",
+		"POST /v1/authority/enforce-and-bind"} {
 		spec, ok := specs[pattern]
 		if !ok {
 			t.Fatalf("no spec of %s to add federated decisions to", pattern)

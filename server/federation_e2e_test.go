@@ -158,6 +158,39 @@ func TestFederationE2E(t *testing.T) {
 	if other60.str("outcome") != "ESCALATE" {
 		t.Fatalf("another intent: %s", other60)
 	}
+	// Enforce-and-bind takes envelopes too: the grant names them and its
+	// claim verifies them again, against the trust list as it is then.
+	paymentIntent := func(m map[string]any) {
+		m["action"] = map[string]any{"type": "payment.send", "amount": 50, "currency": "EUR", "target": "acct-1"}
+		m["workflow_key"], m["decision_type"] = "payouts", "PAYMENT"
+	}
+	bindWith := func(envelopes ...string) *result {
+		t.Helper()
+		jws, _ := b.intent(t, intentSpec{amount: 50, mutate: paymentIntent})
+		body := map[string]any{"signed_intent": jws}
+		if len(envelopes) > 0 {
+			body["federated_decisions"] = envelopes
+		}
+		return b.req(t, "POST", pathBind, b.o.Key, body, nil).want(t, http.StatusOK)
+	}
+	if r := bindWith(); r.str("outcome") != "ESCALATE" || r.str("execution_token") != "" {
+		t.Fatalf("a bound intent without an envelope: %s", r)
+	}
+	bound := bindWith(env)
+	if bound.str("outcome") != "ALLOW" || bound.str("execution_token") == "" {
+		t.Fatalf("a bound intent with a trusted ALLOW of the same intent: %s", bound)
+	}
+	b.claimed(t, issued{token: bound.str("execution_token"), hash: bound.str("intent_hash")})
+	// A's keys rotated out of B's entry between bind and claim: stale.
+	stale := bindWith(env)
+	b.req(t, "PUT", issuerPath(issuerA), b.o.Key, map[string]any{"jwks": json.RawMessage(
+		`{"keys":[{"kty":"OKP","crv":"Ed25519","kid":"other","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}]}`)}, nil).want(t, http.StatusOK)
+	r = b.claim(t, pathClaim, stale.str("execution_token"), stale.str("intent_hash")).want(t, http.StatusConflict)
+	if r.str("code") != "STALE_AUTHORIZATION" || lookup(r.JSON, "should_execute") != false {
+		t.Fatalf("a claim whose envelope no longer verifies: %s", r)
+	}
+	b.req(t, "PUT", issuerPath(issuerA), b.o.Key, map[string]any{"jwks_url": jwksURL(a), "max_age_seconds": 3600}, nil).want(t, http.StatusOK)
+
 	// The org whose policy reads no federation: unchanged by it.
 	envPlain := envelopeFor(t, a, a.o.Key, decA.str("dossier_id"), audPlain, 0)
 	if got := b.req(t, "POST", pathEvaluate, plain.Key, withEnvelopes("", envPlain), nil).want(t, http.StatusOK).str("outcome"); got != "ESCALATE" {
