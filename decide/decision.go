@@ -46,12 +46,13 @@ type Config struct {
 	Federation Federation
 }
 
-// Federation verifies federated decisions (the federation feature): it
-// sets in.Federation to what the policy sees and returns what the dossier
-// records; a decision that does not verify is an error, and nothing is
-// recorded.
+// Federation verifies federated decisions (the federation feature) for a
+// request whose policy input is in: it returns what the policy sees
+// (in.Federation) and what the dossier records; a decision that does not
+// verify is an error, and nothing is recorded. in is passed by value so
+// that no caller's input escapes to the heap for it.
 type Federation interface {
-	Verify(ctx context.Context, orgID string, envelopes []string, in *policy.Input) ([]dossier.Federated, error)
+	Verify(ctx context.Context, orgID string, envelopes []string, in policy.Input) ([]policy.FederatedDecision, []dossier.Federated, error)
 }
 
 // Service makes decisions. Create it with New.

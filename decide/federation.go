@@ -16,10 +16,10 @@ func (s *Service) verifyFederation(ctx context.Context, dr *draft, envelopes []s
 	if s.cfg.Federation == nil {
 		return core.Invalid(core.CodeInvalidRequest, "federated_decisions", "this engine verifies no federated decisions")
 	}
-	fed, err := s.cfg.Federation.Verify(ctx, dr.org, envelopes, &dr.in)
+	seen, fed, err := s.cfg.Federation.Verify(ctx, dr.org, envelopes, dr.in)
 	if err != nil {
 		return err
 	}
-	dr.federation = fed
+	dr.in.Federation, dr.federation = seen, fed
 	return nil
 }

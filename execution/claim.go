@@ -163,8 +163,10 @@ func (s *Service) checkCurrentPolicy(ctx context.Context, g claim.Grant, intent 
 		return "", err
 	}
 	in.Approval = approval
-	if err := s.recheckFederation(ctx, g, &in); err != nil {
-		return "", err
+	if len(g.Federation) > 0 {
+		if in.Federation, err = s.recheckFederation(ctx, g, in); err != nil {
+			return "", err
+		}
 	}
 	res, err := s.cfg.Policies.Resolve(ctx, g.OrgID, "")
 	if err != nil {
@@ -242,22 +244,20 @@ func lifecycleError(op string, err error) error {
 // in: an issuer taken off the list, a key revoked or an envelope expired
 // since is a stale authorization. An issuer whose keys cannot be read is a
 // 503.
-func (s *Service) recheckFederation(ctx context.Context, g claim.Grant, in *policy.Input) error {
-	if len(g.Federation) == 0 {
-		return nil
-	}
+func (s *Service) recheckFederation(ctx context.Context, g claim.Grant, in policy.Input) ([]policy.FederatedDecision, error) {
 	if s.cfg.Federation == nil {
-		return core.New(core.ErrConflict, core.CodeStaleAuthorization, "the grant was issued on federated decisions that cannot be verified again")
+		return nil, core.New(core.ErrConflict, core.CodeStaleAuthorization, "the grant was issued on federated decisions that cannot be verified again")
 	}
-	if _, err := s.cfg.Federation.Verify(ctx, g.OrgID, g.Federation, in); err != nil {
+	seen, _, err := s.cfg.Federation.Verify(ctx, g.OrgID, g.Federation, in)
+	if err != nil {
 		if errors.Is(err, core.ErrUnavailable) {
-			return err
+			return nil, err
 		}
 		// The cause's kind (a 400 of the presented envelope) is not this
 		// refusal's: only its words are kept.
-		return core.New(core.ErrConflict, core.CodeStaleAuthorization, "the federated decisions the grant was issued on no longer verify: %s", detailOf(err))
+		return nil, core.New(core.ErrConflict, core.CodeStaleAuthorization, "the federated decisions the grant was issued on no longer verify: %s", detailOf(err))
 	}
-	return nil
+	return seen, nil
 }
 
 // detailOf is the detail of a core error, else its text.

@@ -18,8 +18,8 @@ import (
 )
 
 // Verify checks the federated decisions presented with a decision request
-// of orgID whose policy input is in, sets in.Federation to what the policy
-// sees of them and returns what the dossier records. Each must be a
+// of orgID whose policy input is in, and returns what the policy sees of
+// them (policy.Input.Federation) and what the dossier records. Each must be a
 // compact JWS of typ grant.TypFederatedDecision whose iss is on the org's
 // trust list, signed with a key whose kid is in that issuer's current key
 // set, naming an audience the org accepts, with iat no later than the
@@ -28,20 +28,20 @@ import (
 // request: 400 FEDERATED_DECISION_INVALID naming federated_decisions[i]
 // and the reason, or 503 FEDERATION_ISSUER_UNAVAILABLE when an issuer's
 // keys cannot be read. Nothing is recorded then.
-func (s *Service) Verify(ctx context.Context, orgID string, envelopes []string, in *policy.Input) ([]dossier.Federated, error) {
+func (s *Service) Verify(ctx context.Context, orgID string, envelopes []string, in policy.Input) ([]policy.FederatedDecision, []dossier.Federated, error) {
 	if len(envelopes) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if len(envelopes) > MaxFederatedDecisions {
-		return nil, core.Invalid(CodeFederatedDecisionInvalid, "federated_decisions", "at most %d federated decisions per request", MaxFederatedDecisions)
+		return nil, nil, core.Invalid(CodeFederatedDecisionInvalid, "federated_decisions", "at most %d federated decisions per request", MaxFederatedDecisions)
 	}
 	set, err := s.readTrust(ctx, orgID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	digest, err := IntentDigest(in)
+	digest, err := IntentDigest(&in)
 	if err != nil {
-		return nil, core.Invalid(CodeFederatedDecisionInvalid, "federated_decisions", "the request's intent cannot be digested: %v", err)
+		return nil, nil, core.Invalid(CodeFederatedDecisionInvalid, "federated_decisions", "the request's intent cannot be digested: %v", err)
 	}
 	now := s.d.Now()
 	recorded := make([]dossier.Federated, 0, len(envelopes))
@@ -52,39 +52,39 @@ func (s *Service) Verify(ctx context.Context, orgID string, envelopes []string, 
 			return core.Invalid(CodeFederatedDecisionInvalid, field, field+": "+format, args...)
 		}
 		if len(jws) == 0 || len(jws) > MaxEnvelopeBytes {
-			return nil, refuse("must be a compact JWS of 1 to %d bytes", MaxEnvelopeBytes)
+			return nil, nil, refuse("must be a compact JWS of 1 to %d bytes", MaxEnvelopeBytes)
 		}
 		iss, err := unverifiedIssuer(jws)
 		if err != nil {
-			return nil, refuse("%v", err)
+			return nil, nil, refuse("%v", err)
 		}
 		at := set.find(iss)
 		if at < 0 {
-			return nil, refuse("issuer %q is not on the org's trust list", clip(iss))
+			return nil, nil, refuse("issuer %q is not on the org's trust list", clip(iss))
 		}
 		entry := set.Issuers[at]
 		lookup, err := s.lookup(ctx, entry)
 		if err != nil {
-			return nil, core.New(core.ErrUnavailable, CodeFederationIssuerUnavailable, "the keys of trusted issuer %q cannot be read: %v", clip(iss), err)
+			return nil, nil, core.New(core.ErrUnavailable, CodeFederationIssuerUnavailable, "the keys of trusted issuer %q cannot be read: %v", clip(iss), err)
 		}
 		f, kid, err := grant.VerifyFederatedDecision(jws, lookup, grant.VerifyOptions{
 			Now: now, MaxFutureIssuedAt: s.d.MaxClockSkew, Issuer: entry.Issuer})
 		if errors.Is(err, errUnavailable) {
-			return nil, core.New(core.ErrUnavailable, CodeFederationIssuerUnavailable, "the keys of trusted issuer %q cannot be read: %v", clip(iss), err)
+			return nil, nil, core.New(core.ErrUnavailable, CodeFederationIssuerUnavailable, "the keys of trusted issuer %q cannot be read: %v", clip(iss), err)
 		}
 		if err != nil {
-			return nil, refuse("%s", reason(err))
+			return nil, nil, refuse("%s", reason(err))
 		}
 		if !s.accepts(entry, orgID, f.Audience) {
-			return nil, refuse("audience %q is not this org's (%s)", clip(f.Audience), s.Audience(orgID))
+			return nil, nil, refuse("audience %q is not this org's (%s)", clip(f.Audience), s.Audience(orgID))
 		}
 		decided, _ := time.Parse(time.RFC3339Nano, f.DecidedAt) // validated by VerifyFederatedDecision
 		age := now.Sub(decided)
 		if entry.MaxAgeSeconds > 0 && age > time.Duration(entry.MaxAgeSeconds)*time.Second {
-			return nil, refuse("the decision was made %s ago, more than the trust list's max_age_seconds %d", age.Round(time.Second), entry.MaxAgeSeconds)
+			return nil, nil, refuse("the decision was made %s ago, more than the trust list's max_age_seconds %d", age.Round(time.Second), entry.MaxAgeSeconds)
 		}
 		if slices.ContainsFunc(recorded, func(r dossier.Federated) bool { return r.Issuer == f.Issuer && r.EnvelopeID == f.ID }) {
-			return nil, refuse("envelope %s of %q is presented twice", f.ID, clip(iss))
+			return nil, nil, refuse("envelope %s of %q is presented twice", f.ID, clip(iss))
 		}
 		matches := f.IntentProfile == IntentProfile && f.IntentDigest == digest
 		recorded = append(recorded, dossier.Federated{Envelope: jws, Issuer: f.Issuer, KID: kid, EnvelopeID: f.ID,
@@ -94,8 +94,7 @@ func (s *Service) Verify(ctx context.Context, orgID string, envelopes []string, 
 			DecisionID: f.DecisionID, IntentDigest: f.IntentDigest, MatchesIntent: matches, PolicyVersion: f.PolicyVersion,
 			ReasonCodes: f.ReasonCodes, AgeSeconds: max(age.Seconds(), 0)})
 	}
-	in.Federation = seen
-	return recorded, nil
+	return seen, recorded, nil
 }
 
 // lookup is the key lookup of a trusted issuer's envelopes: its inline
