@@ -21,6 +21,7 @@ import (
 	"github.com/clearancehq/clearance/evidence"
 	"github.com/clearancehq/clearance/execution"
 	"github.com/clearancehq/clearance/export"
+	"github.com/clearancehq/clearance/federation"
 	"github.com/clearancehq/clearance/grant"
 	"github.com/clearancehq/clearance/internal/canon"
 	"github.com/clearancehq/clearance/internal/core"
@@ -257,6 +258,10 @@ type Engine struct {
 	// Analytics is the platform operator's: consent, growth
 	// classification, the scorecard and signed monthly reports.
 	Analytics *analytics.Service
+	// Federation issues federated decision envelopes of the org's
+	// decisions and keeps the org's trust list of other deployments whose
+	// envelopes its policies may see.
+	Federation *federation.Service
 }
 
 // Open returns an Engine over backend. The Engine does not own the backend:
@@ -304,9 +309,10 @@ func Open(backend store.Backend, opts Options) (*Engine, error) {
 	e.Spend = spend.New(deps)
 	e.Privacy = privacy.New(deps, privacy.Config{})
 	e.Policies.UsePersonal(e.Privacy.OpenRecordedFor)
+	e.Federation = federation.New(deps, federation.Config{Client: out, RecordedInput: federationRecordedInput})
 	e.Decide = decide.New(deps, decide.Config{Policies: e.Policies, StillActive: policies.StillActive,
 		GrantTTL: opts.GrantTTL, IntentMaxAge: opts.IntentMaxAge, Approvals: approvals, Events: e.Webhooks.Wake,
-		Signals: e.Signals, Spend: e.Spend, Personal: e.Privacy})
+		Signals: e.Signals, Spend: e.Spend, Personal: e.Privacy, Federation: e.Federation})
 	e.Escalations.UseDecide(e.Decide)
 	e.Evidence = evidence.New(deps, evidence.Config{Audit: e.Audit, ProducerKey: opts.ProducerKey, Escalation: e.Escalations.Capsule})
 	e.ShareLinks = sharelink.New(deps, sharelink.Config{Secret: opts.ShareSecret})
@@ -314,7 +320,8 @@ func Open(backend store.Backend, opts Options) (*Engine, error) {
 	e.Policies.UseCheckouts(checkout.RecordedInput)
 	e.Analytics = analytics.New(deps, analytics.Config{ReportingKey: opts.ReportingKey})
 	e.Execution = execution.New(deps, execution.Config{Policies: e.Policies, StillActive: policies.StillActive,
-		ClaimLease: opts.ClaimLease, Approvals: claimApprovals, Signals: e.Signals, Checkouts: e.Checkout, Spend: e.Spend})
+		ClaimLease: opts.ClaimLease, Approvals: claimApprovals, Signals: e.Signals, Checkouts: e.Checkout,
+		Spend: e.Spend, Federation: e.Federation})
 	e.Exports = export.New(deps, export.Config{Ledger: e.Audit, Secret: opts.ExportSecret})
 	ob := opts.Onboarding
 	ob.Mailer, ob.Admin, ob.Signals = opts.Mailer, e.Admin, e.Signals

@@ -78,6 +78,16 @@ var goldenRecords = []struct {
 			Timestamp: "2026-03-01T11:59:00Z", ReceivedAt: goldenAt.Format(timeFormat), DataDigest: goldenDigest('9')}}
 		return d
 	}},
+	// A dossier with the federated decisions it was evaluated with
+	// (omitted when none, so the ones above keep their bytes).
+	{"dossier_federation", []string{ledger.KindDecision}, func(*testing.T) any {
+		d := goldenDossier()
+		d.Federation = []DossierFederated{{Envelope: "eyJhbGciOiJFZERTQSJ9.e30.c2ln", Issuer: "https://a.example", KID: "k1",
+			EnvelopeID: "0190f4b2-0000-7000-8000-0000000000f5", DecisionID: "0190f4b2-0000-7000-8000-0000000000f6",
+			DossierID: "0190f4b2-0000-7000-8000-0000000000f7", DossierDigest: goldenDigest('a'), Outcome: "ALLOW",
+			Mode: "ENFORCEMENT", IntentDigest: goldenDigest('b'), MatchesIntent: true}}
+		return d
+	}},
 	{"grant_issued", []string{ledger.KindGrantIssued}, func(*testing.T) any {
 		return grantRecordOf(claim.Grant{OrgID: goldenOrg, GrantID: goldenGrant, DecisionID: goldenDec, DossierID: goldenDos,
 			DossierDigest: goldenDigest('3'), IntentID: "intent-1", IntentHash: goldenDigest('4'), PayloadDigest: goldenDigest('5'),
@@ -147,6 +157,8 @@ var goldenElsewhere = []struct{ kind, pkg, name string }{
 	{ledger.KindSpendSettled, "spend", "reservation"},
 	{ledger.KindDataProtectionSet, "privacy", "data_protection_set"},
 	{ledger.KindSubjectErased, "privacy", "subject_erased"},
+	{ledger.KindIssuerTrusted, "federation", "issuer_trusted"},
+	{ledger.KindIssuerRemoved, "federation", "issuer_removed"},
 }
 
 // TestGoldenLedgerPayloads pins the RFC 8785 bytes of every record whose

@@ -76,6 +76,9 @@ type Grant struct {
 	// Approval names the verified approval the grant was issued on; its
 	// claim re-resolves that approval with the approval service.
 	Approval *Approval `json:"approval,omitempty"`
+	// Federation are the federated decision envelopes the grant was issued
+	// on; its claim verifies them again, as evidence for the re-evaluation.
+	Federation []string `json:"federation,omitempty"`
 
 	State State `json:"state"`
 

@@ -24,10 +24,14 @@ type AuthorityRequest struct {
 	SignedIntent     string
 	Mode             policy.Mode
 	ApprovalEvidence json.RawMessage
-	IdempotencyKey   string
-	CorrelationID    string
-	RequestID        string
-	Principal        core.Principal
+	// FederatedDecisions are federated decision envelopes presented as
+	// evidence; a grant issued on them names them, and its claim verifies
+	// them again.
+	FederatedDecisions []string
+	IdempotencyKey     string
+	CorrelationID      string
+	RequestID          string
+	Principal          core.Principal
 	// WantEnvelope asks for a signed verification envelope of the decision
 	// (the server sets it for agent-safe-pipeline/0.2.0 and later).
 	WantEnvelope bool
@@ -85,6 +89,9 @@ func (s *Service) EnforceAndBind(ctx context.Context, req AuthorityRequest) (Aut
 		return AuthorityDecision{}, core.TranslateInput(err)
 	}
 	if dr.parentChain, err = s.parentChain(ctx, req.OrgID, intent.ParentDecisionID, "parent_decision_id", CodeIntentMalformed); err != nil {
+		return AuthorityDecision{}, err
+	}
+	if err := s.verifyFederation(ctx, &dr, req.FederatedDecisions); err != nil {
 		return AuthorityDecision{}, err
 	}
 	b := binding{dr: &dr, intent: intent, signer: signer}
@@ -238,6 +245,9 @@ func (s *Service) bind(ctx context.Context, b *binding, conclude func(ctx contex
 		}
 		if b.approval != nil {
 			g.Approval = b.approval.Grant()
+		}
+		for _, f := range dr.federation {
+			g.Federation = append(g.Federation, f.Envelope)
 		}
 		if token, err = grant.Mint(b.signer, GrantClaims(s.d.Issuer, g, intent, d.Mode)); err != nil {
 			return AuthorityDecision{}, core.Unavailable("sign grant", err)

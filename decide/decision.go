@@ -44,6 +44,9 @@ type Config struct {
 	// Spend reads the budgets of spend gates; nil: gates see unused
 	// budgets (the reservation at claim still holds the line).
 	Spend Spend
+	// Federation verifies the federated decisions a request presents; nil:
+	// a request that presents any is refused.
+	Federation Federation
 	// Personal seals the personal data of a dossier, in the decision's
 	// transaction, as the org's data-protection setting says; nil: every
 	// dossier is stored as it is.
@@ -56,6 +59,15 @@ type Config struct {
 // and must cost an org without a setting no read.
 type Personal interface {
 	Seal(ctx context.Context, tx store.Tx, b *dossier.Body) (*dossier.Body, error)
+}
+
+// Federation verifies federated decisions (the federation feature) for a
+// request whose policy input is in: it returns what the policy sees
+// (in.Federation) and what the dossier records; a decision that does not
+// verify is an error, and nothing is recorded. in is passed by value so
+// that no caller's input escapes to the heap for it.
+type Federation interface {
+	Verify(ctx context.Context, orgID string, envelopes []string, in policy.Input) ([]policy.FederatedDecision, []dossier.Federated, error)
 }
 
 // Service makes decisions. Create it with New.

@@ -15,13 +15,15 @@ import (
 
 // decoded is a decision request body in the one input shape.
 type decoded struct {
-	org      string // the org_id the body (or the route's path) names; "" for none
-	intent   policy.Intent
-	extra    map[string]any // route-specific members, visible to CEL as intent.<name>
-	parent   string         // parent_decision_id
-	key      string         // the body's idempotency_key (hooks)
-	corr     string         // the body's correlation_id (hooks)
-	hasToken bool           // the route's body may carry key and corr
+	org    string // the org_id the body (or the route's path) names; "" for none
+	intent policy.Intent
+	extra  map[string]any // route-specific members, visible to CEL as intent.<name>
+	parent string         // parent_decision_id
+	// federated are the federated decision envelopes presented (JWS).
+	federated []string
+	key       string // the body's idempotency_key (hooks)
+	corr      string // the body's correlation_id (hooks)
+	hasToken  bool   // the route's body may carry key and corr
 	// canonical is the body's RFC 8785 form when decoding wrote it (see
 	// readEvaluateBody); nil otherwise.
 	canonical []byte
@@ -42,7 +44,10 @@ type decisionBody struct {
 	// ParentDecisionID (extension) names the decision whose chain this one
 	// joins.
 	ParentDecisionID string `json:"parent_decision_id,omitempty"`
-	policy.Intent           // embedded: its members are the body's
+	// FederatedDecisions (extension) are federated decision envelopes of
+	// trusted deployments, evidence the policy may read.
+	FederatedDecisions []string `json:"federated_decisions,omitempty"`
+	policy.Intent               // embedded: its members are the body's
 }
 
 // gateBody is the hook-style body shared by the action-gate routes.
@@ -102,7 +107,7 @@ func decodeEvaluateDecision(body []byte, opts strictjson.Options) (decoded, erro
 	if err := strictjson.Decode(body, &b, opts); err != nil {
 		return decoded{}, err
 	}
-	return decoded{org: b.OrgID, intent: b.Intent, parent: b.ParentDecisionID}, nil
+	return decoded{org: b.OrgID, intent: b.Intent, parent: b.ParentDecisionID, federated: b.FederatedDecisions}, nil
 }
 
 func decodeGate(route Route, body []byte, pathOrg string, opts strictjson.Options) (decoded, error) {

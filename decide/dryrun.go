@@ -40,6 +40,7 @@ type DryRun struct {
 	Mode        policy.Mode          `json:"mode"`
 	Signals     []dossier.Signal     `json:"signals,omitempty"`
 	Spend       []dossier.SpendCheck `json:"spend,omitempty"`
+	Federation  []dossier.Federated  `json:"federation,omitempty"`
 	EvaluatedAt string               `json:"evaluated_at"`
 	Explanation *policy.Explanation  `json:"explanation,omitempty"`
 }
@@ -83,6 +84,9 @@ func (s *Service) DryRun(ctx context.Context, req DryRunRequest) (DryRun, error)
 	if dr.pin, err = body.intent.PolicyPin(); err != nil {
 		return DryRun{}, core.TranslateInput(err)
 	}
+	if err := s.verifyFederation(ctx, &dr, body.federated); err != nil {
+		return DryRun{}, err
+	}
 	mode := policy.ModeShadow
 	if req.Policy != nil {
 		if dr.pin != "" {
@@ -111,7 +115,7 @@ func (s *Service) DryRun(ctx context.Context, req DryRunRequest) (DryRun, error)
 		return DryRun{}, err
 	}
 	c := dr.res.Policy
-	out := DryRun{DryRun: true, OrgID: org, PolicySnapshot: c.Snapshot(), Mode: mode, Signals: used, Spend: spent,
+	out := DryRun{DryRun: true, OrgID: org, PolicySnapshot: c.Snapshot(), Mode: mode, Signals: used, Spend: spent, Federation: dr.federation,
 		EvaluatedAt: dr.now.Format(core.TimeFormat)}
 	if req.Explain {
 		x := c.Explain(&dr.in)

@@ -89,6 +89,9 @@ func (s *Service) Evaluate(ctx context.Context, req EvaluateRequest) (Decision, 
 	if dr.pin, err = body.intent.PolicyPin(); err != nil {
 		return Decision{}, core.TranslateInput(err)
 	}
+	if err := s.verifyFederation(ctx, &dr, body.federated); err != nil {
+		return Decision{}, err
+	}
 	if dr.intent, err = body.canonicalIntent(req.Body); err != nil {
 		return Decision{}, core.Invalid(core.CodeInvalidRequest, "", "request body cannot be canonicalized: %v", err)
 	}

@@ -28,9 +28,10 @@ type draft struct {
 	key          string // the Idempotency-Key (the intent_id of a signed intent)
 	corr         string
 	requestID    string
-	parent       string // parent_decision_id
-	parentChain  string // the parent's chain; "" without a parent
-	pin          string // context.policy_version
+	parent       string              // parent_decision_id
+	parentChain  string              // the parent's chain; "" without a parent
+	pin          string              // context.policy_version
+	federation   []dossier.Federated // verified federated decisions (in.Federation)
 	res          policy.Resolution
 	// seen: res came from ResolveSeen, so record confirms it with
 	// Policies.Current before writing (errPolicyMoved when it moved).
@@ -56,6 +57,7 @@ func (dr *draft) evaluate(ids []string) (dossier.Body, policy.Decision) {
 		CreatedAt: dr.now.Format(core.TimeFormat), ParentDecisionID: dr.parent,
 	}
 	d.SetCanonicalIntent(dr.intent) // canonical by construction (draft.intent)
+	d.Federation = dr.federation
 	d.ChainID = chainFor(dr.org, dr.parentChain, dr.in.WorkflowKey, dr.corr, d.DecisionID)
 	if !dr.res.Authorizes() {
 		// A pin selected another version than the active one: evaluated and

@@ -70,6 +70,10 @@ type Body struct {
 	// personal values of this dossier; absent otherwise, so the dossiers
 	// of other orgs hash as before.
 	PersonalData *PersonalData `json:"personal_data,omitempty"`
+	// Federation are the federated decisions presented with the request,
+	// as verified before the policy saw them; absent without any, so other
+	// dossiers hash as before.
+	Federation []Federated `json:"federation,omitempty"`
 	// intentCanonical is set by SetCanonicalIntent.
 	intentCanonical bool
 }
@@ -133,6 +137,24 @@ const (
 	SealedMarker = "[sealed]"
 	ErasedMarker = "[erased]"
 )
+
+// Federated records one federated decision a decision was evaluated with:
+// the envelope whole (an auditor checks it against the issuer's published
+// keys without trusting us), the key it verified with and what the policy
+// saw of it.
+type Federated struct {
+	Envelope      string `json:"envelope"` // the compact JWS as presented
+	Issuer        string `json:"issuer"`
+	KID           string `json:"kid"`
+	EnvelopeID    string `json:"envelope_id"` // its jti
+	DecisionID    string `json:"decision_id"`
+	DossierID     string `json:"dossier_id"`
+	DossierDigest string `json:"dossier_digest"`
+	Outcome       string `json:"outcome"`
+	Mode          string `json:"mode"`
+	IntentDigest  string `json:"intent_digest"`
+	MatchesIntent bool   `json:"matches_intent"`
+}
 
 // SetCanonicalIntent sets Intent to c, which the caller guarantees is
 // already RFC 8785 canonical JSON (as canon.Transform writes it): the

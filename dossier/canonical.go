@@ -15,8 +15,8 @@ import (
 // spend checks or sealed personal data; the caller then uses canon.Marshal.
 // The intent is canonicalized on its own.
 func (b *Body) canonical() (out []byte, ok bool, err error) {
-	// Checkouts, gated amounts and sealed dossiers are rare: canon.Marshal writes them.
-	if b.LedgerSeq > canon.MaxExactInteger || b.Checkout != nil || b.Spend != nil || b.PersonalData != nil {
+	// Checkouts, gated amounts, federation and sealed dossiers are rare: canon.Marshal writes them.
+	if b.LedgerSeq > canon.MaxExactInteger || b.Checkout != nil || b.Spend != nil || b.PersonalData != nil || len(b.Federation) > 0 {
 		return nil, false, nil
 	}
 	intent := []byte("null")

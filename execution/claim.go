@@ -179,6 +179,11 @@ func (s *Service) checkCurrentPolicy(ctx context.Context, g claim.Grant, intent 
 		return currentPolicy{}, err
 	}
 	in.Approval = approval
+	if len(g.Federation) > 0 {
+		if in.Federation, err = s.recheckFederation(ctx, g, in); err != nil {
+			return currentPolicy{}, err
+		}
+	}
 	res, err := s.cfg.Policies.Resolve(ctx, g.OrgID, "")
 	if err != nil {
 		var ee *core.Error
@@ -265,4 +270,34 @@ func lifecycleError(op string, err error) error {
 		return core.New(core.ErrConflict, CodeGrantInvalid, "the execution grant is not known")
 	}
 	return core.Translate(op, err)
+}
+
+// recheckFederation verifies again the federated decisions g was issued on,
+// against the org's trust list and the issuers' keys as they are now, into
+// in: an issuer taken off the list, a key revoked or an envelope expired
+// since is a stale authorization. An issuer whose keys cannot be read is a
+// 503.
+func (s *Service) recheckFederation(ctx context.Context, g claim.Grant, in policy.Input) ([]policy.FederatedDecision, error) {
+	if s.cfg.Federation == nil {
+		return nil, core.New(core.ErrConflict, core.CodeStaleAuthorization, "the grant was issued on federated decisions that cannot be verified again")
+	}
+	seen, _, err := s.cfg.Federation.Verify(ctx, g.OrgID, g.Federation, in)
+	if err != nil {
+		if errors.Is(err, core.ErrUnavailable) {
+			return nil, err
+		}
+		// The cause's kind (a 400 of the presented envelope) is not this
+		// refusal's: only its words are kept.
+		return nil, core.New(core.ErrConflict, core.CodeStaleAuthorization, "the federated decisions the grant was issued on no longer verify: %s", detailOf(err))
+	}
+	return seen, nil
+}
+
+// detailOf is the detail of a core error, else its text.
+func detailOf(err error) string {
+	var ce *core.Error
+	if errors.As(err, &ce) {
+		return ce.Detail
+	}
+	return err.Error()
 }

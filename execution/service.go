@@ -31,6 +31,9 @@ type Config struct {
 	// claim time (the checkout feature implements it); nil: such grants are
 	// not claimable.
 	Checkouts Checkouts
+	// Federation verifies again, at claim time, the federated decisions a
+	// grant was issued on; nil: such grants are not claimable.
+	Federation decide.Federation
 	// Spend keeps the budgets of spend gates: a claim reserves its amount
 	// in the claim's transaction and every recorded outcome settles it;
 	// nil: gates are not enforced at claim (policies see unused budgets).

@@ -96,6 +96,11 @@ const (
 	// erasure receipt id); the payload digest is the digest of the signed
 	// receipt's payload.
 	KindSubjectErased = "subject.erased"
+	// KindIssuerTrusted: an issuer of federated decisions was put on the
+	// org's trust list, or its entry replaced (subject: the issuer; payload:
+	// the entry). KindIssuerRemoved: it was taken off (payload: the removal).
+	KindIssuerTrusted = "federation.issuer_trusted"
+	KindIssuerRemoved = "federation.issuer_removed"
 )
 
 // Head is the newest entry of an org's ledger; the zero Head is an empty ledger.

@@ -31,6 +31,7 @@ func newCelEnv() (*cel.Env, error) {
 		cel.Variable("signals", cel.MapType(cel.StringType, cel.DynType)),
 		cel.Variable("spend", cel.MapType(cel.StringType, cel.DynType)),
 		cel.Variable("approval", cel.DynType),
+		cel.Variable("federation", cel.ListType(cel.DynType)),
 		cel.Variable("now", cel.TimestampType),
 		cel.CrossTypeNumericComparisons(true),
 		cel.DefaultUTCTimeZone(true),
@@ -107,16 +108,18 @@ var emptyMap = map[string]any{}
 // make every caller's Input escape to the heap, though only CEL rules need
 // anything kept.
 type activation struct {
-	intent   map[string]any
-	signals  map[string]any
-	spend    map[string]any // built on first use
-	in       spendSource
-	now      time.Time
-	approval any
+	intent     map[string]any
+	signals    map[string]any
+	spend      map[string]any // built on first use
+	in         spendSource
+	now        time.Time
+	approval   any
+	federation []any
 }
 
 func newActivation(in *Input) *activation {
-	a := &activation{signals: orEmpty(in.Signals), in: spendSource{in.Spend}, now: in.Now, approval: types.NullValue}
+	a := &activation{signals: orEmpty(in.Signals), in: spendSource{in.Spend}, now: in.Now, approval: types.NullValue,
+		federation: federationValues(in.Federation)}
 	if in.Approval != nil {
 		a.approval = map[string]any{
 			"verified":    in.Approval.Verified,
@@ -183,6 +186,8 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		return a.approval, true
 	case "now":
 		return a.now, true
+	case "federation":
+		return a.federation, true
 	}
 	return nil, false
 }

@@ -49,9 +49,10 @@
 // surface, vertical_pack, objective_profile, mode, context, actor{id,type},
 // action{type,currency,target,parameters,amount?}, amount and risk_score
 // only when present, plus Input.Extra members), signals (map), spend (map
-// of gate id to {limit, used, remaining, currency}), approval
-// (null or {verified, approver_id, method}) and now (timestamp, UTC
-// accessors). int and double compare with each other. Each evaluation is
+// of gate id to {limit, used, remaining, currency}), approval (null or
+// {verified, approver_id, method}), federation (list of verified federated
+// decisions, see FederatedDecision; empty without any) and now (timestamp,
+// UTC accessors). int and double compare with each other. Each evaluation is
 // limited to MaxRuleCost and one Evaluate to MaxEvaluationCost.
 //
 // # Combining

@@ -32,6 +32,10 @@ type Input struct {
 	Approval *Approval
 	// Signals are the org's current inbound signals (may be nil).
 	Signals map[string]any
+	// Federation are the federated decisions presented with the request
+	// and verified by the caller (nil: none). They are evidence a rule may
+	// use; without such a rule they change nothing.
+	Federation []FederatedDecision
 	// Now is the evaluation time, visible to CEL as `now`.
 	Now time.Time
 	// Spend is how much of each applicable spend gate's budget is used,

@@ -360,6 +360,7 @@ func TestBadInputOnEveryRoute(t *testing.T) {
 		specs[pattern] = spec
 	}
 	s.addPolicyLifecycleSpecs(specs, dec, decB)
+	s.addFederationSpecs(specs, dec, decB)
 	for pattern, spec := range s.policySourceSpecs() {
 		specs[pattern] = spec
 	}

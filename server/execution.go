@@ -19,6 +19,9 @@ type authorityRequest struct {
 	SignedIntent     string          `json:"signed_intent"`
 	Mode             policy.Mode     `json:"mode,omitempty"`
 	ApprovalEvidence json.RawMessage `json:"approval_evidence,omitempty"`
+	// FederatedDecisions (extension) are federated decision envelopes,
+	// evidence for the evaluation as on evaluate-decision.
+	FederatedDecisions []string `json:"federated_decisions,omitempty"`
 }
 
 func (s *Server) enforceAndBind(c *call) error {
@@ -40,7 +43,7 @@ func (s *Server) enforceAndBind(c *call) error {
 	}
 	d, err := s.engine.EnforceAndBind(c.r.Context(), clearance.AuthorityRequest{
 		OrgID: org, SignedIntent: req.SignedIntent, Mode: req.Mode, ApprovalEvidence: req.ApprovalEvidence,
-		IdempotencyKey: key, CorrelationID: corr, RequestID: c.requestID, Principal: c.principal,
+		FederatedDecisions: req.FederatedDecisions, IdempotencyKey: key, CorrelationID: corr, RequestID: c.requestID, Principal: c.principal,
 		WantEnvelope: wantsEnvelope(c.r.Header.Get("User-Agent")),
 	})
 	if err != nil {

@@ -30,6 +30,9 @@ var (
 	// administration (org:* only); reading the setting is an auditor's.
 	scopePrivacyWrite = []tenant.Scope{tenant.ScopeOrgAll}
 	scopePrivacyRead  = []tenant.Scope{tenant.ScopeAuditRead}
+	// Federated decision envelopes are for the callers that decide, and for
+	// auditors who hand evidence out (as share links).
+	scopeFederationIssue = []tenant.Scope{tenant.ScopeDecisionWrite, tenant.ScopeAuditWrite}
 
 	agentKeys    = keyRoutes{kind: registry.KindAgent}
 	providerKeys = keyRoutes{kind: registry.KindProvider}
@@ -215,5 +218,12 @@ func (s *Server) routes() []route {
 		{pattern: "DELETE /v1/orgs/{orgId}/data-protection", auth: authKey, scopes: scopePrivacyWrite, handle: (*Server).deleteDataProtection},
 		{pattern: "POST /v1/orgs/{orgId}/erasures", auth: authKey, scopes: scopePrivacyWrite, handle: (*Server).eraseSubject},
 		{pattern: "POST /v1/platform/orgs/{orgId}/erasures", auth: authPlatform, handle: (*Server).eraseOrgPersonalData},
+		// Decision federation (extension): envelopes of the org's decisions
+		// for other deployments, and the org's trust list of theirs.
+		{pattern: "POST /v1/federation/envelopes", auth: authKey, scopes: scopeFederationIssue, handle: (*Server).issueFederationEnvelope},
+		{pattern: "GET /v1/federation/issuers", auth: authKey, scopes: scopePolicyRead, handle: (*Server).listTrustedIssuers},
+		{pattern: "GET /v1/federation/issuers/{issuerId}", auth: authKey, scopes: scopePolicyRead, handle: (*Server).getTrustedIssuer},
+		{pattern: "PUT /v1/federation/issuers/{issuerId}", auth: authKey, scopes: scopePolicyWrite, handle: (*Server).putTrustedIssuer},
+		{pattern: "DELETE /v1/federation/issuers/{issuerId}", auth: authKey, scopes: scopePolicyWrite, handle: (*Server).deleteTrustedIssuer},
 	}
 }

@@ -102,6 +102,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	smtpURL := fs.String("smtp-url", env("CLEARANCE_SMTP_URL", ""), "SMTP server for sign-up codes: smtp://[user:pass@]host:port (STARTTLS when offered, required with credentials) or smtps://host:port; empty means each message is written as an .eml file under mailbox/ in the data directory (env CLEARANCE_SMTP_URL)")
 	mailFrom := fs.String("mail-from", env("CLEARANCE_MAIL_FROM", defaultMailFrom), "sender address of the mail Clearance sends (env CLEARANCE_MAIL_FROM)")
 	publicURL := fs.String("public-url", env("CLEARANCE_PUBLIC_URL", ""), "origin clients reach this server at, e.g. https://clearance.example.com, for the absolute URLs answers carry (a deployment bundle's webhook_url); empty means the request's own scheme and host (env CLEARANCE_PUBLIC_URL)")
+	issuer := fs.String("issuer", env("CLEARANCE_ISSUER", clearance.DefaultIssuer), "this deployment's name: the iss of its grants and federated decision envelopes, the origin of its ledger checkpoints and the audience prefix of its orgs' trust lists; deployments that federate decisions need distinct ones, e.g. https://clearance.example.com; choose it before the first start (stored checkpoints name it) (env CLEARANCE_ISSUER)")
 	policySourceRoots := fs.String("policy-source-roots", env("CLEARANCE_POLICY_SOURCE_ROOTS", ""), "comma-separated directories under which an org may link a local Git repository as its policy source; empty means remote repositories only (env CLEARANCE_POLICY_SOURCE_ROOTS)")
 	var hooks webhookFlags
 	fs.Var(&hooks.retries, "webhook-retries", "comma-separated waits after each failed callback attempt, e.g. 10s,30s,2m; after the last the delivery is dead-lettered; empty means the documented schedule (10s,30s,2m,10m,30m,1h,3h,6h)")
@@ -133,7 +134,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		shareSecretFile: *shareFile, exportSecretFile: *exportFile, secretsKeyFile: *secretsFile, keyReloadInterval: *keyReload, intentMaxAge: *intentMaxAge,
 		maxClockSkew: *maxClockSkew, maxJSONMembers: *maxJSONMembers, maxJSONElements: *maxJSONElements,
 		approvals: approvals, allowPrivate: *allowPrivate, escalationTTL: *escalationTTL, webhooks: hooks,
-		smtpURL: *smtpURL, mailFrom: *mailFrom, publicURL: *publicURL, policySourceRoots: splitList(*policySourceRoots)}); err != nil {
+		smtpURL: *smtpURL, mailFrom: *mailFrom, publicURL: *publicURL, policySourceRoots: splitList(*policySourceRoots), issuer: *issuer}); err != nil {
 		log.Error("server stopped", "error", err.Error())
 		return 1
 	}
@@ -163,6 +164,7 @@ type serveConfig struct {
 	approvals         approvalFlags
 	allowPrivate      bool
 	policySourceRoots []string
+	issuer            string
 	escalationTTL     time.Duration
 	webhooks          webhookFlags
 	smtpURL, mailFrom string
@@ -255,8 +257,8 @@ func runServer(ctx context.Context, log *slog.Logger, cfg serveConfig) error {
 		ProducerKey: producer, ReportingKey: reportingKey, GrantTTL: cfg.grantTTL, ClaimLease: cfg.claimLease, ExportSecret: exportSecret, SecretsKey: secretsKey,
 		IntentMaxAge: cfg.intentMaxAge, MaxClockSkew: cfg.maxClockSkew, MaxJSONMembers: cfg.maxJSONMembers, MaxJSONElements: cfg.maxJSONElements,
 		ApprovalServices: approvalServices, AllowPrivateDestinations: cfg.allowPrivate, EscalationTTL: cfg.escalationTTL,
-		PolicySourceRoots: cfg.policySourceRoots,
-		Webhooks:          webhook.WorkerOptions{Retries: cfg.webhooks.retries, Lease: cfg.webhooks.lease, Poll: cfg.webhooks.poll}})
+		PolicySourceRoots: cfg.policySourceRoots, Issuer: cfg.issuer,
+		Webhooks: webhook.WorkerOptions{Retries: cfg.webhooks.retries, Lease: cfg.webhooks.lease, Poll: cfg.webhooks.poll}})
 	if err != nil {
 		return err
 	}

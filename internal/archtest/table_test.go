@@ -134,6 +134,9 @@ var packages = map[string]rule{
 	// policysource pulls bundles from Git repositories (go-git, over
 	// internal/outbound) and publishes them through policies.
 	"policysource": {layer: features, peers: []string{"policies"}},
+	// federation signs envelopes of recorded decisions, keeps the orgs'
+	// trust lists and verifies envelopes (JWKS over internal/outbound).
+	"federation": {layer: features},
 	// export anchors packs in checkpoints the audit feature signs.
 	"export": {layer: features, peers: []string{"audit"}},
 	// privacy seals dossiers' personal data under per-subject keys (decide
