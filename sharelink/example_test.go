@@ -21,7 +21,7 @@ func ExampleService_CreateShareLink() {
 	}
 	defer x.close()
 
-	l, err := x.links.CreateShareLink(ctx, x.orgID, x.dossierID, time.Hour)
+	l, err := x.links.CreateShareLink(ctx, x.orgID, x.dossierID, sharelink.ShareLinkOptions{TTL: time.Hour})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -48,7 +48,7 @@ func ExampleService_RevokeShareLinks() {
 	}
 	defer x.close()
 
-	before, err := x.links.CreateShareLink(ctx, x.orgID, x.dossierID, 0)
+	before, err := x.links.CreateShareLink(ctx, x.orgID, x.dossierID, sharelink.ShareLinkOptions{})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -61,7 +61,7 @@ func ExampleService_RevokeShareLinks() {
 	fmt.Println("share epoch:", rev.Epoch, "revoked at", rev.RevokedAt)
 	fmt.Println("link made before:", x.check(ctx, before))
 
-	after, err := x.links.CreateShareLink(ctx, x.orgID, x.dossierID, 0)
+	after, err := x.links.CreateShareLink(ctx, x.orgID, x.dossierID, sharelink.ShareLinkOptions{})
 	if err != nil {
 		fmt.Println(err)
 		return
