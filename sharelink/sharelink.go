@@ -536,23 +536,22 @@ func (s *Service) SharedProofPacket(ctx context.Context, l ShareLink) (proof.Pac
 }
 
 // publicError is err as a public route answers it: a dossier that is gone
-// is an invalid link; a refusal keeps its kind and code but not its detail,
-// which may name the org's policy or the dossier's input; anything else
-// (the store failing) is unavailable.
+// is an invalid link; the server being unable to answer stays as it is; any
+// other refusal keeps its kind and code but not its detail, which may name
+// the org's policy or the dossier's input; an error that is not a refusal
+// is the store failing.
 func publicError(err error) error {
 	var ce *core.Error
 	if !errors.As(err, &ce) {
 		return core.Unavailable("shared dossier", err)
 	}
 	switch {
-	case ce.Code == core.CodeDossierNotFound:
+	case errors.Is(err, core.ErrNotFound):
 		return errShareLinkInvalid()
-	case ce.Kind == core.ErrConflict:
-		return core.New(ce.Kind, ce.Code, "%s", publicDetail(ce.Code))
-	case ce.Kind == core.ErrUnavailable:
+	case errors.Is(err, core.ErrUnavailable):
 		return ce
 	}
-	return core.Unavailable("shared dossier", err)
+	return core.New(ce.Kind, ce.Code, "%s", publicDetail(ce.Code))
 }
 
 // publicDetail is the detail a public answer gives with code.

@@ -94,6 +94,10 @@ func TestPublicErrorsNameNothing(t *testing.T) {
 	}
 	wantCode(t, "a dossier that is gone", sharelink.PublicError(core.New(core.ErrNotFound, core.CodeDossierNotFound, "dossier not found")),
 		sharelink.CodeShareLinkInvalid)
+	odd := sharelink.PublicError(core.Invalid(clearance.CodeProofRange, "seq", "seq must be 1 to %d in org %s", 3, "acme"))
+	if ce := wantCode(t, "another refusal", odd, clearance.CodeProofRange); !errors.Is(odd, core.ErrInvalidRequest) || strings.Contains(ce.Detail, "acme") {
+		t.Errorf("another refusal: %+v", ce)
+	}
 	if err := sharelink.PublicError(errors.New("disk on fire")); !errors.Is(err, core.ErrUnavailable) {
 		t.Errorf("a store failure: %v", err)
 	}
