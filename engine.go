@@ -315,7 +315,7 @@ func Open(backend store.Backend, opts Options) (*Engine, error) {
 		Signals: e.Signals, Spend: e.Spend, Personal: e.Privacy, Federation: e.Federation})
 	e.Escalations.UseDecide(e.Decide)
 	e.Evidence = evidence.New(deps, evidence.Config{Audit: e.Audit, ProducerKey: opts.ProducerKey, Escalation: e.Escalations.Capsule})
-	e.ShareLinks = sharelink.New(deps, sharelink.Config{Secret: opts.ShareSecret})
+	e.ShareLinks = sharelink.New(deps, sharelink.Config{Secret: opts.ShareSecret, Evidence: e.Evidence, Policies: e.Policies})
 	e.Checkout = checkout.New(deps, checkout.Config{Decide: e.Decide})
 	e.Policies.UseCheckouts(checkout.RecordedInput)
 	e.Analytics = analytics.New(deps, analytics.Config{ReportingKey: opts.ReportingKey})

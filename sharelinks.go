@@ -20,17 +20,32 @@ const (
 	MaxShareLinkTTL     = sharelink.MaxShareLinkTTL
 	MinShareSecretLen   = sharelink.MinShareSecretLen
 	MaxShareTokenLen    = sharelink.MaxShareTokenLen
+	MaxUnsealedCheck    = sharelink.MaxUnsealedCheck
 )
 
 // PathPublicDossierVerify is the path prefix of share links.
 const PathPublicDossierVerify = sharelink.PathPublicDossierVerify
 
+// The public routes of a share link and what each reveals.
+const (
+	ShareRouteVerify      = sharelink.RouteVerify
+	ShareRouteReproduce   = sharelink.RouteReproduce
+	ShareRouteProofBundle = sharelink.RouteProofBundle
+	RevealsVerify         = sharelink.RevealsVerify
+	RevealsReproduce      = sharelink.RevealsReproduce
+	RevealsProofBundle    = sharelink.RevealsProofBundle
+)
+
 // Types of share links (package sharelink).
 type (
 	ShareLink           = sharelink.ShareLink
+	ShareLinkOptions    = sharelink.ShareLinkOptions
+	SharedURLs          = sharelink.SharedURLs
+	SharedURL           = sharelink.SharedURL
 	ShareLinkRevocation = sharelink.ShareLinkRevocation
 	SharedVerification  = sharelink.SharedVerification
 	SharedLedgerCheck   = sharelink.SharedLedgerCheck
+	SharedReproduction  = sharelink.SharedReproduction
 )
 
 // checkShareSecret refuses a secret too short to key a MAC and keeps the

@@ -74,7 +74,7 @@ func TestShareLinkVerifies(t *testing.T) {
 	o := newOrg(t, e.Engine)
 	d := decide(t, e.Engine, o)
 
-	l, err := e.ShareLinks.CreateShareLink(ctx, o.Org.ID, d.DossierID, 0)
+	l, err := e.ShareLinks.CreateShareLink(ctx, o.Org.ID, d.DossierID, clearance.ShareLinkOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,18 +126,18 @@ func TestShareLinkRefusals(t *testing.T) {
 	d2 := decide(t, e.Engine, o)
 	other := newOrg(t, e.Engine)
 	od := decide(t, e.Engine, other)
-	l, err := e.ShareLinks.CreateShareLink(ctx, o.Org.ID, d.DossierID, time.Hour)
+	l, err := e.ShareLinks.CreateShareLink(ctx, o.Org.ID, d.DossierID, clearance.ShareLinkOptions{TTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ol, err := e.ShareLinks.CreateShareLink(ctx, other.Org.ID, od.DossierID, time.Hour)
+	ol, err := e.ShareLinks.CreateShareLink(ctx, other.Org.ID, od.DossierID, clearance.ShareLinkOptions{TTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
 	payload, mac, _ := strings.Cut(l.Sig, ".")
 	raw, _ := base64.RawURLEncoding.DecodeString(payload)
 	reencode := func(p []byte) string { return base64.RawURLEncoding.EncodeToString(p) + "." + mac }
-	withOrg := append(append([]byte{}, raw[:17]...), other.Org.ID...)
+	withOrg := append(append([]byte{}, raw[:18]...), other.Org.ID...)
 	laterExp := append([]byte{}, raw...)
 	laterExp[8]++
 	flip := func(s string) string {
@@ -188,8 +188,8 @@ func TestShareLinkRevocation(t *testing.T) {
 	other := newOrg(t, e.Engine)
 	d := decide(t, e.Engine, o)
 	od := decide(t, e.Engine, other)
-	old, _ := e.ShareLinks.CreateShareLink(ctx, o.Org.ID, d.DossierID, 0)
-	otherLink, _ := e.ShareLinks.CreateShareLink(ctx, other.Org.ID, od.DossierID, 0)
+	old, _ := e.ShareLinks.CreateShareLink(ctx, o.Org.ID, d.DossierID, clearance.ShareLinkOptions{})
+	otherLink, _ := e.ShareLinks.CreateShareLink(ctx, other.Org.ID, od.DossierID, clearance.ShareLinkOptions{})
 	head := func(org string) ledger.Head {
 		p, err := e.Audit.Ledger(ctx, org, 0, 1)
 		if err != nil {
@@ -218,7 +218,7 @@ func TestShareLinkRevocation(t *testing.T) {
 
 	_, err := e.ShareLinks.OpenShareLink(ctx, d.DossierID, old.Sig)
 	wantInvalid(t, "revoked", err)
-	fresh, err := e.ShareLinks.CreateShareLink(ctx, o.Org.ID, d.DossierID, 0)
+	fresh, err := e.ShareLinks.CreateShareLink(ctx, o.Org.ID, d.DossierID, clearance.ShareLinkOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,13 +239,13 @@ func TestShareLinkCreation(t *testing.T) {
 	d := decide(t, e.Engine, o)
 
 	for _, ttl := range []time.Duration{-time.Second, time.Millisecond, 1500 * time.Millisecond, clearance.MaxShareLinkTTL + time.Second} {
-		_, err := e.ShareLinks.CreateShareLink(ctx, o.Org.ID, d.DossierID, ttl)
+		_, err := e.ShareLinks.CreateShareLink(ctx, o.Org.ID, d.DossierID, clearance.ShareLinkOptions{TTL: ttl})
 		var ce *clearance.Error
 		if !errors.As(err, &ce) || ce.Code != clearance.CodeShareLinkExpiry || !errors.Is(err, clearance.ErrInvalidRequest) {
 			t.Errorf("ttl %v: %v", ttl, err)
 		}
 	}
-	if l, err := e.ShareLinks.CreateShareLink(ctx, o.Org.ID, d.DossierID, clearance.MaxShareLinkTTL); err != nil || l.ExpiresAt != "2026-12-01T12:00:00Z" {
+	if l, err := e.ShareLinks.CreateShareLink(ctx, o.Org.ID, d.DossierID, clearance.ShareLinkOptions{TTL: clearance.MaxShareLinkTTL}); err != nil || l.ExpiresAt != "2026-12-01T12:00:00Z" {
 		t.Errorf("longest link: %+v %v", l, err)
 	}
 	for _, c := range []struct{ name, org, dossier string }{
@@ -253,7 +253,7 @@ func TestShareLinkCreation(t *testing.T) {
 		{"unknown dossier", o.Org.ID, "01900000-0000-7000-8000-000000000000"},
 		{"not an id", o.Org.ID, "x"},
 	} {
-		_, err := e.ShareLinks.CreateShareLink(ctx, c.org, c.dossier, 0)
+		_, err := e.ShareLinks.CreateShareLink(ctx, c.org, c.dossier, clearance.ShareLinkOptions{})
 		var ce *clearance.Error
 		if !errors.As(err, &ce) || ce.Code != clearance.CodeDossierNotFound {
 			t.Errorf("%s: %v", c.name, err)
@@ -264,12 +264,12 @@ func TestShareLinkCreation(t *testing.T) {
 	plain := newShareEngine(t, nil)
 	po := newOrg(t, plain.Engine)
 	pd := decide(t, plain.Engine, po)
-	_, err := plain.ShareLinks.CreateShareLink(ctx, po.Org.ID, pd.DossierID, 0)
+	_, err := plain.ShareLinks.CreateShareLink(ctx, po.Org.ID, pd.DossierID, clearance.ShareLinkOptions{})
 	var ce *clearance.Error
 	if !errors.As(err, &ce) || ce.Code != clearance.CodeShareLinksNotConfigured || !errors.Is(err, clearance.ErrUnavailable) {
 		t.Fatalf("without a secret: %v", err)
 	}
-	l, _ := e.ShareLinks.CreateShareLink(ctx, o.Org.ID, d.DossierID, 0)
+	l, _ := e.ShareLinks.CreateShareLink(ctx, o.Org.ID, d.DossierID, clearance.ShareLinkOptions{})
 	_, err = plain.ShareLinks.OpenShareLink(ctx, d.DossierID, l.Sig)
 	wantInvalid(t, "no secret", err)
 
@@ -295,7 +295,7 @@ func TestSharedVerificationIgnoresLaterEntries(t *testing.T) {
 	e := newShareEngine(t, shareSecret)
 	o := newOrg(t, e.Engine)
 	d := decide(t, e.Engine, o)
-	l, _ := e.ShareLinks.CreateShareLink(ctx, o.Org.ID, d.DossierID, 0)
+	l, _ := e.ShareLinks.CreateShareLink(ctx, o.Org.ID, d.DossierID, clearance.ShareLinkOptions{})
 	opened, err := e.ShareLinks.OpenShareLink(ctx, d.DossierID, l.Sig)
 	if err != nil {
 		t.Fatal(err)

@@ -16,8 +16,18 @@ import (
 // before n is reported as ReasonSeqGap at the first missing seq. It returns
 // an error only when the store cannot be read.
 func VerifyPrefix(ctx context.Context, r Reader, orgID string, n uint64) (Report, error) {
+	return VerifyFrom(ctx, r, orgID, Entry{}, n)
+}
+
+// VerifyFrom is VerifyPrefix starting after an entry the caller already
+// trusts (one a signed checkpoint includes, say): it recomputes entries
+// from.Seq+1 through n, the first linking to from, so it reads n-from.Seq
+// entries rather than n. The zero Entry is genesis: VerifyFrom(ctx, r,
+// orgID, Entry{}, n) is VerifyPrefix. n == from.Seq checks nothing and is
+// valid; n below it is reported as ReasonSeqGap.
+func VerifyFrom(ctx context.Context, r Reader, orgID string, from Entry, n uint64) (Report, error) {
 	rep := Report{OrgID: orgID}
-	var prev Entry
+	prev := from
 	for prev.Seq < n {
 		page, err := r.LedgerEntries(ctx, orgID, prev.Seq, int(min(verifyPage, n-prev.Seq)))
 		if err != nil {

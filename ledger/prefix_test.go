@@ -2,6 +2,7 @@ package ledger_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/clearancehq/clearance/ledger"
@@ -57,5 +58,34 @@ func TestVerifyPrefixPagesThroughLongLedgers(t *testing.T) {
 	rep, err := ledger.VerifyPrefix(context.Background(), m, "org", 2345)
 	if err != nil || !rep.Valid || rep.EntriesChecked != 2345 || rep.HeadSeq != 2345 {
 		t.Fatalf("%+v %v", rep, err)
+	}
+}
+
+func TestVerifyFromReadsOnlyAfterTheTrustedEntry(t *testing.T) {
+	ctx := context.Background()
+	m := build(t, 8)
+	trusted := m.entries[4] // seq 5
+	// A change at or before the trusted entry is not read: the caller
+	// vouches for it (a signed checkpoint includes it).
+	m.entries[1].SubjectID = "forged"
+	rep, err := ledger.VerifyFrom(ctx, m, "org", trusted, 8)
+	if err != nil || !rep.Valid || rep.EntriesChecked != 3 || rep.HeadSeq != 8 {
+		t.Fatalf("%+v %v", rep, err)
+	}
+	if rep, _ := ledger.VerifyFrom(ctx, m, "org", trusted, 5); !rep.Valid || rep.EntriesChecked != 0 {
+		t.Fatalf("the trusted entry itself: %+v", rep)
+	}
+	// An entry after it that does not link to it is broken.
+	other := trusted
+	other.EntryHash = "sha256:" + strings.Repeat("0", 64)
+	if rep, _ := ledger.VerifyFrom(ctx, m, "org", other, 8); rep.Valid || rep.FirstBrokenSeq != 6 || rep.Reason != ledger.ReasonPrevMismatch {
+		t.Fatalf("a wrong trusted hash: %+v", rep)
+	}
+	m.entries[6].SubjectID = "forged"
+	if rep, _ := ledger.VerifyFrom(ctx, m, "org", trusted, 8); rep.Valid || rep.FirstBrokenSeq != 7 || rep.Reason != ledger.ReasonHashMismatch {
+		t.Fatalf("a changed entry after it: %+v", rep)
+	}
+	if rep, _ := ledger.VerifyFrom(ctx, m, "org", trusted, 4); rep.Valid || rep.Reason != ledger.ReasonSeqGap {
+		t.Fatalf("n before the trusted entry: %+v", rep)
 	}
 }

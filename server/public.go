@@ -24,6 +24,9 @@ type shareLinkRequest struct {
 	// ExpiresInSeconds is the link's lifetime; absent means the default.
 	// (A value, not a pointer: its UnmarshalJSON then sees null too.)
 	ExpiresInSeconds seconds `json:"expires_in_seconds"`
+	// ProofBundle also opens the proof-bundle route, which serves the
+	// dossier itself.
+	ProofBundle bool `json:"proof_bundle"`
 }
 
 // maxSecondsDigits bounds a lifetime literal, far above any accepted value
@@ -76,11 +79,11 @@ func (s *Server) createShareLink(c *call) error {
 	if err := c.decode(&req); err != nil {
 		return err
 	}
-	var ttl time.Duration
+	opts := clearance.ShareLinkOptions{ProofBundle: req.ProofBundle}
 	if req.ExpiresInSeconds.set {
-		ttl = time.Duration(req.ExpiresInSeconds.n) * time.Second
+		opts.TTL = time.Duration(req.ExpiresInSeconds.n) * time.Second
 	}
-	l, err := s.engine.ShareLinks.CreateShareLink(c.r.Context(), org, c.r.PathValue("dossierId"), ttl)
+	l, err := s.engine.ShareLinks.CreateShareLink(c.r.Context(), org, c.r.PathValue("dossierId"), opts)
 	if err != nil {
 		return err
 	}
@@ -104,10 +107,7 @@ func (s *Server) revokeShareLinks(c *call) error {
 // rate limited per sharing org, like a credential (its key is the org, which
 // the link names, never the caller's input).
 func (s *Server) verifySharedDossier(c *call) error {
-	h := c.w.Header()
-	h.Set("Vary", "Accept")
-	h.Set("Referrer-Policy", "no-referrer") // the URL is the capability
-	h.Set("X-Content-Type-Options", "nosniff")
+	c.w.Header().Set("Vary", "Accept")
 	html := prefersHTML(c.r.Header.Values("Accept"))
 	v, err := s.sharedVerification(c)
 	switch {
@@ -123,19 +123,63 @@ func (s *Server) verifySharedDossier(c *call) error {
 }
 
 func (s *Server) sharedVerification(c *call) (clearance.SharedVerification, error) {
+	l, err := s.openShareLink(c)
+	if err != nil {
+		return clearance.SharedVerification{}, err
+	}
+	return s.engine.ShareLinks.VerifySharedDossier(c.r.Context(), l)
+}
+
+// openShareLink opens the link of a public share route and spends one
+// token of the sharing org's budget: a link is checked before anything else
+// is read, and the checks of a valid link are rate limited per sharing org,
+// like a credential (its key is the org, which the link names, never the
+// caller's input). The three routes of a link share the one budget.
+func (s *Server) openShareLink(c *call) (clearance.ShareLink, error) {
+	h := c.w.Header()
+	h.Set("Referrer-Policy", "no-referrer") // the URL is the capability
+	h.Set("X-Content-Type-Options", "nosniff")
 	sig, err := c.query("sig")
 	if err != nil {
-		return clearance.SharedVerification{}, err
+		return clearance.ShareLink{}, err
 	}
-	ctx := c.r.Context()
-	l, err := s.engine.ShareLinks.OpenShareLink(ctx, c.r.PathValue("dossierId"), sig)
+	l, err := s.engine.ShareLinks.OpenShareLink(c.r.Context(), c.r.PathValue("dossierId"), sig)
 	if err != nil {
-		return clearance.SharedVerification{}, err
+		return clearance.ShareLink{}, err
 	}
 	if err := s.allow(c.w, "share-link-org:"+l.OrgID); err != nil {
-		return clearance.SharedVerification{}, err
+		return clearance.ShareLink{}, err
 	}
-	return s.engine.ShareLinks.VerifySharedDossier(ctx, l)
+	return l, nil
+}
+
+// reproduceSharedDossier is the public reproduction of a share link's
+// dossier: outcomes only (clearance.SharedReproduction), JSON only.
+func (s *Server) reproduceSharedDossier(c *call) error {
+	l, err := s.openShareLink(c)
+	if err != nil {
+		return err
+	}
+	r, err := s.engine.ShareLinks.ReproduceSharedDossier(c.r.Context(), l)
+	if err != nil {
+		return err
+	}
+	return c.writeJSON(http.StatusOK, r)
+}
+
+// sharedProofBundle is the proof packet of a share link's dossier, for a
+// link made with proof_bundle: the packet the org's proof-packet route
+// serves, JSON only (it is for `clearance verify packet`, not a browser).
+func (s *Server) sharedProofBundle(c *call) error {
+	l, err := s.openShareLink(c)
+	if err != nil {
+		return err
+	}
+	p, err := s.engine.ShareLinks.SharedProofPacket(c.r.Context(), l)
+	if err != nil {
+		return err
+	}
+	return c.writeJSON(http.StatusOK, p)
 }
 
 // prefersHTML reports whether an Accept header prefers text/html to
@@ -245,7 +289,7 @@ var sharePageTemplate = template.Must(template.New("share").Funcs(template.FuncM
 <tr><th>Ledger entry</th><td>seq {{.Ledger.Seq}}</td></tr>
 <tr><th>Ledger entry hash valid</th><td>{{yesno .Ledger.EntryHashValid}}</td></tr>
 <tr><th>Ledger chain valid up to the entry</th><td>{{yesno .Ledger.ChainValid}}</td></tr>
-<tr><th>Included in a signed checkpoint</th><td>{{with .Ledger.AnchoredCheckpointValid}}{{yesno .}}{{else}}not yet checked (no signed checkpoint covers the entry){{end}}</td></tr>
+<tr><th>Included in a signed checkpoint</th><td>{{with .Ledger.AnchoredCheckpointValid}}{{yesno .}}{{else}}not yet (no signed checkpoint covers the entry yet; the ledger chain up to it was checked instead){{end}}</td></tr>
 <tr><th>Verified at</th><td>{{.VerifiedAt}}</td></tr>
 <tr><th>Link expires at</th><td>{{.LinkExpiresAt}}</td></tr>
 </table>

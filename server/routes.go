@@ -153,6 +153,8 @@ func (s *Server) routes() []route {
 		// Share links (extension): the org makes and revokes them; anyone
 		// holding one verifies the dossier it names, publicly.
 		{pattern: "GET /v1/public/decision-dossiers/{dossierId}/verify", auth: authPublic, handle: (*Server).verifySharedDossier},
+		{pattern: "GET /v1/public/decision-dossiers/{dossierId}/reproduce", auth: authPublic, handle: (*Server).reproduceSharedDossier},
+		{pattern: "GET /v1/public/decision-dossiers/{dossierId}/proof-bundle", auth: authPublic, handle: (*Server).sharedProofBundle},
 		{pattern: "POST /v1/protocol/dossiers/{dossierId}/share-links", auth: authKey, scopes: scopeShareRevoke, handle: (*Server).createShareLink},
 		{pattern: "DELETE /v1/protocol/share-links", auth: authKey, scopes: scopeShareRevoke, handle: (*Server).revokeShareLinks},
 		// The reader (extension): anyone posts evidence and reads whether it

@@ -379,10 +379,9 @@ func TestShareLinksNotConfigured(t *testing.T) {
 }
 
 // shareSpec describes the share-link routes to the bad-input suite (see
-// badinput_test.go): which is "verify", "create" or "revoke". The links it
-// makes store nothing.
+// badinput_test.go): which is "verify", "create" or "revoke" (reproduce and
+// proof-bundle: shareTrioSpecs). The links it makes store nothing.
 func (s *badSuite) shareSpec(a specArgs, which string) routeSpec {
-	t, x := s.t, s.x
 	switch which {
 	case "create":
 		return routeSpec{org: orgQuery, params: map[string]string{"dossierId": a.dossierID}, paramCodes: []string{"DOSSIER_NOT_FOUND"},
@@ -392,6 +391,9 @@ func (s *badSuite) shareSpec(a specArgs, which string) routeSpec {
 					`{"expires_in_seconds":1.5}`, `{"expires_in_seconds":3600.0}`, `{"expires_in_seconds":1e3}`,
 					`{"expires_in_seconds":"3600"}`, `{"expires_in_seconds":9999999999}`, `{"expires_in_seconds":99999999999999999999}`,
 					`{"expires_in_seconds":null}`})
+				for _, b := range []string{`{"proof_bundle":"true"}`, `{"proof_bundle":1}`, `{"proof_bundle":[true]}`, `{"proof_bundle":{}}`} {
+					out = append(out, s.variant(q, catWrongType, shorten(b), b))
+				}
 				p := q
 				p.path = pathShareLinks(a.dossierB)
 				return append(out, s.variant(p, catForeign, "another org's dossier id", p.body, "DOSSIER_NOT_FOUND"))
@@ -399,43 +401,5 @@ func (s *badSuite) shareSpec(a specArgs, which string) routeSpec {
 	case "revoke":
 		return routeSpec{org: orgQuery, phase: phaseRevokes}
 	}
-	sig := x.req(t, "POST", pathShareLinks(a.dossierID), s.a.Key, `{}`, nil).want(t, http.StatusCreated).str("sig")
-	sigB := x.req(t, "POST", pathShareLinks(a.dossierB), s.b.Key, `{}`, nil).want(t, http.StatusCreated).str("sig")
-	payload, mac, _ := strings.Cut(sig, ".")
-	payloadB, macB, _ := strings.Cut(sigB, ".")
-	return routeSpec{params: map[string]string{"dossierId": a.dossierID}, paramCodes: []string{clearance.CodeShareLinkInvalid},
-		query: "?sig=" + sig, extra: func(q req) []badCase {
-			var out []badCase
-			add := func(cat, name, path, query string, status int, want ...string) {
-				p := q
-				p.path, p.query = path, query
-				c := s.variant(p, cat, name, "", want...)
-				c.status = status
-				out = append(out, c)
-			}
-			here, there := q.path, pathPublicDoss+a.dossierB+"/verify"
-			for _, c := range []struct{ name, query string }{
-				{"no sig", ""}, {"empty sig", "?sig="}, {"sig[]", "?sig[]=" + sig}, {"signature", "?signature=" + sig},
-				{"NUL sig", "?sig=%00"}, {"overlong sig", "?sig=" + sig + strings.Repeat("A", 600)},
-				{"70000-byte sig", "?sig=" + strings.Repeat("A", 70000)}, {"sig with a space", "?sig=" + payload + "+." + mac},
-			} {
-				add(catQuery, c.name, here, c.query, http.StatusNotFound, clearance.CodeShareLinkInvalid)
-			}
-			for _, c := range []struct{ name, query string }{
-				{"sig twice", "?sig=" + sig + "&sig=" + sig}, {"malformed escape", "?sig=%zz"}, {"semicolon", "?sig=" + sig + ";x=1"},
-			} {
-				add(catQuery, c.name, here, c.query, http.StatusBadRequest, "INVALID_QUERY")
-			}
-			for _, c := range []struct{ name, sig string }{
-				{"payload tampered", flipAt(payload, 12) + "." + mac}, {"mac tampered", payload + "." + flipAt(mac, 3)},
-				{"no mac", payload}, {"no payload", "." + mac}, {"parts swapped", mac + "." + payload},
-				{"padded", sig + "="}, {"three parts", sig + "." + mac}, {"another org's payload", payloadB + "." + mac},
-				{"another org's mac", payload + "." + macB}, {"not base64", "!!.??"},
-			} {
-				add(catValue, c.name, here, "?sig="+c.sig, http.StatusNotFound, clearance.CodeShareLinkInvalid)
-			}
-			add(catForeign, "another org's link on this dossier", here, "?sig="+sigB, http.StatusNotFound, clearance.CodeShareLinkInvalid)
-			add(catForeign, "this org's link on another org's dossier", there, "?sig="+sig, http.StatusNotFound, clearance.CodeShareLinkInvalid)
-			return out
-		}}
+	return s.publicShareSpec(a.dossierID, a.dossierB, clearance.ShareRouteVerify)
 }

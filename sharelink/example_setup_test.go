@@ -11,6 +11,7 @@ import (
 
 	"github.com/clearancehq/clearance"
 	"github.com/clearancehq/clearance/decide"
+	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/sharelink"
 	"github.com/clearancehq/clearance/store/pebblestore"
 )
@@ -18,6 +19,7 @@ import (
 // shared is an org with one gate decision to share: a 12,000 payment,
 // which the starter policy BLOCKs in SHADOW.
 type shared struct {
+	engine    *clearance.Engine
 	links     *sharelink.Service
 	orgID     string
 	dossierID string
@@ -42,14 +44,19 @@ func newShared(ctx context.Context) (*shared, error) {
 }
 
 func (x *shared) record(ctx context.Context, backend *pebblestore.Store) error {
+	lk, err := ledger.NewKey("example-ledger", bytes.Repeat([]byte{9}, 32))
+	if err != nil {
+		return err
+	}
 	engine, err := clearance.Open(backend, clearance.Options{
 		Now:         func() time.Time { return x.now },
 		ShareSecret: bytes.Repeat([]byte{7}, sharelink.MinShareSecretLen),
+		LedgerKey:   lk,
 	})
 	if err != nil {
 		return err
 	}
-	x.links = engine.ShareLinks
+	x.engine, x.links = engine, engine.ShareLinks
 	org, err := engine.Admin.CreateOrg(ctx, "Acme")
 	if err != nil {
 		return err
@@ -77,4 +84,21 @@ func (x *shared) check(ctx context.Context, l sharelink.ShareLink) string {
 		return err.Error()
 	}
 	return fmt.Sprintf("%s %s verified: %t (ledger entry %d)", v.Outcome, v.Mode, v.Verified, v.Ledger.Seq)
+}
+
+// proofBundle opens a link and asks for its proof packet; a refused link
+// is its error code.
+func (x *shared) proofBundle(ctx context.Context, l sharelink.ShareLink) string {
+	opened, err := x.links.OpenShareLink(ctx, l.DossierID, l.Sig)
+	if err == nil {
+		_, err = x.links.SharedProofPacket(ctx, opened)
+	}
+	var refused *clearance.Error
+	if errors.As(err, &refused) {
+		return refused.Code
+	}
+	if err != nil {
+		return err.Error()
+	}
+	return "served"
 }

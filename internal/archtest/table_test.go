@@ -98,7 +98,7 @@ var packages = map[string]rule{
 	// decide's route decoders.
 	"policies":  {layer: features, peers: []string{"decide"}},
 	"evidence":  {layer: features},
-	"sharelink": {layer: features},
+	"sharelink": {layer: features, peers: []string{"policies", "audit"}}, // public reproductions through policies; audit's ENTRY_NOT_YET_SEALED
 	// execution checks the grants decide issues: the intent format and the
 	// grant claims are decide's.
 	"execution": {layer: features, peers: []string{"decide"}},
