@@ -100,10 +100,10 @@ type Checkout struct {
 
 // SpendCheck records one spend gate's budget as the decision saw it
 // (amounts are decimals in the gate's currency). The guarantee is the
-// reservation at claim; this is what the policy was shown.
+// reservation at claim; this is what the policy was shown. A per-actor
+// gate's budget is the dossier's actor's.
 type SpendCheck struct {
 	GateID      string `json:"gate_id"`
-	Partition   string `json:"partition,omitempty"` // the actor of a per-actor gate
 	Currency    string `json:"currency"`
 	WindowStart string `json:"window_start"`
 	Limit       string `json:"limit"`

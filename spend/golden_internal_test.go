@@ -15,7 +15,7 @@ var goldenRecords = []struct {
 }{
 	{"reservation", func() any { // spend.reserved and spend.settled
 		return Reservation{GrantID: "0190f4b2-0000-7000-8000-0000000000g1", State: Held,
-			Charges: []Charge{{GateID: "refunds.daily", Partition: "agent-7", Currency: "EUR", Window: policy.WindowDay,
+			Charges: []Charge{{GateID: "refunds.daily", PartitionRef: "5f1d4c2ab0e1c7a4f6c3b2d1e0f9a8b7", Currency: "EUR", Window: policy.WindowDay,
 				WindowStart: "2026-03-01T00:00:00Z", Amount: 1250_500000}},
 			ReservedAt: "2026-03-01T12:00:00.123456789Z", SettledAt: "2026-03-01T12:01:00Z"}
 	}},

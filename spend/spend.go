@@ -69,14 +69,16 @@ const (
 
 // Usage is a budget's count in one window, in micros.
 type Usage struct {
-	GateID      string        `json:"gate_id"`
-	Partition   string        `json:"partition,omitempty"`
-	Currency    string        `json:"currency"`
-	Window      policy.Window `json:"window"`
-	WindowStart string        `json:"window_start"`
-	Reserved    int64         `json:"reserved"`
-	Committed   int64         `json:"committed"`
-	Held        int64         `json:"held"`
+	GateID string `json:"gate_id"`
+	// PartitionRef names the actor of a per-actor gate without its id
+	// (see partitionRef); "" for a shared budget.
+	PartitionRef string        `json:"partition_ref,omitempty"`
+	Currency     string        `json:"currency"`
+	Window       policy.Window `json:"window"`
+	WindowStart  string        `json:"window_start"`
+	Reserved     int64         `json:"reserved"`
+	Committed    int64         `json:"committed"`
+	Held         int64         `json:"held"`
 }
 
 // Used is what counts against the limit.
@@ -84,12 +86,12 @@ func (u Usage) Used() int64 { return u.Reserved + u.Committed + u.Held }
 
 // Charge is one gate's part of a reservation.
 type Charge struct {
-	GateID      string        `json:"gate_id"`
-	Partition   string        `json:"partition,omitempty"`
-	Currency    string        `json:"currency"`
-	Window      policy.Window `json:"window"`
-	WindowStart string        `json:"window_start"`
-	Amount      int64         `json:"amount_micros"`
+	GateID       string        `json:"gate_id"`
+	PartitionRef string        `json:"partition_ref,omitempty"`
+	Currency     string        `json:"currency"`
+	Window       policy.Window `json:"window"`
+	WindowStart  string        `json:"window_start"`
+	Amount       int64         `json:"amount_micros"`
 }
 
 // Reservation is what a claimed grant charged, and how far it settled.
@@ -107,20 +109,37 @@ type Service struct{ d core.Deps }
 // New returns the spend service over d.
 func New(d core.Deps) *Service { return &Service{d: d} }
 
-// usageID names the usage record of a budget in a window. The partition
-// (an actor id, any text) is hashed so that the id stays a plain key.
-func usageID(gateID, partition string, start time.Time) string {
-	p := "-"
-	if partition != "" {
-		sum := sha256.Sum256([]byte(partition))
-		p = hex.EncodeToString(sum[:16])
+// usageID names the usage record of a budget in a window.
+func usageID(gateID, ref string, start time.Time) string {
+	if ref == "" {
+		ref = "-"
 	}
-	return gateID + "/" + strconv.FormatInt(start.Unix(), 10) + "/" + p
+	return gateID + "/" + strconv.FormatInt(start.Unix(), 10) + "/" + ref
 }
 
 func (ch Charge) usageID() string {
 	start, _ := time.Parse(core.TimeFormat, ch.WindowStart)
-	return usageID(ch.GateID, ch.Partition, start)
+	return usageID(ch.GateID, ch.PartitionRef, start)
+}
+
+// partitionRef names a per-actor budget in what is stored and ledgered
+// without the actor's id, which may be personal data an erasure must not
+// leave behind: a MAC under the engine's secrets key when it has one (so
+// that a guessed id cannot be confirmed), else its SHA-256. Either way
+// 128 bits in hex; "" for a shared budget. Configuring a secrets key later
+// starts per-actor budgets afresh.
+func (s *Service) partitionRef(orgID, actorID string) string {
+	if actorID == "" {
+		return ""
+	}
+	var sum []byte
+	if s.d.Secrets != nil {
+		sum = s.d.Secrets.MAC([]byte(actorID), "spend/partition/"+orgID)
+	} else {
+		h := sha256.Sum256([]byte(orgID + "\x00" + actorID))
+		sum = h[:]
+	}
+	return hex.EncodeToString(sum[:16])
 }
 
 // Status returns what is used of every gate of c that applies to in, at
@@ -138,13 +157,13 @@ func (s *Service) Status(ctx context.Context, orgID string, c *policy.Compiled, 
 		start := ch.Window.Start(now)
 		var u Usage
 		if !ch.CurrencyMismatch {
-			err := core.ReadCommitted(ctx, s.d.Store, orgID, kindUsage, usageID(ch.GateID, ch.Partition, start), &u)
+			err := core.ReadCommitted(ctx, s.d.Store, orgID, kindUsage, usageID(ch.GateID, s.partitionRef(orgID, ch.Partition), start), &u)
 			if err != nil && !core.IsNotFound(err) {
 				return nil, nil, core.Unavailable("read spend budget", err)
 			}
 		}
 		status[ch.GateID] = policy.SpendStatus{Currency: ch.Currency, Limit: ch.Limit, Used: u.Used()}
-		checks = append(checks, dossier.SpendCheck{GateID: ch.GateID, Partition: ch.Partition, Currency: ch.Currency,
+		checks = append(checks, dossier.SpendCheck{GateID: ch.GateID, Currency: ch.Currency,
 			WindowStart: start.Format(core.TimeFormat), Limit: policy.FormatMicros(ch.Limit),
 			Used: policy.FormatMicros(u.Used()), Amount: policy.FormatMicros(ch.Amount)})
 	}
@@ -165,13 +184,14 @@ func (s *Service) Reserve(ctx context.Context, tx store.Tx, grantID string, char
 			return core.New(core.ErrConflict, CodeSpendCurrencyMismatch, "spend gate %q counts %s; the action is in another currency", ch.GateID, ch.Currency)
 		}
 		start := ch.Window.Start(at)
-		id := usageID(ch.GateID, ch.Partition, start)
+		ref := s.partitionRef(tx.OrgID(), ch.Partition)
+		id := usageID(ch.GateID, ref, start)
 		u, err := readUsage(ctx, tx, id)
 		if err != nil {
 			return err
 		}
 		if u.GateID == "" {
-			u = Usage{GateID: ch.GateID, Partition: ch.Partition, Currency: ch.Currency, Window: ch.Window, WindowStart: start.Format(core.TimeFormat)}
+			u = Usage{GateID: ch.GateID, PartitionRef: ref, Currency: ch.Currency, Window: ch.Window, WindowStart: start.Format(core.TimeFormat)}
 		}
 		if ch.Amount > ch.Limit-u.Used() {
 			return core.New(core.ErrConflict, CodeSpendLimitExceeded, "spend gate %q: %s %s does not fit in the %s left of %s this %s",
@@ -182,7 +202,7 @@ func (s *Service) Reserve(ctx context.Context, tx store.Tx, grantID string, char
 		if err := core.WriteRecord(ctx, tx, kindUsage, id, at, u); err != nil {
 			return err
 		}
-		r.Charges = append(r.Charges, Charge{GateID: ch.GateID, Partition: ch.Partition, Currency: ch.Currency,
+		r.Charges = append(r.Charges, Charge{GateID: ch.GateID, PartitionRef: ref, Currency: ch.Currency,
 			Window: ch.Window, WindowStart: u.WindowStart, Amount: ch.Amount})
 	}
 	if err := core.WriteRecord(ctx, tx, kindReservation, grantID, at, r); err != nil {
@@ -304,7 +324,7 @@ func (s *Service) Gates(ctx context.Context, orgID string, c *policy.Compiled, p
 		}
 		start := g.Window.Start(now)
 		var u Usage
-		err := core.ReadCommitted(ctx, s.d.Store, orgID, kindUsage, usageID(g.ID, p, start), &u)
+		err := core.ReadCommitted(ctx, s.d.Store, orgID, kindUsage, usageID(g.ID, s.partitionRef(orgID, p), start), &u)
 		if err != nil && !core.IsNotFound(err) {
 			return nil, core.Unavailable("read spend budget", err)
 		}

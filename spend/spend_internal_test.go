@@ -1,6 +1,7 @@
 package spend
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -34,18 +35,24 @@ func TestTransitions(t *testing.T) {
 
 func TestUsageIDsKeepPartitionsApart(t *testing.T) {
 	day := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	s := &Service{}
+	ref := func(actor string) string { return s.partitionRef("org", actor) }
 	ids := map[string]bool{}
 	for _, id := range []string{
-		usageID("g", "", day), usageID("g", "agent-7", day), usageID("g", "agent-8", day),
-		usageID("g", "", day.AddDate(0, 0, 1)), usageID("h", "", day), usageID("g", "-", day),
+		usageID("g", "", day), usageID("g", ref("agent-7"), day), usageID("g", ref("agent-8"), day),
+		usageID("g", "", day.AddDate(0, 0, 1)), usageID("h", "", day), usageID("g", ref("-"), day),
+		usageID("g", s.partitionRef("other-org", "agent-7"), day),
 	} {
 		if ids[id] {
 			t.Fatalf("usage id %q names two budgets", id)
 		}
 		ids[id] = true
 	}
-	ch := Charge{GateID: "g", Partition: "agent-7", WindowStart: "2026-11-01T00:00:00Z"}
-	if ch.usageID() != usageID("g", "agent-7", day) {
+	if r := ref("agent-7"); len(r) != 32 || strings.Contains(r, "agent") {
+		t.Fatalf("partition ref %q", r)
+	}
+	ch := Charge{GateID: "g", PartitionRef: ref("agent-7"), WindowStart: "2026-11-01T00:00:00Z"}
+	if ch.usageID() != usageID("g", ref("agent-7"), day) {
 		t.Fatal("a charge settles another budget than it reserved")
 	}
 }
