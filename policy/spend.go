@@ -203,7 +203,8 @@ func FormatMicros(m int64) string {
 // SpendGate is one budget of a bundle.
 type SpendGate struct {
 	// ID names the gate (the grammar of signal types); budgets are kept
-	// under it, so a new version with the same id continues the count.
+	// under it, so a new version with the same id continues the count (in
+	// the same currency and partitioning; any window).
 	ID string `json:"id"`
 	// Selectors, as on rules; an empty one selects everything.
 	DecisionTypes []string `json:"decision_types,omitempty"`
@@ -279,6 +280,11 @@ func compileGates(gates []SpendGate, v *validator) []gate {
 			v.add("", at("limit"), fmt.Sprintf("limit must be more than 0 and at most %d", int64(MaxSpendLimit)))
 		}
 		c.limit = m
+		if ok {
+			// One amount, one form: 1000.50, "1000.5" and 1000.5 are one
+			// bundle digest.
+			gates[i].Limit = Decimal(FormatMicros(m))
+		}
 		if !g.Window.Valid() {
 			v.add("", at("window"), "window must be HOUR, DAY, WEEK or MONTH")
 		}

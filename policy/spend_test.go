@@ -144,6 +144,10 @@ func TestSpendGatesKeepOldDigests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	c5, err := Load([]byte(strings.Replace(string(c3.Canonical()), `"limit":"50000.5"`, `"limit":"050000.500"`, 1)))
+	if err != nil || c5.Digest() != c3.Digest() {
+		t.Fatalf("one limit, two digests: %v", err)
+	}
 	c4, err := Load(c3.Canonical())
 	if err != nil || c4.Digest() != c3.Digest() || !strings.Contains(string(c3.Canonical()), `"limit":"50000.5"`) {
 		t.Fatalf("a number limit is not kept as its decimal: %s %v", c3.Canonical(), err)

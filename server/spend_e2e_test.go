@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -201,4 +202,32 @@ func TestSpendGateLapsedClaimHoldsUntilReconciled(t *testing.T) {
 	}
 	x.claimed(t, late)
 	x.ledgerOK(t)
+}
+
+// A new version of a gate with another window continues from what was
+// spent: every claim counts in every kind of window, whatever the gate's.
+func TestSpendGateWindowChangeKeepsCounting(t *testing.T) {
+	t.Parallel()
+	x := newExecEnv(t, spendBundle) // 1,000 EUR a DAY
+	for range 9 {
+		g := x.grantFor(t, intentSpec{})
+		x.finalize(t, g.token, x.claimed(t, g).str("claim_token"), "COMMITTED", nil).want(t, http.StatusOK)
+	}
+	week := strings.Replace(strings.Replace(spendBundle, `"window":"DAY"`, `"window":"WEEK"`, 1), `"version":"v1"`, `"version":"v2"`, 1)
+	if r := x.publish(x.o.Key, week); r.Status >= 300 {
+		t.Fatalf("publish: %s", r)
+	}
+	wantBudget(t, x.gateStatus(t, "refunds.daily"), "0", "900", "0", "100")
+	g := x.grantFor(t, intentSpec{})
+	x.claimed(t, g)
+	jws, _ := x.intent(t, intentSpec{})
+	if b := x.bind(t, jws, nil).want(t, http.StatusOK); b.str("outcome") != "BLOCK" {
+		t.Fatalf("over the weekly budget: %s", b)
+	}
+	// Another currency is another budget, never a conversion.
+	usd := strings.Replace(strings.Replace(week, `"currency":"EUR"`, `"currency":"USD"`, 1), `"version":"v2"`, `"version":"v3"`, 1)
+	if r := x.publish(x.o.Key, usd); r.Status >= 300 {
+		t.Fatalf("publish: %s", r)
+	}
+	wantBudget(t, x.gateStatus(t, "refunds.daily"), "0", "0", "0", "1000")
 }

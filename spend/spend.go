@@ -1,35 +1,10 @@
-// Package spend keeps the budgets of spend-control gates (policy.SpendGate):
-// how much of each gate's budget the org's claimed actions reserved,
-// committed and hold in each window.
-//
-// # Contract
-//
-// A budget is counted per gate id, partition (the actor id of a per-actor
-// gate) and window (its calendar period, by the store's clock) in one
-// usage record of the org. Reserve runs in the claim's transaction: the
-// org's transactions are serialized on every backend (one writer per org on
-// Pebble; the org's row lock on PostgreSQL, across servers), so two claims
-// can never both fit into what is left of a budget. It refuses the claim
-// with SPEND_LIMIT_EXCEEDED (409) when an amount does not fit, and writes
-// a reservation record under the grant id naming what it charged.
-//
-// Settle runs in the transaction that records the grant's outcome and
-// moves its reservation on: COMMITTED commits the amount, FAILED releases
-// it, INDETERMINATE holds it until the execution is reconciled (held
-// amounts still count as used, so an unknown outcome never frees budget),
-// and reconciling a held one commits or releases it. A grant without a
-// reservation is left alone; settling twice changes nothing.
-//
-// Status gives evaluations what is used of the gates that apply to an
-// input (committed reads, before any lock: the reservation at claim is
-// what holds the line, the status only lets policy and enforce-and-bind
-// see the budget) and what a dossier records of it.
 package spend
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"slices"
 	"strconv"
 	"time"
@@ -46,10 +21,11 @@ import (
 // Codes of spend gates.
 const (
 	// CodeSpendLimitExceeded: a claim's amount does not fit in what is
-	// left of a gate's budget (409); nothing is claimed.
-	CodeSpendLimitExceeded = "SPEND_LIMIT_EXCEEDED"
+	// left of a gate's budget (409); nothing is claimed. It is the reason
+	// code the evaluator gives such an action too.
+	CodeSpendLimitExceeded = policy.ReasonSpendLimitExceeded
 	// CodeSpendCurrencyMismatch: a claim's currency is not a gate's (409).
-	CodeSpendCurrencyMismatch = "SPEND_CURRENCY_MISMATCH"
+	CodeSpendCurrencyMismatch = policy.ReasonSpendCurrencyMismatch
 	// CodeSpendGateNotFound: the active policy has no such gate (404).
 	CodeSpendGateNotFound = "SPEND_GATE_NOT_FOUND"
 )
@@ -109,17 +85,16 @@ type Service struct{ d core.Deps }
 // New returns the spend service over d.
 func New(d core.Deps) *Service { return &Service{d: d} }
 
-// usageID names the usage record of a budget in a window.
-func usageID(gateID, ref string, start time.Time) string {
+// usageID names the usage record of a budget in a window. The window's
+// kind and the currency are part of it: a new version of a gate that
+// counts in another window or currency starts a budget of its own rather
+// than reading micros of another unit or period (an HOUR and a DAY window
+// start at the same instant at midnight).
+func usageID(gateID string, w policy.Window, currency, ref string, start time.Time) string {
 	if ref == "" {
 		ref = "-"
 	}
-	return gateID + "/" + strconv.FormatInt(start.Unix(), 10) + "/" + ref
-}
-
-func (ch Charge) usageID() string {
-	start, _ := time.Parse(core.TimeFormat, ch.WindowStart)
-	return usageID(ch.GateID, ch.PartitionRef, start)
+	return gateID + "/" + string(w) + "/" + currency + "/" + strconv.FormatInt(start.Unix(), 10) + "/" + ref
 }
 
 // partitionRef names a per-actor budget in what is stored and ledgered
@@ -157,7 +132,7 @@ func (s *Service) Status(ctx context.Context, orgID string, c *policy.Compiled, 
 		start := ch.Window.Start(now)
 		var u Usage
 		if !ch.CurrencyMismatch {
-			err := core.ReadCommitted(ctx, s.d.Store, orgID, kindUsage, usageID(ch.GateID, s.partitionRef(orgID, ch.Partition), start), &u)
+			err := core.ReadCommitted(ctx, s.d.Store, orgID, kindUsage, usageID(ch.GateID, ch.Window, ch.Currency, s.partitionRef(orgID, ch.Partition), start), &u)
 			if err != nil && !core.IsNotFound(err) {
 				return nil, nil, core.Unavailable("read spend budget", err)
 			}
@@ -183,27 +158,24 @@ func (s *Service) Reserve(ctx context.Context, tx store.Tx, grantID string, char
 		if ch.CurrencyMismatch {
 			return core.New(core.ErrConflict, CodeSpendCurrencyMismatch, "spend gate %q counts %s; the action is in another currency", ch.GateID, ch.Currency)
 		}
-		start := ch.Window.Start(at)
 		ref := s.partitionRef(tx.OrgID(), ch.Partition)
-		id := usageID(ch.GateID, ref, start)
-		u, err := readUsage(ctx, tx, id)
+		// The gate's own window decides; every kind of window counts, so
+		// that a later version of the gate with another window continues
+		// from what was spent in it.
+		err := eachWindow(ctx, tx, ch.GateID, ch.Currency, ref, at, func(w policy.Window, u *Usage) error {
+			if w == ch.Window && ch.Amount > ch.Limit-u.Used() {
+				return core.New(core.ErrConflict, CodeSpendLimitExceeded, "spend gate %q: %s %s does not fit in the %s left of %s this %s",
+					ch.GateID, policy.FormatMicros(ch.Amount), ch.Currency, policy.FormatMicros(max(0, ch.Limit-u.Used())),
+					policy.FormatMicros(ch.Limit), windowName(ch.Window))
+			}
+			u.Reserved += ch.Amount
+			return nil
+		})
 		if err != nil {
 			return err
 		}
-		if u.GateID == "" {
-			u = Usage{GateID: ch.GateID, PartitionRef: ref, Currency: ch.Currency, Window: ch.Window, WindowStart: start.Format(core.TimeFormat)}
-		}
-		if ch.Amount > ch.Limit-u.Used() {
-			return core.New(core.ErrConflict, CodeSpendLimitExceeded, "spend gate %q: %s %s does not fit in the %s left of %s this %s",
-				ch.GateID, policy.FormatMicros(ch.Amount), ch.Currency, policy.FormatMicros(max(0, ch.Limit-u.Used())),
-				policy.FormatMicros(ch.Limit), windowName(ch.Window))
-		}
-		u.Reserved += ch.Amount
-		if err := core.WriteRecord(ctx, tx, kindUsage, id, at, u); err != nil {
-			return err
-		}
 		r.Charges = append(r.Charges, Charge{GateID: ch.GateID, PartitionRef: ref, Currency: ch.Currency,
-			Window: ch.Window, WindowStart: u.WindowStart, Amount: ch.Amount})
+			Window: ch.Window, WindowStart: ch.Window.Start(at).Format(core.TimeFormat), Amount: ch.Amount})
 	}
 	if err := core.WriteRecord(ctx, tx, kindReservation, grantID, at, r); err != nil {
 		return err
@@ -227,25 +199,27 @@ func (s *Service) Settle(ctx context.Context, tx store.Tx, grantID string, state
 	if next == "" {
 		return nil
 	}
+	reservedAt, err := time.Parse(core.TimeFormat, r.ReservedAt)
+	if err != nil {
+		return fmt.Errorf("spend: reservation of %s: %w", grantID, err)
+	}
 	for _, ch := range r.Charges {
-		id := ch.usageID()
-		u, err := readUsage(ctx, tx, id)
+		err := eachWindow(ctx, tx, ch.GateID, ch.Currency, ch.PartitionRef, reservedAt, func(_ policy.Window, u *Usage) error {
+			switch r.State {
+			case Reserved:
+				u.Reserved -= ch.Amount
+			case Held:
+				u.Held -= ch.Amount
+			}
+			switch next {
+			case Committed:
+				u.Committed += ch.Amount
+			case Held:
+				u.Held += ch.Amount
+			}
+			return nil
+		})
 		if err != nil {
-			return err
-		}
-		switch r.State {
-		case Reserved:
-			u.Reserved -= ch.Amount
-		case Held:
-			u.Held -= ch.Amount
-		}
-		switch next {
-		case Committed:
-			u.Committed += ch.Amount
-		case Held:
-			u.Held += ch.Amount
-		}
-		if err := core.WriteRecord(ctx, tx, kindUsage, id, at, u); err != nil {
 			return err
 		}
 	}
@@ -268,6 +242,33 @@ func transition(from string, to claim.State) string {
 		return Held
 	}
 	return ""
+}
+
+// windows are the kinds of window every charge counts in.
+var windows = [...]policy.Window{policy.WindowHour, policy.WindowDay, policy.WindowWeek, policy.WindowMonth}
+
+// eachWindow reads the usage of a budget (gate, currency, partition) in
+// the window of every kind that holds at, lets change update it, and
+// writes it back, in tx. change's error stops it.
+func eachWindow(ctx context.Context, tx store.Tx, gateID, currency, ref string, at time.Time, change func(policy.Window, *Usage) error) error {
+	for _, w := range windows {
+		start := w.Start(at)
+		id := usageID(gateID, w, currency, ref, start)
+		u, err := readUsage(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if u.GateID == "" {
+			u = Usage{GateID: gateID, PartitionRef: ref, Currency: currency, Window: w, WindowStart: start.Format(core.TimeFormat)}
+		}
+		if err := change(w, &u); err != nil {
+			return err
+		}
+		if err := core.WriteRecord(ctx, tx, kindUsage, id, tx.Now(), u); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func readUsage(ctx context.Context, tx store.Tx, id string) (Usage, error) {
@@ -324,7 +325,7 @@ func (s *Service) Gates(ctx context.Context, orgID string, c *policy.Compiled, p
 		}
 		start := g.Window.Start(now)
 		var u Usage
-		err := core.ReadCommitted(ctx, s.d.Store, orgID, kindUsage, usageID(g.ID, s.partitionRef(orgID, p), start), &u)
+		err := core.ReadCommitted(ctx, s.d.Store, orgID, kindUsage, usageID(g.ID, g.Window, g.Currency, s.partitionRef(orgID, p), start), &u)
 		if err != nil && !core.IsNotFound(err) {
 			return nil, core.Unavailable("read spend budget", err)
 		}
