@@ -81,8 +81,11 @@ func (r readerShareLinks) VerifyShareLink(ctx context.Context, dossierID, sig st
 // link, and the service's error otherwise (the store unavailable).
 func shareLinkRefusal(err error) error {
 	var ce *core.Error
-	if errors.As(err, &ce) && ce.Code == sharelink.CodeShareLinkInvalid {
+	switch {
+	case errors.As(err, &ce) && ce.Code == sharelink.CodeShareLinkInvalid:
 		return reader.ErrShareLinkInvalid
+	case errors.As(err, &ce) && ce.Code == CodeEntryNotYetSealed:
+		return reader.ErrShareLinkUnsealed
 	}
 	return err
 }

@@ -17,6 +17,11 @@ var (
 	// not honour (malformed, tampered with, expired, revoked, of another
 	// server or naming no dossier), whatever the reason.
 	ErrShareLinkInvalid = errors.New("reader: share link not valid")
+	// ErrShareLinkUnsealed is what a ShareLinks answers for a link it
+	// honours whose ledger entry is too far past the latest signed
+	// checkpoint to be checked now: the verdict is "not verified", with
+	// ReasonEntryNotYetSealed, never a refusal of the request.
+	ErrShareLinkUnsealed = errors.New("reader: share link's entry not yet sealed")
 )
 
 // Codes of refused input (400).

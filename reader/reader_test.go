@@ -180,6 +180,11 @@ func TestShareLink(t *testing.T) {
 	if err != nil || rep.Valid || len(rep.Checks) != 1 || rep.Checks[0].Reason != reader.ReasonShareLinkInvalid {
 		t.Errorf("a refused link: %+v, %v", rep, err)
 	}
+	links.err = reader.ErrShareLinkUnsealed
+	rep, err = reader.Verify(ctx, reader.Input{ShareLink: "/v1/public/decision-dossiers/d1/verify?sig=a.c"}, opts)
+	if err != nil || rep.Valid || len(rep.Checks) != 2 || rep.Checks[1].Reason != reader.ReasonEntryNotYetSealed {
+		t.Errorf("a link whose entry is too far past the checkpoint: %+v, %v", rep, err)
+	}
 	boom := errors.New("store down")
 	links.err = boom
 	if _, err := reader.Verify(ctx, reader.Input{ShareLink: "/v1/public/decision-dossiers/d1/verify?sig=a.c"}, opts); !errors.Is(err, boom) {

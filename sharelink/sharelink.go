@@ -52,7 +52,8 @@ import (
 //
 // (base64url without padding, RFC 4648 §5). grants bit 0 opens the proof
 // bundle; the other bits are zero. A version 1 payload (made before the
-// proof bundle existed) has no grants byte and opens verify and reproduce.
+// trio existed) has no grants byte and opens verify only: it was handed out
+// as a link that reveals no policy, and reproduce names the policy version.
 // Links are stateless: nothing is stored when one is created. Revocation is
 // org-wide: every link names the org's share epoch when it was made, and
 // RevokeShareLinks moves the epoch on (an artifact of kind "share_epoch", id
@@ -113,7 +114,7 @@ const (
 const (
 	shareEpochKind = "share_epoch"
 	shareEpochID   = "current"
-	shareVersion1  = 1 // verify and reproduce; no grants byte
+	shareVersion1  = 1 // verify only; no grants byte
 	shareVersion   = 2
 	shareFixedLen1 = 1 + 8 + 8     // version, expiry, epoch
 	shareFixedLen  = 1 + 8 + 8 + 1 // version, expiry, epoch, grants
@@ -155,7 +156,8 @@ type ShareLink struct {
 	// public answer.
 	OrgID string `json:"-"`
 
-	opened bool // made by OpenShareLink
+	opened     bool // made by OpenShareLink
+	verifyOnly bool // a version 1 link
 }
 
 // SharedURLs are the public routes one link opens.
@@ -359,7 +361,9 @@ func (s *Service) OpenShareLink(ctx context.Context, dossierID, sig string) (Sha
 	if epoch != current {
 		return ShareLink{}, errShareLinkInvalid()
 	}
-	return newShareLink(orgID, dossierID, sig, exp, grants, true), nil
+	l := newShareLink(orgID, dossierID, sig, exp, grants, true)
+	l.verifyOnly = payload[0] == shareVersion1
+	return l, nil
 }
 
 // VerifySharedDossier verifies the dossier of a link OpenShareLink opened
@@ -499,7 +503,7 @@ func (s *Service) anchored(ctx context.Context, k *ledger.Key, origin, orgID str
 // (RECORDED_POLICY_UNAVAILABLE, NOT_REPLAYABLE) and a detail that names
 // nothing of the dossier. It records nothing.
 func (s *Service) ReproduceSharedDossier(ctx context.Context, l ShareLink) (SharedReproduction, error) {
-	if !l.opened {
+	if !l.opened || l.verifyOnly {
 		return SharedReproduction{}, errShareLinkInvalid()
 	}
 	if s.cfg.Policies == nil {
