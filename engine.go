@@ -321,7 +321,7 @@ func Open(backend store.Backend, opts Options) (*Engine, error) {
 	e.Analytics = analytics.New(deps, analytics.Config{ReportingKey: opts.ReportingKey})
 	e.Execution = execution.New(deps, execution.Config{Policies: e.Policies, StillActive: policies.StillActive,
 		ClaimLease: opts.ClaimLease, Approvals: claimApprovals, Signals: e.Signals, Checkouts: e.Checkout,
-		Spend: e.Spend, Federation: e.Federation})
+		Spend: e.Spend, Federation: e.Federation, Personal: e.Privacy})
 	e.Exports = export.New(deps, export.Config{Ledger: e.Audit, Secret: opts.ExportSecret})
 	ob := opts.Onboarding
 	ob.Mailer, ob.Admin, ob.Signals = opts.Mailer, e.Admin, e.Signals

@@ -68,6 +68,12 @@ type Grant struct {
 	PolicyVersion        string          `json:"policy_version"`
 	BundleDigest         string          `json:"bundle_digest"`
 	Intent               json.RawMessage `json:"intent"` // canonical intent JSON, for re-evaluation at claim time
+	// PersonalData is set for a grant of an org whose data-protection
+	// setting sealed its decision: ActorID and Intent then hold the string
+	// "[sealed]", and PersonalData seals their values under the data
+	// subject's key (package privacy). Once the subject is erased they are
+	// gone, and the grant cannot be claimed.
+	PersonalData *Sealed `json:"personal_data,omitempty"`
 	// TokenDigest is the digest of the signed grant token as issued; the
 	// issuer recognizes its own token by it (grant.VerifyOptions.Recognize).
 	TokenDigest string    `json:"token_digest,omitempty"`
@@ -99,6 +105,13 @@ type Grant struct {
 	Receipt         *Receipt        `json:"receipt,omitempty"`
 	EffectConfirmed bool            `json:"effect_confirmed"`
 	Reconciliation  *Reconciliation `json:"reconciliation,omitempty"`
+}
+
+// Sealed is personal data sealed under a data subject's key: the key's id
+// and the ciphertext, opened by package privacy.
+type Sealed struct {
+	KeyID      string `json:"key_id"`
+	Ciphertext string `json:"ciphertext"`
 }
 
 // Approval is the approval a grant was issued on, as verified with the

@@ -71,6 +71,11 @@ type ManagedEscalation struct {
 	RequestID   string
 	ApprovalURL string
 	Deadline    time.Time
+	// PersonalData is set when the ESCALATE decision was sealed (the org's
+	// data-protection setting): Payload and SignedIntent are then sealed in
+	// it, under the data subject's key, and Intent is empty until
+	// Service.OpenManaged restores them.
+	PersonalData *dossier.Sealed
 }
 
 // EscalationRef is the managed escalation status locator of an

@@ -220,7 +220,7 @@ func (s *Service) resolveAndEvaluate(ctx context.Context, b *binding) error {
 // decision with what it binds: the grant, the receipt's single use, the
 // managed escalation it opened; conclude, when set, runs last in the same
 // transaction with the answer.
-func (s *Service) bind(ctx context.Context, b *binding, conclude func(ctx context.Context, tx store.Tx, a AuthorityDecision) error) (AuthorityDecision, error) {
+func (s *Service) bind(ctx context.Context, b *binding, conclude func(ctx context.Context, tx store.Tx, a AuthorityDecision, seal dossier.Sealer) error) (AuthorityDecision, error) {
 	dr, intent, d := b.dr, b.intent, &b.d
 	payloadDigest, err := canon.DigestValue(intent.Action)
 	if err != nil {
@@ -254,41 +254,64 @@ func (s *Service) bind(ctx context.Context, b *binding, conclude func(ctx contex
 		}
 		g.TokenDigest = canon.Digest([]byte(token))
 	}
-	var out AuthorityDecision
-	replayed, err := record(ctx, s, dr, d, &out, func(tx store.Tx, digest string) (AuthorityDecision, error) {
+	var out boundAnswer
+	replayed, err := record(ctx, s, dr, d, &out, func(tx store.Tx, digest string, seal dossier.Sealer) (boundAnswer, error) {
+		var err error // not the outer one: the transaction may run again
 		a := AuthorityDecision{Decision: decisionOf(d, digest), IntentID: intent.IntentID, IntentHash: dr.intentDigest,
 			EscalationMode: intent.Escalation.Mode}
 		if b.managed != nil {
-			ref, err := s.cfg.Approvals.RecordEscalation(ctx, tx, *b.managed)
+			m := *b.managed
+			if seal != nil {
+				if m, err = sealManaged(seal, m); err != nil {
+					return boundAnswer{}, err
+				}
+			}
+			ref, err := s.cfg.Approvals.RecordEscalation(ctx, tx, m)
 			if err != nil {
-				return a, err
+				return boundAnswer{}, err
 			}
 			a.ManagedEscalation = &ref
 		}
+		var sealedToken *dossier.Sealed
 		if b.authorize {
 			if err := s.cfg.StillActive(ctx, tx, g.PolicyVersion); err != nil {
-				return a, err
+				return boundAnswer{}, err
 			}
 			if b.approval != nil {
 				if err := s.cfg.Approvals.UseReceipt(ctx, tx, *b.approval, dr.intentDigest); err != nil {
-					return a, err
+					return boundAnswer{}, err
 				}
 			}
-			g.DossierDigest = digest
-			if err := claim.Issue(ctx, tx, g); err != nil {
-				return a, err
+			issued := g // g is the outer request's: the transaction may run again
+			issued.DossierDigest = digest
+			if seal != nil {
+				if issued, err = sealGrant(seal, issued); err != nil {
+					return boundAnswer{}, err
+				}
+				st, err := seal.Seal([]byte(token), answerContext(dr.org, dr.route, dr.key))
+				if err != nil {
+					return boundAnswer{}, err
+				}
+				sealedToken = &st
 			}
-			if err := core.AppendRecord(ctx, tx, ledger.KindGrantIssued, g.GrantID, GrantRecordOf(g), dr.now); err != nil {
-				return a, err
+			if err := claim.Issue(ctx, tx, issued); err != nil {
+				return boundAnswer{}, err
 			}
-			a.ExecutionToken, a.GrantID, a.ExpiresAt = token, g.GrantID, g.ExpiresAt.Format(core.TimeFormat)
+			if err := core.AppendRecord(ctx, tx, ledger.KindGrantIssued, issued.GrantID, GrantRecordOf(issued), dr.now); err != nil {
+				return boundAnswer{}, err
+			}
+			a.ExecutionToken, a.GrantID, a.ExpiresAt = token, issued.GrantID, issued.ExpiresAt.Format(core.TimeFormat)
 		}
 		if conclude != nil {
-			if err := conclude(ctx, tx, a); err != nil {
-				return a, err
+			if err := conclude(ctx, tx, a, seal); err != nil {
+				return boundAnswer{}, err
 			}
 		}
-		return a, nil
+		if sealedToken != nil {
+			// Remembered without the plain token; answered with it below.
+			a.ExecutionToken = ""
+		}
+		return boundAnswer{AuthorityDecision: a, SealedToken: sealedToken}, nil
 	})
 	if errors.Is(err, idempotency.ErrKeyReused) {
 		return AuthorityDecision{}, err
@@ -296,8 +319,16 @@ func (s *Service) bind(ctx context.Context, b *binding, conclude func(ctx contex
 	if err != nil {
 		return AuthorityDecision{}, core.Translate("enforce and bind", err)
 	}
-	out.Replayed = replayed
-	return out, nil
+	if replayed {
+		if err := s.openAnswer(ctx, dr, &out); err != nil {
+			return AuthorityDecision{}, err
+		}
+	} else if out.SealedToken != nil {
+		out.ExecutionToken = token
+	}
+	a := out.AuthorityDecision
+	a.Replayed = replayed
+	return a, nil
 }
 
 // ApprovedIntent asks for the fresh evaluation of a managed escalation's
@@ -307,8 +338,10 @@ type ApprovedIntent struct {
 	Approval   VerifiedApproval
 	// Conclude runs in the transaction that records the fresh decision,
 	// with its answer (a grant only for ALLOW in ENFORCEMENT): the
-	// escalation's own transition. Its error aborts the whole unit.
-	Conclude func(ctx context.Context, tx store.Tx, a AuthorityDecision) error
+	// escalation's own transition. Its error aborts the whole unit. seal
+	// is the decision's Sealer when its dossier was sealed (else nil): the
+	// escalation keeps the grant token sealed with it.
+	Conclude func(ctx context.Context, tx store.Tx, a AuthorityDecision, seal dossier.Sealer) error
 }
 
 // BindApproved evaluates a managed escalation's original exact intent
@@ -320,6 +353,10 @@ type ApprovedIntent struct {
 // does not run again, so one escalation issues at most one grant.
 func (s *Service) BindApproved(ctx context.Context, r ApprovedIntent) (AuthorityDecision, error) {
 	m := r.Escalation
+	if m.PersonalData != nil {
+		// Sealed intents are opened by the caller (OpenManaged) first.
+		return AuthorityDecision{}, core.New(core.ErrConflict, core.CodeStaleAuthorization, "the escalation's intent is sealed")
+	}
 	signer, err := s.signer()
 	if err != nil {
 		return AuthorityDecision{}, err

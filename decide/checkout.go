@@ -79,7 +79,14 @@ func (s *Service) BindCheckout(ctx context.Context, c CheckoutIntent) (Authority
 	ev := c.Evidence
 	ev.EvaluatedIntent = evaluated
 	b.d.Checkout = &ev
-	out, err := s.bind(ctx, &b, c.Conclude)
+	var conclude func(ctx context.Context, tx store.Tx, a AuthorityDecision, seal dossier.Sealer) error
+	if c.Conclude != nil {
+		// What it keeps (the checkout's authority) names no personal data.
+		conclude = func(ctx context.Context, tx store.Tx, a AuthorityDecision, _ dossier.Sealer) error {
+			return c.Conclude(ctx, tx, a)
+		}
+	}
+	out, err := s.bind(ctx, &b, conclude)
 	if errors.Is(err, idempotency.ErrKeyReused) {
 		return AuthorityDecision{}, core.New(core.ErrConflict, core.CodeIdempotencyKeyReused, "Idempotency-Key %q was used for another checkout", c.Intent.IntentID)
 	}

@@ -55,10 +55,13 @@ type Config struct {
 
 // Personal is what recording needs of the data-protection feature
 // (privacy.Service): the dossier as it is to be stored, nil when it is
-// stored as it is. It must never change b (the transaction may run again)
-// and must cost an org without a setting no read.
+// stored as it is, and then the Sealer that seals the decision's other
+// records (its grant, its idempotent answer, its managed escalation) under
+// the same data subject's key. It must never change b (the transaction may
+// run again) and must cost an org without a setting no read.
 type Personal interface {
-	Seal(ctx context.Context, tx store.Tx, b *dossier.Body) (*dossier.Body, error)
+	Seal(ctx context.Context, tx store.Tx, b *dossier.Body) (*dossier.Body, dossier.Sealer, error)
+	PersonalOpener
 }
 
 // Federation verifies federated decisions (the federation feature) for a

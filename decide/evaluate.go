@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/clearancehq/clearance/dossier"
 	"github.com/clearancehq/clearance/grant"
 	"github.com/clearancehq/clearance/internal/canon"
 	"github.com/clearancehq/clearance/internal/core"
@@ -130,7 +131,7 @@ func (s *Service) Evaluate(ctx context.Context, req EvaluateRequest) (Decision, 
 		}
 		d, _ := dr.evaluate(ids)
 		d.Signals, d.Spend = used, spent
-		replayed, err = record(ctx, s, &dr, &d, &out, func(tx store.Tx, digest string) (Decision, error) {
+		replayed, err = record(ctx, s, &dr, &d, &out, func(tx store.Tx, digest string, _ dossier.Sealer) (Decision, error) {
 			dec := decisionOf(&d, digest)
 			emitted = false
 			if dr.route != RouteEvaluateDecision {

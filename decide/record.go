@@ -75,9 +75,11 @@ func (dr *draft) evaluate(ids []string) (dossier.Body, policy.Decision) {
 // request, or writes the dossier with its ledger entry and chain member,
 // lets answer add what the route binds to it (a grant) and build the
 // answer, and remembers that answer under the key. It reports whether the
-// answer was replayed. Nothing is answered before it is durable.
+// answer was replayed. Nothing is answered before it is durable. answer
+// gets the Sealer of a decision whose dossier was sealed (else nil): what
+// it writes of the decision's personal data, it seals with it.
 func record[T any](ctx context.Context, s *Service, dr *draft, d *dossier.Body, out *T,
-	answer func(tx store.Tx, digest string) (T, error)) (bool, error) {
+	answer func(tx store.Tx, digest string, seal dossier.Sealer) (T, error)) (bool, error) {
 	scope := string(dr.route)
 	var replayed bool
 	err := s.d.Store.Update(ctx, dr.org, func(tx store.Tx) error {
@@ -97,13 +99,14 @@ func record[T any](ctx context.Context, s *Service, dr *draft, d *dossier.Body, 
 			}
 		}
 		stored := d
+		var seal dossier.Sealer
 		if s.cfg.Personal != nil {
-			sealed, err := s.cfg.Personal.Seal(ctx, tx, d)
+			sealed, sealer, err := s.cfg.Personal.Seal(ctx, tx, d)
 			if err != nil {
 				return err
 			}
 			if sealed != nil {
-				stored = sealed
+				stored, seal = sealed, sealer
 			}
 		}
 		digest, err := dossier.Record(ctx, tx, stored, dossier.Index{WorkflowKey: dr.in.WorkflowKey, DecisionType: dr.in.DecisionType}, dr.now)
@@ -111,7 +114,7 @@ func record[T any](ctx context.Context, s *Service, dr *draft, d *dossier.Body, 
 			return err
 		}
 		d.LedgerSeq = stored.LedgerSeq
-		if *out, err = answer(tx, digest); err != nil {
+		if *out, err = answer(tx, digest, seal); err != nil {
 			return err
 		}
 		return idempotency.Remember(ctx, tx, scope, dr.key, dr.intentDigest, *out, dr.now)

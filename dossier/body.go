@@ -138,6 +138,24 @@ const (
 	ErasedMarker = "[erased]"
 )
 
+// Sealed is more of a sealed decision's personal data, kept outside its
+// dossier: a grant's bound intent, the grant token of an idempotent
+// answer, a managed escalation's intent. Ciphertext (internal/secretbox
+// "v1.") is sealed under the data subject's key KeyID, the one the
+// dossier's PersonalData names, with the record that keeps it as
+// additional data; erasing the subject erases it with the dossier.
+type Sealed struct {
+	KeyID      string `json:"key_id"`
+	Ciphertext string `json:"ciphertext"`
+}
+
+// Sealer seals more of one decision's personal data under the key its
+// dossier was sealed with (package privacy implements it). context names
+// the record that keeps the result, so that it opens nowhere else.
+type Sealer interface {
+	Seal(plain []byte, context string) (Sealed, error)
+}
+
 // Federated records one federated decision a decision was evaluated with:
 // the envelope whole (an auditor checks it against the issuer's published
 // keys without trusting us), the key it verified with and what the policy

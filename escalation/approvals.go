@@ -70,7 +70,7 @@ func (s *Service) RecordEscalation(ctx context.Context, tx store.Tx, m decide.Ma
 		IntentHash: m.IntentHash, Intent: m.Payload, SignedIntent: m.SignedIntent, RequestedMode: m.RequestedMode,
 		CredentialID: m.Principal.KeyID, CredentialKnd: string(m.Principal.Kind), CorrelationID: m.CorrelationID,
 		DecisionID: m.DecisionID, DossierID: m.DossierID, RequestID: m.RequestID, ApprovalURL: m.ApprovalURL,
-		CreatedAt: m.CreatedAt, Deadline: m.Deadline}
+		CreatedAt: m.CreatedAt, Deadline: m.Deadline, PersonalData: m.PersonalData}
 	if _, err := readIn(ctx, tx, m.EscalationID); err == nil {
 		// The intent's escalation exists: only a replay of the same intent
 		// gets here, and record answers it before this runs.

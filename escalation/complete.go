@@ -7,6 +7,7 @@ import (
 
 	"github.com/clearancehq/clearance/approval"
 	"github.com/clearancehq/clearance/decide"
+	"github.com/clearancehq/clearance/dossier"
 	"github.com/clearancehq/clearance/internal/core"
 	"github.com/clearancehq/clearance/jobs"
 	"github.com/clearancehq/clearance/store"
@@ -125,9 +126,17 @@ func (s *Service) grant(ctx context.Context, r record, a decide.VerifiedApproval
 	if err != nil {
 		return r, err
 	}
+	m, erased, err := s.decide.OpenManaged(ctx, m)
+	switch {
+	case erased:
+		// The intent is gone with its data subject: nothing to evaluate.
+		return s.conclude(ctx, r.OrgID, r.EscalationID, StateFailed, ReasonSubjectErased, nil)
+	case err != nil:
+		return s.retryLater(ctx, r, err)
+	}
 	var out record
 	d, err := s.decide.BindApproved(ctx, decide.ApprovedIntent{Escalation: m, Approval: a,
-		Conclude: func(ctx context.Context, tx store.Tx, d decide.AuthorityDecision) error {
+		Conclude: func(ctx context.Context, tx store.Tx, d decide.AuthorityDecision, seal dossier.Sealer) error {
 			out = record{} // the store may run this more than once
 			cur, err := readIn(ctx, tx, r.EscalationID)
 			if err != nil {
@@ -147,6 +156,15 @@ func (s *Service) grant(ctx context.Context, r record, a decide.VerifiedApproval
 				}
 				cur.State, cur.Reason = StateGrantReady, ""
 				cur.GrantID, cur.ExecutionToken, cur.GrantExpiresAt = d.GrantID, d.ExecutionToken, exp
+				if seal != nil {
+					// The token names the actor and the action: kept sealed
+					// with the decision's personal data.
+					st, err := seal.Seal([]byte(d.ExecutionToken), decide.EscalationTokenContext(cur.OrgID, cur.EscalationID))
+					if err != nil {
+						return err
+					}
+					cur.ExecutionToken, cur.SealedToken = "", &st
+				}
 			}
 			out = cur
 			return put(ctx, tx, &out, s.d.Now())

@@ -33,4 +33,8 @@ const (
 	ReasonEvidenceInvalid     = "APPROVAL_EVIDENCE_INVALID"
 	ReasonReceiptReused       = "APPROVAL_RECEIPT_REUSED"
 	ReasonNotAllowedOnReentry = "REEVALUATION_NOT_ALLOWED"
+	// ReasonSubjectErased: the escalation's data subject was erased before
+	// its approval concluded it; its intent is gone, so it cannot be
+	// evaluated again into a grant.
+	ReasonSubjectErased = "SUBJECT_ERASED"
 )

@@ -10,6 +10,7 @@ import (
 
 	"github.com/clearancehq/clearance/artifact"
 	"github.com/clearancehq/clearance/decide"
+	"github.com/clearancehq/clearance/dossier"
 	"github.com/clearancehq/clearance/internal/core"
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/policy"
@@ -84,6 +85,13 @@ type record struct {
 	GrantID            string    `json:"grant_id,omitempty"`
 	ExecutionToken     string    `json:"execution_token,omitempty"`
 	GrantExpiresAt     time.Time `json:"grant_expires_at,omitzero"`
+	// PersonalData is set when the ESCALATE decision was sealed (the org's
+	// data-protection setting): Intent and SignedIntent then hold
+	// "[sealed]", their values are sealed in it under the data subject's
+	// key, and SealedToken holds the grant token instead of ExecutionToken.
+	// Once the subject is erased, neither opens.
+	PersonalData *dossier.Sealed `json:"personal_data,omitempty"`
+	SealedToken  *dossier.Sealed `json:"sealed_execution_token,omitempty"`
 }
 
 // approvalRef is a verified approval as the escalation keeps it.
@@ -122,18 +130,21 @@ func ledgerKind(s State) string {
 	return "escalation." + strings.ToLower(string(s))
 }
 
-// escalation is r as decide knows it, for the fresh evaluation.
+// escalation is r as decide knows it, for the fresh evaluation; a sealed
+// one with its intent still sealed (decide.Service.OpenManaged opens it).
 func (r *record) escalation() (decide.ManagedEscalation, error) {
 	var in decide.ExecutionIntent
-	if err := json.Unmarshal(r.Intent, &in); err != nil {
-		return decide.ManagedEscalation{}, core.Unavailable("read escalation", err)
+	if r.PersonalData == nil {
+		if err := json.Unmarshal(r.Intent, &in); err != nil {
+			return decide.ManagedEscalation{}, core.Unavailable("read escalation", err)
+		}
 	}
 	return decide.ManagedEscalation{
 		EscalationID: r.EscalationID, OrgID: r.OrgID, IntentID: r.IntentID, IntentHash: r.IntentHash, Intent: in,
 		Payload: r.Intent, SignedIntent: r.SignedIntent, RequestedMode: r.RequestedMode,
 		Principal:     core.Principal{KeyID: r.CredentialID, OrgID: r.OrgID, Kind: tenant.KeyKind(r.CredentialKnd)},
 		CorrelationID: r.CorrelationID, DecisionID: r.DecisionID, DossierID: r.DossierID, CreatedAt: r.CreatedAt,
-		RequestID: r.RequestID, Deadline: r.Deadline,
+		RequestID: r.RequestID, Deadline: r.Deadline, PersonalData: r.PersonalData,
 	}, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/clearancehq/clearance/capsule"
+	"github.com/clearancehq/clearance/decide"
 	"github.com/clearancehq/clearance/internal/core"
 	"github.com/clearancehq/clearance/store"
 )
@@ -117,6 +118,15 @@ func (s *Service) status(ctx context.Context, r record) (Status, error) {
 	}
 	if r.State == StateGrantReady {
 		out.ExecutionToken, out.GrantID, out.GrantExpiresAt = r.ExecutionToken, r.GrantID, r.GrantExpiresAt.Format(core.TimeFormat)
+		if r.SealedToken != nil {
+			// Once the data subject is erased the token is gone (its grant
+			// cannot be claimed any more): the status carries none.
+			plain, _, err := s.decide.OpenSealed(ctx, r.OrgID, *r.SealedToken, decide.EscalationTokenContext(r.OrgID, r.EscalationID))
+			if err != nil {
+				return Status{}, err
+			}
+			out.ExecutionToken = string(plain)
+		}
 	}
 	ts, err := transitions(ctx, s.d.Store, r.OrgID, r.EscalationID)
 	if err != nil {

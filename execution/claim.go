@@ -53,6 +53,9 @@ func (s *Service) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, err
 	if err := s.checkDossier(ctx, g); err != nil {
 		return ClaimResult{}, err
 	}
+	if g, err = s.opened(ctx, g); err != nil {
+		return ClaimResult{}, err
+	}
 	intent, err := s.boundIntent(g)
 	if err != nil {
 		return ClaimResult{}, err
@@ -111,7 +114,7 @@ func (s *Service) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, err
 	// it states comes from the stored grant; the lease ends on a whole
 	// second, so exp is exactly its end.
 	att, err := grant.MintAttestation(signer, grant.Attestation{
-		Issuer: s.d.Issuer, Audience: grant.AudAttestation, Subject: claimed.ActorID, OrgID: claimed.OrgID, ID: attID,
+		Issuer: s.d.Issuer, Audience: grant.AudAttestation, Subject: g.ActorID, OrgID: claimed.OrgID, ID: attID,
 		IssuedAt: claimed.ClaimedAt.Unix(), Expiry: claimed.LeaseExpiresAt.Unix(), GrantID: claimed.GrantID,
 		DecisionID: claimed.DecisionID, DossierID: claimed.DossierID, ClaimTokenDigest: digest, Action: decide.ActionClaim(intent.Action),
 		Binding: grant.Binding{IntentHash: claimed.IntentHash, PayloadDigest: claimed.PayloadDigest, PayloadProfile: grant.PayloadProfile,

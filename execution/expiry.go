@@ -60,7 +60,11 @@ func (s *Service) Indeterminate(ctx context.Context, orgID string, limit int) ([
 		} else {
 			next, recorded = recorded[0], recorded[1:]
 		}
-		out = append(out, executionOf(next))
+		x, err := s.view(ctx, next)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, x)
 	}
 	return out, nil
 }

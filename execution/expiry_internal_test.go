@@ -291,14 +291,14 @@ func TestRunExpiryStopsWithItsContext(t *testing.T) {
 
 // TestExecutionWireIsTheStoredMembers: the reconciliation routes answer
 // with the members they did when they wrote the stored record itself, but
-// token_digest; a change to either struct that would change the wire fails
-// here and must be made on purpose.
+// token_digest and personal_data (shown opened: view); a change to either
+// struct that would change the wire fails here and must be made on purpose.
 func TestExecutionWireIsTheStoredMembers(t *testing.T) {
 	at := time.Date(2026, 11, 1, 12, 0, 0, 123, time.UTC)
 	full := claim.Grant{OrgID: "o", GrantID: "g", DecisionID: "d", DossierID: "x", DossierDigest: "sha256:x", IntentID: "i",
 		IntentHash: "sha256:i", PayloadDigest: "sha256:p", ExpectedEffectDigest: "sha256:e", Nonce: "n", Scope: "s",
 		Correlation: "c", ActorID: "a", ActionType: "pay", PolicyVersion: "v1", BundleDigest: "sha256:b",
-		Intent: json.RawMessage(`{"amount":1}`), TokenDigest: "sha256:t", IssuedAt: at, ExpiresAt: at.Add(time.Hour),
+		Intent: json.RawMessage(`{"amount":1}`), PersonalData: &claim.Sealed{KeyID: "k", Ciphertext: "v1.x"}, TokenDigest: "sha256:t", IssuedAt: at, ExpiresAt: at.Add(time.Hour),
 		State: claim.StateCommitted, ClaimTokenDigest: "sha256:ct", ClaimCorrelation: "cc", ClaimedAt: at, LeaseExpiresAt: at,
 		FinalizedAt: at, FinalCode: claim.CodeLeaseExpired, Lapsed: true,
 		Evidence: &claim.Evidence{Kind: "k", Status: "CONFIRMED", EffectDigest: "sha256:e", Source: "effect_evidence"},
@@ -307,8 +307,9 @@ func TestExecutionWireIsTheStoredMembers(t *testing.T) {
 	for _, g := range []claim.Grant{full, {OrgID: "o", GrantID: "g", State: claim.StateIssued}} {
 		stored, wire := members(t, g), members(t, executionOf(g))
 		delete(stored, "token_digest")
+		delete(stored, "personal_data")
 		if d := cmp.Diff(stored, wire); d != "" {
-			t.Errorf("wire differs from the stored members but token_digest (-stored +wire):\n%s", d)
+			t.Errorf("wire differs from the stored members but token_digest and personal_data (-stored +wire):\n%s", d)
 		}
 	}
 }

@@ -87,7 +87,7 @@ func (s *Service) Finalize(ctx context.Context, req FinalizeRequest) (FinalizeRe
 	if err != nil {
 		return FinalizeResult{}, err
 	}
-	g, err := s.grantOf(tg)
+	g, err := s.grantOf(ctx, tg)
 	if err != nil {
 		return FinalizeResult{}, err
 	}

@@ -63,5 +63,5 @@ func (s *Service) Reconcile(ctx context.Context, req ReconcileRequest) (Executio
 	if err != nil {
 		return Execution{}, lifecycleError("reconcile", err)
 	}
-	return executionOf(out), nil
+	return s.view(ctx, out)
 }

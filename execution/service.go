@@ -38,6 +38,10 @@ type Config struct {
 	// in the claim's transaction and every recorded outcome settles it;
 	// nil: gates are not enforced at claim (policies see unused budgets).
 	Spend Spend
+	// Personal opens the actor and bound intent of grants whose decision
+	// the org's data-protection setting sealed (package privacy); nil:
+	// such grants do not open (503) and are never claimed.
+	Personal decide.PersonalOpener
 }
 
 // Spend is what claims need of spend-control budgets (the spend feature

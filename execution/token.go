@@ -64,7 +64,7 @@ func (s *Service) checkToken(ctx context.Context, orgID, token string, ignoreExp
 // exactly the claims rebuilt from the stored grant, every member
 // (BINDING_MISMATCH otherwise), so that nothing a caller presents stands in
 // for what was issued.
-func (s *Service) grantOf(tg tokenGrant) (claim.Grant, error) {
+func (s *Service) grantOf(ctx context.Context, tg tokenGrant) (claim.Grant, error) {
 	if core.IsNotFound(tg.lookupErr) {
 		return claim.Grant{}, core.New(core.ErrConflict, CodeGrantInvalid, "the execution grant is not known")
 	}
@@ -74,15 +74,38 @@ func (s *Service) grantOf(tg tokenGrant) (claim.Grant, error) {
 	if tg.recognized {
 		return tg.stored, nil
 	}
-	intent, err := s.boundIntent(tg.stored)
+	opened, err := s.opened(ctx, tg.stored)
+	if err != nil {
+		return claim.Grant{}, err
+	}
+	intent, err := s.boundIntent(opened)
 	if err != nil {
 		return claim.Grant{}, err
 	}
 	// Grants are issued only for ENFORCEMENT.
-	if !tg.claims.Equal(decide.GrantClaims(s.d.Issuer, tg.stored, intent.ExecutionIntent, policy.ModeEnforcement)) {
+	if !tg.claims.Equal(decide.GrantClaims(s.d.Issuer, opened, intent.ExecutionIntent, policy.ModeEnforcement)) {
 		return claim.Grant{}, core.New(core.ErrConflict, CodeBindingMismatch, "the execution grant does not match its recorded binding")
 	}
 	return tg.stored, nil
+}
+
+// opened returns g with the actor and bound intent its data-protection
+// sealing keeps (decide.OpenGrant); g itself when it was not sealed. A grant
+// whose data subject was erased is a stale authorization: its intent is
+// gone, so it can never be evaluated again, claimed or verified.
+func (s *Service) opened(ctx context.Context, g claim.Grant) (claim.Grant, error) {
+	if g.PersonalData == nil {
+		return g, nil
+	}
+	out, erased, err := decide.OpenGrant(ctx, s.cfg.Personal, g)
+	if err != nil {
+		return claim.Grant{}, err
+	}
+	if erased {
+		return claim.Grant{}, core.New(core.ErrConflict, core.CodeStaleAuthorization,
+			"the grant's data subject was erased: its bound intent is gone, and the grant can never be claimed")
+	}
+	return out, nil
 }
 
 // boundIntent decodes the canonical intent a grant was issued for, within
@@ -121,7 +144,7 @@ func (s *Service) verifyToken(ctx context.Context, orgID, token, intentHash stri
 	if intentHash == "" || c.IntentHash != intentHash {
 		return claim.Grant{}, core.New(core.ErrConflict, CodeGrantNotBound, "the execution grant is not bound to this intent_hash")
 	}
-	return s.grantOf(tg)
+	return s.grantOf(ctx, tg)
 }
 
 // GrantStatus is the verify-token answer.
@@ -148,6 +171,9 @@ func (s *Service) VerifyGrant(ctx context.Context, orgID, token, intentHash stri
 	}
 	if g.State != claim.StateIssued {
 		return GrantStatus{}, core.New(core.ErrConflict, CodeGrantAlreadyClaimed, "the execution grant was already claimed (it is %s)", g.State)
+	}
+	if g, err = s.opened(ctx, g); err != nil {
+		return GrantStatus{}, err
 	}
 	intent, err := s.boundIntent(g)
 	if err != nil {

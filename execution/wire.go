@@ -1,17 +1,21 @@
 package execution
 
 import (
+	"context"
 	"encoding/json"
 	"time"
 
 	"github.com/clearancehq/clearance/claim"
+	"github.com/clearancehq/clearance/decide"
 )
 
 // Execution is a grant's lifecycle as the reconciliation routes show it. It
 // is not the stored record (claim.Grant): renaming a member here is a
 // change of the wire, never a storage migration. It has the record's
 // members but token_digest, the digest by which the issuer recognizes its
-// own grant token, which is the store's business.
+// own grant token, which is the store's business, and personal_data: a
+// grant sealed by the org's data-protection setting is shown with its actor
+// and intent restored (view), "[erased]" once its data subject was erased.
 type Execution struct {
 	OrgID                string          `json:"org_id"`
 	GrantID              string          `json:"grant_id"`
@@ -59,4 +63,16 @@ func executionOf(g claim.Grant) Execution {
 		ClaimTokenDigest: g.ClaimTokenDigest, ClaimCorrelation: g.ClaimCorrelation, ClaimedAt: g.ClaimedAt,
 		LeaseExpiresAt: g.LeaseExpiresAt, FinalizedAt: g.FinalizedAt, FinalCode: g.FinalCode, Lapsed: g.Lapsed,
 		Evidence: g.Evidence, Receipt: g.Receipt, EffectConfirmed: g.EffectConfirmed, Reconciliation: g.Reconciliation}
+}
+
+// view is g as the reconciliation routes show it (see Execution).
+func (s *Service) view(ctx context.Context, g claim.Grant) (Execution, error) {
+	if g.PersonalData == nil {
+		return executionOf(g), nil
+	}
+	opened, _, err := decide.OpenGrant(ctx, s.cfg.Personal, g)
+	if err != nil {
+		return Execution{}, err
+	}
+	return executionOf(opened), nil
 }

@@ -28,6 +28,13 @@
 // dossiers sealed under it. The stored body, its digest, the ledger entry,
 // proof packets, capsules and validation packs carry the sealed form only.
 //
+// With a sealed dossier Seal returns a dossier.Sealer under the same subject
+// key, with which the decision's other records are sealed in the same
+// transaction: the grant's actor and bound intent, the grant token of its
+// idempotent answer, a managed escalation's intent and grant token. Each is
+// sealed for its own record ("record/<context>" as additional data), and
+// OpenSealed opens it there, or reports it erased.
+//
 // # Reading
 //
 // Open restores the values while the key exists (status OPEN) and writes

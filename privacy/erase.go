@@ -72,10 +72,15 @@ type Receipt struct {
 	Replayed bool `json:"replayed"`
 }
 
-// What an erasure touches, as the receipt lists it.
+// What an erasure touches, as the receipt lists it. Grants, managed
+// escalations and idempotent answers of a sealed decision are sealed under
+// the same subject key as its dossier.
 const (
 	storeSubjectKeys = "subject_keys:deleted"
 	storeDossiers    = "dossiers:personal_data_crypto_shredded"
+	storeGrants      = "grants:personal_data_crypto_shredded"
+	storeEscalations = "escalations:personal_data_crypto_shredded"
+	storeIdempotency = "idempotency_records:personal_data_crypto_shredded"
 )
 
 // erasureRecord is the stored receipt.
@@ -212,7 +217,7 @@ func (s *Service) erase(ctx context.Context, orgID, scope, subjectRef string, wh
 		}
 		p := ReceiptPayload{Aud: grant.AudErasureReceipt, Iss: s.d.Issuer, Profile: ReceiptProfile, ReceiptID: receiptID,
 			OrgID: orgID, Scope: scope, SubjectRef: subjectRef, RequestedBy: who, ErasedAt: core.Format(now),
-			KeysDestroyed: keys, DossiersAffected: dossiers, StoresTouched: []string{storeSubjectKeys, storeDossiers},
+			KeysDestroyed: keys, DossiersAffected: dossiers, StoresTouched: []string{storeSubjectKeys, storeDossiers, storeGrants, storeEscalations, storeIdempotency},
 			LedgerSeq: head.Seq + 1, LedgerOrigin: ledger.Origin(s.d.Issuer, orgID), LedgerVerifierKey: s.d.LedgerKey.VerifierKey()}
 		raw, err := canon.Marshal(p)
 		if err != nil {

@@ -23,5 +23,5 @@ const (
 	CodeLedgerKeyNotConfigured = "LEDGER_KEY_NOT_CONFIGURED"
 	// CodePersonalDataUnreadable: a sealed dossier whose key exists does
 	// not open (503): tampering or another secrets key.
-	CodePersonalDataUnreadable = "PERSONAL_DATA_UNREADABLE"
+	CodePersonalDataUnreadable = core.CodePersonalDataUnreadable
 )

@@ -98,10 +98,29 @@ func (s *Service) OpenRecorded(ctx context.Context, orgID string, body []byte) (
 
 // values opens the sealed values; nil when the key is destroyed.
 func (s *Service) values(ctx context.Context, orgID string, tree map[string]any, pd *dossier.PersonalData) ([]json.RawMessage, error) {
-	if !core.ValidID(pd.KeyID) {
-		return nil, core.New(core.ErrUnavailable, CodePersonalDataUnreadable, "the dossier names no valid subject key")
+	box, err := s.boxOf(ctx, orgID, pd.KeyID)
+	if err != nil || box == nil {
+		return nil, err
 	}
-	ix, err := s.d.Store.Artifact(ctx, orgID, kindKeyIndex, pd.KeyID)
+	unreadable := core.New(core.ErrUnavailable, CodePersonalDataUnreadable, "the dossier's personal data does not open")
+	dossierID, _ := tree["dossier_id"].(string)
+	plain, err := box.Open(pd.Ciphertext, dossierContext(orgID, dossierID))
+	if err != nil {
+		return nil, unreadable
+	}
+	var values []json.RawMessage
+	if err := json.Unmarshal(plain, &values); err != nil || len(values) != len(pd.Members) {
+		return nil, unreadable
+	}
+	return values, nil
+}
+
+// boxOf opens the org's subject key keyID; nil when it was destroyed.
+func (s *Service) boxOf(ctx context.Context, orgID, keyID string) (*secretbox.Box, error) {
+	if !core.ValidID(keyID) {
+		return nil, core.New(core.ErrUnavailable, CodePersonalDataUnreadable, "the sealed record names no valid subject key")
+	}
+	ix, err := s.d.Store.Artifact(ctx, orgID, kindKeyIndex, keyID)
 	if core.IsNotFound(err) {
 		return nil, nil // destroyed
 	}
@@ -115,7 +134,7 @@ func (s *Service) values(ctx context.Context, orgID string, tree map[string]any,
 	if err != nil {
 		return nil, core.Unavailable("read subject key", err)
 	}
-	unreadable := core.New(core.ErrUnavailable, CodePersonalDataUnreadable, "the dossier's personal data does not open")
+	unreadable := core.New(core.ErrUnavailable, CodePersonalDataUnreadable, "a subject key does not open with the server's secrets key")
 	if s.d.Secrets == nil {
 		return nil, core.New(core.ErrUnavailable, CodeSecretsNotConfigured, "opening personal data needs the server's secrets key")
 	}
@@ -123,7 +142,7 @@ func (s *Service) values(ctx context.Context, orgID string, tree map[string]any,
 	if err := json.Unmarshal(rec.Body, &k); err != nil {
 		return nil, unreadable
 	}
-	if k.KeyID != pd.KeyID {
+	if k.KeyID != keyID {
 		return nil, nil // the subject's key was destroyed and a new one made since
 	}
 	data, err := s.d.Secrets.Open(k.Wrapped, keyContext(orgID, k.KeyID))
@@ -134,16 +153,28 @@ func (s *Service) values(ctx context.Context, orgID string, tree map[string]any,
 	if err != nil {
 		return nil, unreadable
 	}
-	dossierID, _ := tree["dossier_id"].(string)
-	plain, err := box.Open(pd.Ciphertext, dossierContext(orgID, dossierID))
+	return box, nil
+}
+
+// OpenSealed opens what a decision's Sealer sealed for context in the
+// org's records (a grant's bound intent, an answer's grant token, an
+// escalation's intent): the plaintext while the subject's key exists;
+// erased true, and no plaintext, once it was destroyed. A ciphertext that
+// does not open under an existing key (moved from another record,
+// tampered with) is PERSONAL_DATA_UNREADABLE (503), never plaintext.
+func (s *Service) OpenSealed(ctx context.Context, orgID string, sealed dossier.Sealed, context string) ([]byte, bool, error) {
+	box, err := s.boxOf(ctx, orgID, sealed.KeyID)
 	if err != nil {
-		return nil, unreadable
+		return nil, false, err
 	}
-	var values []json.RawMessage
-	if err := json.Unmarshal(plain, &values); err != nil || len(values) != len(pd.Members) {
-		return nil, unreadable
+	if box == nil {
+		return nil, true, nil
 	}
-	return values, nil
+	plain, err := box.Open(sealed.Ciphertext, recordContext(context))
+	if err != nil {
+		return nil, false, core.New(core.ErrUnavailable, CodePersonalDataUnreadable, "a sealed record's personal data does not open")
+	}
+	return plain, false, nil
 }
 
 // decodeSealed decodes a stored body into a tree (numbers kept exact) and

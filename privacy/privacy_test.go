@@ -11,15 +11,18 @@ import (
 	"time"
 
 	"github.com/clearancehq/clearance"
+	"github.com/clearancehq/clearance/dossier"
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/policies"
 	"github.com/clearancehq/clearance/privacy"
+	"github.com/clearancehq/clearance/store"
 	"github.com/clearancehq/clearance/store/pebblestore"
 )
 
 type fixture struct {
 	t   *testing.T
 	ctx context.Context
+	b   *pebblestore.Store
 	e   *clearance.Engine
 	org string
 	key *ledger.Key
@@ -48,7 +51,7 @@ func newFixture(t *testing.T, secrets bool) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{t: t, ctx: context.Background(), e: e, org: o.Org.ID, key: key}
+	return &fixture{t: t, ctx: context.Background(), b: b, e: e, org: o.Org.ID, key: key}
 }
 
 func (f *fixture) decide(body string) string {
@@ -324,5 +327,63 @@ func TestSealingFailsClosedWithoutSecrets(t *testing.T) {
 	}
 	if err := req(`{"amount":5}`); err != nil {
 		t.Fatalf("a decision with nothing to seal: %v", err)
+	}
+}
+
+// A decision's other records (grant, answer, escalation) are sealed under
+// its subject's key, each for its own record: they open only there, and
+// not at all once the subject is erased. An org without a setting gets no
+// sealer.
+func TestSealedRecordsOpenForTheirRecordUntilErased(t *testing.T) {
+	f := newFixture(t, true)
+	body := dossier.Body{OrgID: f.org, DossierID: "0190a1b2-0000-7000-8000-000000000001"}
+	body.SetCanonicalIntent([]byte(`{"actor":{"id":"cust-1","type":"agent"},"amount":5}`))
+	seal := func() (*dossier.Body, dossier.Sealer) {
+		t.Helper()
+		var out *dossier.Body
+		var sealer dossier.Sealer
+		err := f.b.Update(f.ctx, f.org, func(tx store.Tx) error {
+			var err error
+			out, sealer, err = f.e.Privacy.Seal(f.ctx, tx, &body)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out, sealer
+	}
+	if out, sealer := seal(); out != nil || sealer != nil {
+		t.Fatalf("an org without a setting: %v %v", out, sealer)
+	}
+	if _, err := f.e.Privacy.PutSetting(f.ctx, f.org, []byte(`{"subject":"/actor/id","personal":[]}`)); err != nil {
+		t.Fatal(err)
+	}
+	out, sealer := seal()
+	if out == nil || sealer == nil {
+		t.Fatal("no sealer for a sealed dossier")
+	}
+	sealed, err := sealer.Seal([]byte("grant token of cust-1"), "grant/"+f.org+"/g-1")
+	if err != nil || sealed.KeyID != out.PersonalData.KeyID || strings.Contains(sealed.Ciphertext, "cust-1") {
+		t.Fatalf("sealed %+v: %v", sealed, err)
+	}
+	plain, erased, err := f.e.Privacy.OpenSealed(f.ctx, f.org, sealed, "grant/"+f.org+"/g-1")
+	if err != nil || erased || string(plain) != "grant token of cust-1" {
+		t.Fatalf("open: %q %v %v", plain, erased, err)
+	}
+	for _, where := range []string{"grant/" + f.org + "/g-2", "dossier/" + f.org + "/" + body.DossierID} {
+		if _, _, err := f.e.Privacy.OpenSealed(f.ctx, f.org, sealed, where); code(err) != privacy.CodePersonalDataUnreadable {
+			t.Fatalf("opened for %s: %v", where, err)
+		}
+	}
+	// Another org has no such key: nothing opens there.
+	if plain, erased, err := f.e.Privacy.OpenSealed(f.ctx, "other-org", sealed, "grant/"+f.org+"/g-1"); plain != nil || (!erased && err == nil) {
+		t.Fatalf("opened in another org: %q %v %v", plain, erased, err)
+	}
+	if _, err := f.e.Privacy.Erase(f.ctx, privacy.ErasureRequest{OrgID: f.org, Body: []byte(`{"subject_id":"cust-1"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	plain, erased, err = f.e.Privacy.OpenSealed(f.ctx, f.org, sealed, "grant/"+f.org+"/g-1")
+	if err != nil || !erased || plain != nil {
+		t.Fatalf("after erasure: %q %v %v", plain, erased, err)
 	}
 }

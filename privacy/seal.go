@@ -39,23 +39,35 @@ func (s *Service) subjectRef(orgID, subject string) string {
 
 // Seal returns the dossier b as the org's data-protection setting has it
 // stored: a sealed copy when the setting applies and b's intent holds one
-// of its members, else nil (b is stored as it is). It runs in the
-// decision's transaction and never changes b (the transaction may run
-// again). An org without a setting costs no read.
-func (s *Service) Seal(ctx context.Context, tx store.Tx, b *dossier.Body) (*dossier.Body, error) {
+// of its members, else nil (b is stored as it is). With a sealed copy it
+// returns the Sealer of the decision's other records (its grant, its
+// idempotent answer, its managed escalation), which seals under the same
+// subject key; nil otherwise. It runs in the decision's transaction and
+// never changes b (the transaction may run again). An org without a
+// setting costs no read.
+func (s *Service) Seal(ctx context.Context, tx store.Tx, b *dossier.Body) (*dossier.Body, dossier.Sealer, error) {
 	raw, err := tx.DataProtectionInTx(ctx)
 	if err != nil || len(raw) == 0 {
-		return nil, err
+		return nil, nil, err
 	}
+	out, sealer, err := s.seal(ctx, tx, b, raw)
+	if err != nil || out == nil {
+		return nil, nil, err
+	}
+	return out, sealer, nil
+}
+
+// seal is Seal under the stored setting raw.
+func (s *Service) seal(ctx context.Context, tx store.Tx, b *dossier.Body, raw []byte) (*dossier.Body, *recordSealer, error) {
 	st, err := decodeSetting(raw)
 	if err != nil {
-		return nil, fmt.Errorf("privacy: stored setting does not decode: %w", err)
+		return nil, nil, fmt.Errorf("privacy: stored setting does not decode: %w", err)
 	}
 	var intent any
 	dec := json.NewDecoder(bytes.NewReader(b.Intent))
 	dec.UseNumber()
 	if err := dec.Decode(&intent); err != nil {
-		return nil, fmt.Errorf("privacy: intent does not decode: %w", err)
+		return nil, nil, fmt.Errorf("privacy: intent does not decode: %w", err)
 	}
 	subject := ""
 	if v, _, ok := lookup(intent, st.Subject); ok {
@@ -79,16 +91,16 @@ func (s *Service) Seal(ctx context.Context, tx store.Tx, b *dossier.Body) (*doss
 		actorSealed = actorSealed || p == "/actor/id"
 	}
 	if len(members) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if s.d.Secrets == nil {
-		return nil, core.New(core.ErrUnavailable, CodeSecretsNotConfigured,
+		return nil, nil, core.New(core.ErrUnavailable, CodeSecretsNotConfigured,
 			"the org's data-protection setting needs the server's secrets key; the decision is not recorded in the clear")
 	}
 	out := *b
 	c, err := canon.Marshal(intent)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out.SetCanonicalIntent(c)
 	seal := func(member string, v any) {
@@ -115,18 +127,18 @@ func (s *Service) Seal(ctx context.Context, tx store.Tx, b *dossier.Body) (*doss
 	}
 	plain, err := json.Marshal(values)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	keyID, box, err := s.keyFor(ctx, tx, subject)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ct, err := box.Seal(plain, dossierContext(b.OrgID, b.DossierID))
 	if err != nil {
-		return nil, core.Unavailable("seal personal data", err)
+		return nil, nil, core.Unavailable("seal personal data", err)
 	}
 	out.PersonalData = &dossier.PersonalData{Profile: dossier.PersonalDataProfile, KeyID: keyID, Members: members, Ciphertext: ct}
-	return &out, nil
+	return &out, &recordSealer{keyID: keyID, box: box}, nil
 }
 
 // keyFor returns the subject's key, made on its first sealed dossier, and
@@ -178,4 +190,24 @@ func (s *Service) keyFor(ctx context.Context, tx store.Tx, subject string) (stri
 		return "", nil, err
 	}
 	return k.KeyID, box, nil
+}
+
+// recordSealer seals a decision's other records under the key its dossier
+// was sealed with (dossier.Sealer).
+type recordSealer struct {
+	keyID string
+	box   *secretbox.Box
+}
+
+// recordContext is the additional data of a record sealed for context: a
+// namespace of its own, so that nothing sealed for a record opens as a
+// dossier's values, or the reverse.
+func recordContext(context string) string { return "record/" + context }
+
+func (r *recordSealer) Seal(plain []byte, context string) (dossier.Sealed, error) {
+	ct, err := r.box.Seal(plain, recordContext(context))
+	if err != nil {
+		return dossier.Sealed{}, core.Unavailable("seal personal data", err)
+	}
+	return dossier.Sealed{KeyID: r.keyID, Ciphertext: ct}, nil
 }

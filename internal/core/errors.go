@@ -50,6 +50,10 @@ const (
 	// CodeSecretsNotConfigured: a feature must seal a secret at rest (or
 	// open one) and the engine has no secrets key (503).
 	CodeSecretsNotConfigured = "SECRETS_NOT_CONFIGURED"
+	// CodePersonalDataUnreadable: personal data sealed under a data
+	// subject's key that exists does not open (503): tampering, another
+	// secrets key, or no data-protection feature to open it.
+	CodePersonalDataUnreadable = "PERSONAL_DATA_UNREADABLE"
 	// A header and its body member disagree; a path segment and its body
 	// member disagree; a member the request requires is absent.
 	CodeHeaderBodyMismatch = "HEADER_BODY_MISMATCH"
