@@ -64,6 +64,7 @@ var kindOf = []struct{ sentinel, kind error }{
 	// not verify is a report, never an error).
 	{reader.ErrInvalidInput, ErrInvalidRequest},
 	{reader.ErrShareLinkInvalid, ErrNotFound},
+	{reader.ErrShareLinkUnsealed, ErrConflict},
 	{ucp.ErrInvalidMandate, ErrInvalidRequest},
 	{ucp.ErrInvalidTerms, ErrInvalidRequest},
 	{ucp.ErrPrivateKeyMaterial, ErrInvalidRequest},
