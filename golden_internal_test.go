@@ -82,7 +82,7 @@ var goldenRecords = []struct {
 	// (omitted when none, so the ones above keep their bytes).
 	{"dossier_federation", []string{ledger.KindDecision}, func(*testing.T) any {
 		d := goldenDossier()
-		d.Federation = []DossierFederated{{Envelope: "eyJhbGciOiJFZERTQSJ9.e30.c2ln", Issuer: "https://a.example", KID: "k1",
+		d.Federation = []DossierFederated{{Envelope: "eyJhbGciOiJFZERTQSJ9.e30.c2ln", Issuer: "https://a.example", Org: "0190f4b2-0000-7000-8000-0000000000f4", KID: "k1",
 			EnvelopeID: "0190f4b2-0000-7000-8000-0000000000f5", DecisionID: "0190f4b2-0000-7000-8000-0000000000f6",
 			DossierID: "0190f4b2-0000-7000-8000-0000000000f7", DossierDigest: goldenDigest('a'), Outcome: "ALLOW",
 			Mode: "ENFORCEMENT", IntentDigest: goldenDigest('b'), MatchesIntent: true}}

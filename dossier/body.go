@@ -161,8 +161,11 @@ type Sealer interface {
 // keys without trusting us), the key it verified with and what the policy
 // saw of it.
 type Federated struct {
-	Envelope      string `json:"envelope"` // the compact JWS as presented
-	Issuer        string `json:"issuer"`
+	Envelope string `json:"envelope"` // the compact JWS as presented
+	Issuer   string `json:"issuer"`
+	// Org is the issuing org (the envelope's org claim); absent only in
+	// dossiers recorded before it was kept.
+	Org           string `json:"org,omitempty"`
 	KID           string `json:"kid"`
 	EnvelopeID    string `json:"envelope_id"` // its jti
 	DecisionID    string `json:"decision_id"`

@@ -277,8 +277,8 @@ func lifecycleError(op string, err error) error {
 
 // recheckFederation verifies again the federated decisions g was issued on,
 // against the org's trust list and the issuers' keys as they are now, into
-// in: an issuer taken off the list, a key revoked or an envelope expired
-// since is a stale authorization. An issuer whose keys cannot be read is a
+// in: an issuer taken off the list, its issuing org taken off the entry, a
+// key revoked or an envelope expired since is a stale authorization. An issuer whose keys cannot be read is a
 // 503.
 func (s *Service) recheckFederation(ctx context.Context, g claim.Grant, in policy.Input) ([]policy.FederatedDecision, error) {
 	if s.cfg.Federation == nil {

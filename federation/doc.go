@@ -13,7 +13,9 @@
 // The receiving side keeps a per-org trust list (PutIssuer, Issuer,
 // Issuers, DeleteIssuer), at most MaxTrustedIssuers entries counted in the
 // transaction that adds one, each change ledgered. An entry names the
-// issuer's exact iss and either the URL of its JWKS — fetched through the
+// issuer's exact iss, the issuing orgs trusted on it (1 to MaxTrustedOrgs:
+// a deployment signs for each of its tenants, so the deployment alone is
+// not a trust boundary) and either the URL of its JWKS — fetched through the
 // SSRF-guarded outbound client, cached for KeyTTL and fetched again on an
 // unknown kid (at most once per KeyRefetchInterval) — or an inline JWKS;
 // optionally the extra audiences it accepts and the oldest decision it
@@ -21,7 +23,7 @@
 //
 // Verify checks every envelope presented with a decision request
 // (signature with a kid in the issuer's current key set, typ, a trusted
-// iss, an audience the org accepts, iat and exp with the engine's clock
+// iss, an org the entry lists, an audience the org accepts, iat and exp with the engine's clock
 // skew, the decision's age) and refuses the whole request when one fails
 // (FEDERATED_DECISION_INVALID, naming the index and the reason): nothing
 // is recorded. The verified envelopes reach the policy as

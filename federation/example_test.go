@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -69,9 +70,10 @@ const partnerBundle = `{"bundle_id":"partner","version":"v1","mode":"ENFORCEMENT
 const payment = `"decision_type":"PAYMENT","workflow_key":"payouts","amount":50,"action":{"type":"payment.send","currency":"EUR"}`
 
 // Deployment A signs an envelope of one of its decisions for an org of
-// deployment B, which trusts A (here with A's keys inline). B's policy
-// allows the payment only with A's ALLOW of the same payment; without the
-// envelope, or for another amount, it escalates.
+// deployment B, which trusts that org of A (here with A's keys inline). B's
+// policy allows the payment only with A's ALLOW of the same payment;
+// without the envelope, or for another amount, it escalates. Another
+// tenant of A, whatever its own policy allowed, is not trusted.
 func ExampleService_IssueEnvelope() {
 	ctx := context.Background()
 	a, err := newDeployment(ctx, "https://a.example", 1, `{"bundle_id":"a","version":"v1","mode":"ENFORCEMENT","rules":[],"default":{"outcome":"ALLOW","reason_codes":["OK"]}}`)
@@ -87,9 +89,10 @@ func ExampleService_IssueEnvelope() {
 	}
 	defer b.close()
 
-	// B's org trusts A, and tells A its audience.
+	// B's org trusts A's org, and tells A its audience.
 	jwks, _ := json.Marshal(a.engine.GrantKeys().JWKS(exampleNow))
-	if _, _, err := b.engine.Federation.PutIssuer(ctx, b.org, "https://a.example", []byte(`{"jwks":`+string(jwks)+`}`)); err != nil {
+	entry := `{"orgs":["` + a.org + `"],"jwks":` + string(jwks) + `}`
+	if _, _, err := b.engine.Federation.PutIssuer(ctx, b.org, "https://a.example", []byte(entry)); err != nil {
 		fmt.Println(err)
 		return
 	}
@@ -125,16 +128,30 @@ func ExampleService_IssueEnvelope() {
 	if errors.As(err, &refused) {
 		fmt.Println("another audience:", refused.Code, refused.Fields[0].Field)
 	}
+
+	// Another tenant of A allows everything and signs an envelope for B's
+	// audience: refused, for B's entry does not list that org.
+	mallory, _ := a.engine.Admin.CreateOrg(ctx, "Mallory")
+	_, _ = a.engine.Policies.PublishBundle(ctx, mallory.Org.ID, []byte(`{"bundle_id":"m","version":"v1","mode":"ENFORCEMENT","rules":[],"default":{"outcome":"ALLOW","reason_codes":["OK"]}}`))
+	decM, _ := a.engine.Decide.Evaluate(ctx, decide.EvaluateRequest{OrgID: mallory.Org.ID, Route: decide.RouteEvaluateDecision, Body: []byte("{" + payment + "}")})
+	req, _ = json.Marshal(federation.EnvelopeRequest{DossierID: decM.DossierID, Audience: audience})
+	envM, _ := a.engine.Federation.IssueEnvelope(ctx, mallory.Org.ID, req)
+	list, _ = json.Marshal([]string{envM.Envelope})
+	_, err = b.decide(ctx, "{"+payment+`,"federated_decisions":`+string(list)+"}")
+	if errors.As(err, &refused) {
+		fmt.Println("another org of A:", decM.Outcome, refused.Code, strings.Contains(refused.Detail, "is not among the orgs"))
+	}
 	// Output:
 	// A: ALLOW envelope for true expires 2026-11-01T12:05:00Z
 	// B without the envelope: ESCALATE
 	// B with it: ALLOW FEDERATED_ALLOW
 	// B with it, for another amount: ESCALATE
 	// another audience: FEDERATED_DECISION_INVALID federated_decisions[0]
+	// another org of A: ALLOW FEDERATED_DECISION_INVALID true
 }
 
-// The trust list names issuers by their exact iss; in a URL path the id
-// is percent-encoded. An org lists its entries and the audience envelopes
+// The trust list names issuers by their exact iss (in a URL path the id
+// is percent-encoded) and, on each, the issuing orgs it trusts. An org lists its entries and the audience envelopes
 // for it must name.
 func ExampleService_PutIssuer() {
 	ctx := context.Background()
@@ -145,17 +162,18 @@ func ExampleService_PutIssuer() {
 	}
 	defer b.close()
 	e, created, err := b.engine.Federation.PutIssuer(ctx, b.org, "https://a.example",
-		[]byte(`{"jwks_url":"https://a.example/.well-known/clearance-execution-grant-jwks.json","max_age_seconds":3600}`))
+		[]byte(`{"orgs":["0190f4b2-0000-7000-8000-0000000000a1"],`+
+			`"jwks_url":"https://a.example/.well-known/clearance-execution-grant-jwks.json","max_age_seconds":3600}`))
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(e.Issuer, created, e.MaxAgeSeconds)
+	fmt.Println(e.Issuer, e.Orgs, created, e.MaxAgeSeconds)
 	fmt.Println("path: /v1/federation/issuers/" + url.PathEscape(e.Issuer))
 	list, _ := b.engine.Federation.Issuers(ctx, b.org)
 	fmt.Println(len(list.Issuers), list.Audience == "https://b.example/federation/"+b.org)
 	// Output:
-	// https://a.example true 3600
+	// https://a.example [0190f4b2-0000-7000-8000-0000000000a1] true 3600
 	// path: /v1/federation/issuers/https:%2F%2Fa.example
 	// 1 true
 }

@@ -19,7 +19,7 @@ var goldenRecords = []struct {
 	value func() any
 }{
 	{"issuer_trusted", func() any {
-		return TrustedIssuer{Issuer: "https://a.example", JWKSURL: "https://a.example/.well-known/clearance-execution-grant-jwks.json",
+		return TrustedIssuer{Issuer: "https://a.example", Orgs: []string{"0190f4b2-0000-7000-8000-0000000000f1"}, JWKSURL: "https://a.example/.well-known/clearance-execution-grant-jwks.json",
 			JWKS:      json.RawMessage(`{"keys":[{"kty":"OKP","crv":"Ed25519","kid":"k1","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}]}`),
 			Audiences: []string{"https://b.example/federation/eu"}, MaxAgeSeconds: 3600,
 			CreatedAt: goldenAt.Format(core.TimeFormat), UpdatedAt: goldenAt.Add(time.Minute).Format(core.TimeFormat)}

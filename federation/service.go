@@ -13,6 +13,8 @@ import (
 const (
 	// MaxTrustedIssuers bounds an org's trust list.
 	MaxTrustedIssuers = 32
+	// MaxTrustedOrgs bounds the issuing orgs of one trusted issuer.
+	MaxTrustedOrgs = 32
 	// MaxAudiences bounds the extra audiences of one trusted issuer.
 	MaxAudiences = 8
 	// MaxFederatedDecisions bounds the envelopes of one request, and

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -31,6 +32,12 @@ const (
 type TrustedIssuer struct {
 	// Issuer is the exact iss of the deployment's envelopes.
 	Issuer string `json:"issuer"`
+	// Orgs are the issuing org ids (the envelopes' org claim) trusted on
+	// that deployment: a multi-tenant issuer signs for each of its orgs,
+	// so trusting the deployment alone would trust every tenant's policy.
+	// An entry stored before orgs were required has none and accepts no
+	// envelope.
+	Orgs []string `json:"orgs"`
 	// JWKSURL is where its public keys are fetched; JWKS, instead, holds
 	// them inline (exactly one of the two).
 	JWKSURL string          `json:"jwks_url,omitempty"`
@@ -74,6 +81,7 @@ func (t trustSet) find(iss string) int {
 
 // issuerBody is the PUT body as received.
 type issuerBody struct {
+	Orgs          []string        `json:"orgs"`
 	JWKSURL       *string         `json:"jwks_url"`
 	JWKS          json.RawMessage `json:"jwks"`
 	Audiences     []string        `json:"audiences"`
@@ -248,6 +256,22 @@ func (s *Service) checkEntry(orgID, issuer string, b issuerBody) (TrustedIssuer,
 		}
 	}
 	e.Audiences = b.Audiences
+	switch {
+	case b.Orgs == nil:
+		bad("orgs", "is required: the ids of the issuing orgs trusted on this issuer")
+	case len(b.Orgs) < 1 || len(b.Orgs) > MaxTrustedOrgs:
+		bad("orgs", "must list 1 to %d org ids", MaxTrustedOrgs)
+	}
+	for i, o := range b.Orgs {
+		field := fmt.Sprintf("orgs[%d]", i)
+		switch {
+		case !core.ValidID(o):
+			bad(field, "must be an org id (a lowercase UUID)")
+		case slices.Contains(b.Orgs[:i], o):
+			bad(field, "repeats org %s", o)
+		}
+	}
+	e.Orgs = b.Orgs
 	if b.MaxAgeSeconds != nil {
 		if v := *b.MaxAgeSeconds; v < 1 || v > int64(MaxDecisionAge/time.Second) {
 			bad("max_age_seconds", "must be 1 to %d", int64(MaxDecisionAge/time.Second))
@@ -316,6 +340,11 @@ func decodeTrust(rec artifact.Record, err error) (trustSet, error) {
 	var set trustSet
 	if err := json.Unmarshal(rec.Body, &set); err != nil {
 		return trustSet{}, core.Unavailable("decode trust list", err)
+	}
+	for i := range set.Issuers {
+		if set.Issuers[i].Orgs == nil { // stored before orgs were required: trusts no org
+			set.Issuers[i].Orgs = []string{}
+		}
 	}
 	return set, nil
 }

@@ -22,7 +22,8 @@ import (
 // them (policy.Input.Federation) and what the dossier records. Each must be a
 // compact JWS of typ grant.TypFederatedDecision whose iss is on the org's
 // trust list, signed with a key whose kid is in that issuer's current key
-// set, naming an audience the org accepts, with iat no later than the
+// set, from an issuing org the entry lists, naming an audience the org
+// accepts, with iat no later than the
 // engine's clock plus its skew and exp after it, and a decision no older
 // than the entry's max_age_seconds. The first that fails refuses the whole
 // request: 400 FEDERATED_DECISION_INVALID naming federated_decisions[i]
@@ -78,6 +79,12 @@ func (s *Service) Verify(ctx context.Context, orgID string, envelopes []string, 
 		if !s.accepts(entry, orgID, f.Audience) {
 			return nil, nil, refuse("audience %q is not this org's (%s)", clip(f.Audience), s.Audience(orgID))
 		}
+		if !slices.Contains(entry.Orgs, f.OrgID) {
+			if len(entry.Orgs) == 0 {
+				return nil, nil, refuse("the trust list entry of %q names no issuing org (it was stored before orgs were required): put it again with orgs", clip(iss))
+			}
+			return nil, nil, refuse("issuing org %q is not among the orgs the trust list accepts from %q", clip(f.OrgID), clip(iss))
+		}
 		decided, _ := time.Parse(time.RFC3339Nano, f.DecidedAt) // validated by VerifyFederatedDecision
 		age := now.Sub(decided)
 		if entry.MaxAgeSeconds > 0 && age > time.Duration(entry.MaxAgeSeconds)*time.Second {
@@ -87,12 +94,12 @@ func (s *Service) Verify(ctx context.Context, orgID string, envelopes []string, 
 			return nil, nil, refuse("envelope %s of %q is presented twice", f.ID, clip(iss))
 		}
 		matches := f.IntentProfile == IntentProfile && f.IntentDigest == digest
-		recorded = append(recorded, dossier.Federated{Envelope: jws, Issuer: f.Issuer, KID: kid, EnvelopeID: f.ID,
+		recorded = append(recorded, dossier.Federated{Envelope: jws, Issuer: f.Issuer, Org: f.OrgID, KID: kid, EnvelopeID: f.ID,
 			DecisionID: f.DecisionID, DossierID: f.DossierID, DossierDigest: f.DossierDigest, Outcome: f.Outcome, Mode: f.Mode,
 			IntentDigest: f.IntentDigest, MatchesIntent: matches})
-		seen = append(seen, policy.FederatedDecision{Issuer: f.Issuer, Outcome: policy.Outcome(f.Outcome), Mode: policy.Mode(f.Mode),
+		seen = append(seen, policy.FederatedDecision{Issuer: f.Issuer, Org: f.OrgID, Outcome: policy.Outcome(f.Outcome), Mode: policy.Mode(f.Mode),
 			DecisionID: f.DecisionID, IntentDigest: f.IntentDigest, MatchesIntent: matches, PolicyVersion: f.PolicyVersion,
-			ReasonCodes: f.ReasonCodes, AgeSeconds: max(age.Seconds(), 0)})
+			BundleDigest: f.BundleDigest, ReasonCodes: f.ReasonCodes, AgeSeconds: max(age.Seconds(), 0)})
 	}
 	return seen, recorded, nil
 }

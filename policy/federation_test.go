@@ -46,3 +46,24 @@ func TestFederationInput(t *testing.T) {
 		}
 	}
 }
+
+// A rule may narrow to one issuing org and one bundle of the issuer.
+func TestFederationOrgAndBundle(t *testing.T) {
+	c, err := Compile(Bundle{BundleID: "b", Version: "v1", Mode: ModeEnforcement, Rules: []Rule{{ID: "org", Outcome: OutcomeAllow,
+		ReasonCodes: []string{"FEDERATED_ALLOW"},
+		When:        `federation.exists(f, f.org == "org-a" && f.bundle_digest == "sha256:b1" && f.policy_version == "7" && f.outcome == "ALLOW")`}},
+		Default: Default{Outcome: OutcomeEscalate, ReasonCodes: []string{"NEEDS_REVIEW"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		org, bundle string
+		want        Outcome
+	}{{"org-a", "sha256:b1", OutcomeAllow}, {"org-m", "sha256:b1", OutcomeEscalate}, {"org-a", "sha256:b2", OutcomeEscalate}} {
+		in := Input{Now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), Federation: []FederatedDecision{{Issuer: "https://a.example",
+			Org: tc.org, Outcome: OutcomeAllow, Mode: ModeEnforcement, PolicyVersion: "7", BundleDigest: tc.bundle}}}
+		if got := c.Evaluate(&in); got.Outcome != tc.want || got.Err != nil {
+			t.Errorf("org %s bundle %s: %s (%v), want %s", tc.org, tc.bundle, got.Outcome, got.Err, tc.want)
+		}
+	}
+}

@@ -25,7 +25,9 @@ const (
 func (s *badSuite) addFederationSpecs(specs map[string]routeSpec, dec, decB *result) {
 	t, x := s.t, s.x
 	jwks := json.RawMessage(x.req(t, "GET", "/.well-known/clearance-execution-grant-jwks.json", "", nil, nil).want(t, http.StatusOK).Raw)
-	inline, _ := json.Marshal(map[string]any{"jwks": jwks})
+	// Every entry trusts org a of the test server: its envelopes verify.
+	orgs := `"orgs":[` + lit(s.a.ID) + `],`
+	inline, _ := json.Marshal(map[string]any{"orgs": []string{s.a.ID}, "jwks": jwks})
 	fill := func(o org, names ...string) {
 		for i := 0; len(names) < federation.MaxTrustedIssuers; i++ {
 			names = append(names, fmt.Sprintf("issuer-%s-%d", o.ID[len(o.ID)-4:], i))
@@ -118,20 +120,47 @@ func (s *badSuite) addFederationSpecs(specs map[string]routeSpec, dec, decB *res
 	specs["PUT "+pathFedIssuers+"/{issuerId}"] = routeSpec{org: orgQuery, params: params, body: put,
 		openUnknown: []string{"jwks"},
 		paramCodes:  []string{federation.CodeInvalidIssuerID, federation.CodeTrustedIssuerLimitReached},
-		idents:      []string{`{"jwks_url":@@}`, `{"jwks":` + string(jwks) + `,"audiences":[@@]}`},
-		numbers:     []string{`{"jwks":` + string(jwks) + `,"max_age_seconds":@@}`},
+		idents: []string{`{` + orgs + `"jwks_url":@@}`, `{` + orgs + `"jwks":` + string(jwks) + `,"audiences":[@@]}`,
+			`{"orgs":[@@],"jwks":` + string(jwks) + `}`},
+		numbers: []string{`{` + orgs + `"jwks":` + string(jwks) + `,"max_age_seconds":@@}`},
 		extra: func(q req) []badCase {
 			private := strings.Replace(string(jwks), `"kty":"OKP"`, `"kty":"OKP","d":"nWGxne_9WmC6hEr0kuwsxERJxWl7MmkZcDusAxyuf2A"`, 1)
-			return s.values(q, []string{
-				`{}`, `{"jwks":null}`, `{"jwks_url":"https://a.example/jwks.json","jwks":` + string(jwks) + `}`,
-				`{"jwks_url":"ftp://a.example/jwks.json"}`, `{"jwks_url":"https://user:pw@a.example/jwks.json"}`,
-				`{"jwks_url":"not a url"}`, `{"jwks_url":` + lit("https://a.example/"+strings.Repeat("a", federation.MaxJWKSURLLen)) + `}`,
-				`{"jwks":{"keys":[]}}`, `{"jwks":{"keys":[{"kty":"EC"}]}}`, `{"jwks":[]}`, `{"jwks":"x"}`, `{"jwks":` + private + `}`,
-				`{"jwks":` + string(jwks) + `,"audiences":[""]}`, `{"jwks":` + string(jwks) + `,"audiences":"a"}`,
-				`{"jwks":` + string(jwks) + `,"audiences":["clearance/federation/` + s.b.ID + `"]}`,
-				`{"jwks":` + string(jwks) + `,"audiences":["a","b","c","d","e","f","g","h","i"]}`,
-				`{"jwks":` + string(jwks) + `,"max_age_seconds":0}`, `{"jwks":` + string(jwks) + `,"max_age_seconds":2592001}`,
+			j := string(jwks)
+			out := s.values(q, []string{
+				`{}`, `{` + orgs + `"jwks":null}`, `{` + orgs + `"jwks_url":"https://a.example/jwks.json","jwks":` + j + `}`,
+				`{` + orgs + `"jwks_url":"ftp://a.example/jwks.json"}`, `{` + orgs + `"jwks_url":"https://user:pw@a.example/jwks.json"}`,
+				`{` + orgs + `"jwks_url":"not a url"}`, `{` + orgs + `"jwks_url":` + lit("https://a.example/"+strings.Repeat("a", federation.MaxJWKSURLLen)) + `}`,
+				`{` + orgs + `"jwks":{"keys":[]}}`, `{` + orgs + `"jwks":{"keys":[{"kty":"EC"}]}}`, `{` + orgs + `"jwks":[]}`, `{` + orgs + `"jwks":"x"}`,
+				`{` + orgs + `"jwks":` + private + `}`,
+				`{` + orgs + `"jwks":` + j + `,"audiences":[""]}`, `{` + orgs + `"jwks":` + j + `,"audiences":"a"}`,
+				`{` + orgs + `"jwks":` + j + `,"audiences":["clearance/federation/` + s.b.ID + `"]}`,
+				`{` + orgs + `"jwks":` + j + `,"audiences":["a","b","c","d","e","f","g","h","i"]}`,
+				`{` + orgs + `"jwks":` + j + `,"max_age_seconds":0}`, `{` + orgs + `"jwks":` + j + `,"max_age_seconds":2592001}`,
+				`{"orgs":` + lit(s.a.ID) + `,"jwks":` + j + `}`, `{"orgs":[1],"jwks":` + j + `}`, `{"orgs":{},"jwks":` + j + `}`,
 			})
+			// The orgs trusted on the issuer: required, 1 to MaxTrustedOrgs
+			// distinct org ids.
+			many := make([]string, federation.MaxTrustedOrgs+1)
+			for i := range many {
+				many[i] = fmt.Sprintf("0190f4b2-0000-7000-8000-%012x", i)
+			}
+			manyJSON, _ := json.Marshal(many)
+			for _, c := range []struct{ name, body string }{
+				{"orgs missing", `{"jwks":` + j + `}`},
+				{"orgs null", `{"orgs":null,"jwks":` + j + `}`},
+				{"orgs empty", `{"orgs":[],"jwks":` + j + `}`},
+				{"an org id that is no UUID", `{"orgs":["acme"],"jwks":` + j + `}`},
+				{"an empty org id", `{"orgs":[""],"jwks":` + j + `}`},
+				{"an upper-case org id", `{"orgs":[` + lit(strings.ToUpper(s.a.ID)) + `],"jwks":` + j + `}`},
+				{"an org id with a space", `{"orgs":[` + lit(" "+s.a.ID) + `],"jwks":` + j + `}`},
+				{"too many orgs", `{"orgs":` + string(manyJSON) + `,"jwks":` + j + `}`},
+				{"an org twice", `{"orgs":[` + lit(s.a.ID) + `,` + lit(s.a.ID) + `],"jwks":` + j + `}`},
+			} {
+				v := s.variant(q, catValue, "orgs: "+c.name, c.body, federation.CodeInvalidTrustedIssuer)
+				v.status = http.StatusBadRequest
+				out = append(out, v)
+			}
+			return out
 		}}
 	specs["DELETE "+pathFedIssuers+"/{issuerId}"] = routeSpec{org: orgQuery, params: map[string]string{"issuerId": url.PathEscape(fedSpare)},
 		paramCodes: []string{federation.CodeInvalidIssuerID, federation.CodeTrustedIssuerNotFound}}

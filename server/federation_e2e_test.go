@@ -35,6 +35,11 @@ const partnerBundle = `{"bundle_id":"partner","version":"v1","mode":"ENFORCEMENT
 const plainBundle = `{"bundle_id":"plain","version":"v1","mode":"ENFORCEMENT","rules":[],
  "default":{"outcome":"ESCALATE","reason_codes":["NEEDS_PARTNER"]}}`
 
+// plainAllow allows everything: the policy of a tenant of a multi-tenant
+// issuer that B does not trust.
+const plainAllow = `{"bundle_id":"anything","version":"v1","mode":"ENFORCEMENT","rules":[],
+ "default":{"outcome":"ALLOW","reason_codes":["OK"]}}`
+
 // payment is the intent both deployments decide.
 const payment = `"decision_type":"PAYMENT","workflow_key":"payouts","amount":50,` +
 	`"actor":{"id":"agent-7","type":"agent"},"action":{"type":"payment.send","currency":"EUR","target":"acct-1"}`
@@ -118,17 +123,17 @@ func TestFederationE2E(t *testing.T) {
 	}
 
 	// B's org trusts A by its JWKS URL.
-	put := b.req(t, "PUT", issuerPath(issuerA), b.o.Key, map[string]any{"jwks_url": jwksURL(a), "max_age_seconds": 3600}, nil).
-		want(t, http.StatusCreated)
-	if put.str("issuer") != issuerA || put.str("jwks_url") != jwksURL(a) {
+	trustA := entry(map[string]any{"jwks_url": jwksURL(a), "max_age_seconds": 3600}, a.o.ID)
+	put := b.req(t, "PUT", issuerPath(issuerA), b.o.Key, trustA, nil).want(t, http.StatusCreated)
+	if put.str("issuer") != issuerA || put.str("jwks_url") != jwksURL(a) || lookup(put.JSON, "orgs.0") != a.o.ID {
 		t.Fatalf("put: %s", put)
 	}
-	b.req(t, "PUT", issuerPath(issuerA), b.o.Key, map[string]any{"jwks_url": jwksURL(a), "max_age_seconds": 3600}, nil).want(t, http.StatusOK)
+	b.req(t, "PUT", issuerPath(issuerA), b.o.Key, trustA, nil).want(t, http.StatusOK)
 	b.req(t, "GET", issuerPath(issuerA), b.o.Key, nil, nil).want(t, http.StatusOK)
 	if got := b.req(t, "GET", pathFedIssuers, b.o.Key, nil, nil).want(t, http.StatusOK); lookup(got.JSON, "issuers.0.issuer") != issuerA {
 		t.Fatalf("list: %s", got)
 	}
-	b.req(t, "PUT", issuerPath(issuerA), plain.Key, map[string]any{"jwks_url": jwksURL(a)}, nil).want(t, http.StatusCreated)
+	b.req(t, "PUT", issuerPath(issuerA), plain.Key, entry(map[string]any{"jwks_url": jwksURL(a)}, a.o.ID), nil).want(t, http.StatusCreated)
 
 	// Without the envelope B escalates; with it, its rule allows.
 	b.req(t, "POST", pathEvaluate, b.o.Key, withEnvelopes(""), nil).want(t, http.StatusOK)
@@ -143,7 +148,8 @@ func TestFederationE2E(t *testing.T) {
 	// against A's published keys without trusting B.
 	dos := b.req(t, "GET", "/v1/protocol/dossiers/"+dec.str("dossier_id"), b.o.Key, nil, nil).want(t, http.StatusOK)
 	if lookup(dos.JSON, "federation.0.envelope") != env || lookup(dos.JSON, "federation.0.matches_intent") != true ||
-		lookup(dos.JSON, "federation.0.issuer") != issuerA || lookup(dos.JSON, "federation.0.decision_id") != decA.str("decision_id") {
+		lookup(dos.JSON, "federation.0.issuer") != issuerA || lookup(dos.JSON, "federation.0.decision_id") != decA.str("decision_id") ||
+		lookup(dos.JSON, "federation.0.org") != a.o.ID {
 		t.Fatalf("dossier federation: %s", dos)
 	}
 	claims := auditEnvelope(t, a, env, b.clock())
@@ -183,13 +189,60 @@ func TestFederationE2E(t *testing.T) {
 	b.claimed(t, issued{token: bound.str("execution_token"), hash: bound.str("intent_hash")})
 	// A's keys rotated out of B's entry between bind and claim: stale.
 	stale := bindWith(env)
-	b.req(t, "PUT", issuerPath(issuerA), b.o.Key, map[string]any{"jwks": json.RawMessage(
-		`{"keys":[{"kty":"OKP","crv":"Ed25519","kid":"other","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}]}`)}, nil).want(t, http.StatusOK)
+	b.req(t, "PUT", issuerPath(issuerA), b.o.Key, entry(map[string]any{"jwks": json.RawMessage(
+		`{"keys":[{"kty":"OKP","crv":"Ed25519","kid":"other","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}]}`)}, a.o.ID), nil).want(t, http.StatusOK)
 	r = b.claim(t, pathClaim, stale.str("execution_token"), stale.str("intent_hash")).want(t, http.StatusConflict)
 	if r.str("code") != "STALE_AUTHORIZATION" || lookup(r.JSON, "should_execute") != false {
 		t.Fatalf("a claim whose envelope no longer verifies: %s", r)
 	}
-	b.req(t, "PUT", issuerPath(issuerA), b.o.Key, map[string]any{"jwks_url": jwksURL(a), "max_age_seconds": 3600}, nil).want(t, http.StatusOK)
+	b.req(t, "PUT", issuerPath(issuerA), b.o.Key, trustA, nil).want(t, http.StatusOK)
+
+	// A's org taken off B's entry between bind and claim: stale too, and
+	// put back, the same envelope verifies again.
+	stale = bindWith(env)
+	b.req(t, "PUT", issuerPath(issuerA), b.o.Key, entry(map[string]any{"jwks_url": jwksURL(a)}, plain.ID), nil).want(t, http.StatusOK)
+	r = b.claim(t, pathClaim, stale.str("execution_token"), stale.str("intent_hash")).want(t, http.StatusConflict)
+	if r.str("code") != "STALE_AUTHORIZATION" || lookup(r.JSON, "should_execute") != false || !strings.Contains(r.String(), "is not among the orgs") {
+		t.Fatalf("a claim whose issuing org is no longer trusted: %s", r)
+	}
+	b.req(t, "PUT", issuerPath(issuerA), b.o.Key, trustA, nil).want(t, http.StatusOK)
+	again := bindWith(env)
+	b.claimed(t, issued{token: again.str("execution_token"), hash: again.str("intent_hash")})
+
+	// The multi-tenant issuer: another tenant of A (one anybody could
+	// sign up for) allows everything, so a payment A's org would send for
+	// review, and signs its ALLOW for B's audience. B's rule reads issuer,
+	// outcome and intent only, yet the envelope is refused: B's entry
+	// trusts A's org, not every org of A.
+	mallory := a.createOrg("Mallory")
+	a.publish(mallory.Key, plainAllow).want(t, http.StatusCreated)
+	decM := a.req(t, "POST", pathEvaluate, mallory.Key, withEnvelopes("5000"), nil).want(t, http.StatusOK)
+	if decM.str("outcome") != "ALLOW" {
+		t.Fatalf("Mallory's own decision: %s", decM)
+	}
+	envM := envelopeFor(t, a, mallory.Key, decM.str("dossier_id"), audB, 0)
+	head = b.head(b.o.Key)
+	r = b.req(t, "POST", pathEvaluate, b.o.Key, withEnvelopes("5000", envM), nil).wantProblem(t, http.StatusBadRequest, clearance.CodeFederatedDecisionInvalid)
+	if !strings.Contains(r.String(), "federated_decisions[0]") || !strings.Contains(r.String(), mallory.ID) || !strings.Contains(r.String(), "is not among the orgs") {
+		t.Fatalf("another tenant's envelope: %s", r)
+	}
+	if b.head(b.o.Key) != head {
+		t.Fatal("a refused envelope recorded something")
+	}
+	// Listed, its ALLOW is evidence like A's own org's (what B's rule
+	// would have answered without the org binding), and the dossier names
+	// the org; a rule may narrow to one org with f.org.
+	b.req(t, "PUT", issuerPath(issuerA), b.o.Key, entry(map[string]any{"jwks_url": jwksURL(a), "max_age_seconds": 3600}, a.o.ID, mallory.ID), nil).
+		want(t, http.StatusOK)
+	decMB := b.req(t, "POST", pathEvaluate, b.o.Key, withEnvelopes("5000", envM), nil).want(t, http.StatusOK)
+	if decMB.str("outcome") != "ALLOW" || !strings.Contains(decMB.String(), "FEDERATED_ALLOW") {
+		t.Fatalf("a listed org's envelope: %s", decMB)
+	}
+	dosM := b.req(t, "GET", "/v1/protocol/dossiers/"+decMB.str("dossier_id"), b.o.Key, nil, nil).want(t, http.StatusOK)
+	if lookup(dosM.JSON, "federation.0.org") != mallory.ID {
+		t.Fatalf("dossier federation org: %s", dosM)
+	}
+	b.req(t, "PUT", issuerPath(issuerA), b.o.Key, trustA, nil).want(t, http.StatusOK)
 
 	// The org whose policy reads no federation: unchanged by it.
 	envPlain := envelopeFor(t, a, a.o.Key, decA.str("dossier_id"), audPlain, 0)
@@ -255,12 +308,12 @@ func TestFederationE2E(t *testing.T) {
 	// An issuer whose keys cannot be read: 503, nothing recorded.
 	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusBadGateway) }))
 	defer down.Close()
-	b.req(t, "PUT", issuerPath(issuerA), b.o.Key, map[string]any{"jwks_url": down.URL + "/jwks.json"}, nil).want(t, http.StatusOK)
+	b.req(t, "PUT", issuerPath(issuerA), b.o.Key, entry(map[string]any{"jwks_url": down.URL + "/jwks.json"}, a.o.ID), nil).want(t, http.StatusOK)
 	b.req(t, "POST", pathEvaluate, b.o.Key, withEnvelopes("", envNew), nil).wantProblem(t, http.StatusServiceUnavailable, clearance.CodeFederationIssuerUnavailable)
 
 	// An inline JWKS: A's set as published now.
 	jwks := a.req(t, "GET", "/.well-known/clearance-execution-grant-jwks.json", "", nil, nil).want(t, http.StatusOK)
-	b.req(t, "PUT", issuerPath(issuerA), b.o.Key, map[string]any{"jwks": json.RawMessage(jwks.Raw)}, nil).want(t, http.StatusOK)
+	b.req(t, "PUT", issuerPath(issuerA), b.o.Key, entry(map[string]any{"jwks": json.RawMessage(jwks.Raw)}, a.o.ID), nil).want(t, http.StatusOK)
 	if got := b.req(t, "POST", pathEvaluate, b.o.Key, withEnvelopes("", envNew), nil).want(t, http.StatusOK).str("outcome"); got != "ALLOW" {
 		t.Fatalf("an inline JWKS: %s", got)
 	}
@@ -273,13 +326,23 @@ func TestFederationE2E(t *testing.T) {
 	// The trust list is bounded, counted where the entry is added.
 	for i := range federation.MaxTrustedIssuers {
 		b.req(t, "PUT", issuerPath("issuer-"+string(rune('a'+i%26))+strings.Repeat("x", i/26)), other.Key,
-			map[string]any{"jwks": json.RawMessage(jwks.Raw)}, nil).want(t, http.StatusCreated)
+			entry(map[string]any{"jwks": json.RawMessage(jwks.Raw)}, a.o.ID), nil).want(t, http.StatusCreated)
 	}
-	b.req(t, "PUT", issuerPath("one-too-many"), other.Key, map[string]any{"jwks": json.RawMessage(jwks.Raw)}, nil).
+	b.req(t, "PUT", issuerPath("one-too-many"), other.Key, entry(map[string]any{"jwks": json.RawMessage(jwks.Raw)}, a.o.ID), nil).
 		wantProblem(t, http.StatusConflict, clearance.CodeTrustedIssuerLimitReached)
 
 	a.ledgerOK(t)
 	b.ledgerOK(t)
+}
+
+// entry is a trust list entry body trusting orgs of the issuer, with the
+// members of m.
+func entry(m map[string]any, orgs ...string) map[string]any {
+	out := map[string]any{"orgs": orgs}
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
 }
 
 // auditEnvelope verifies a recorded envelope as an auditor would: against
