@@ -387,3 +387,37 @@ func TestSealedRecordsOpenForTheirRecordUntilErased(t *testing.T) {
 		t.Fatalf("after erasure: %q %v %v", plain, erased, err)
 	}
 }
+
+// A member that holds the actor id (here /actor) seals the dossier's own
+// copy of it too; personal data without a subject gets a key of its
+// dossier's own, never one key shared by every subject-less dossier.
+func TestSealingCoversCopiesAndSubjectlessData(t *testing.T) {
+	f := newFixture(t, true)
+	if _, err := f.e.Privacy.PutSetting(f.ctx, f.org, []byte(`{"subject":"/context/customer/id","personal":["/actor","/context/customer/email"]}`)); err != nil {
+		t.Fatal(err)
+	}
+	id := f.decide(`{"amount":5,"actor":{"id":"actor-secret-8841","type":"agent"},"context":{"customer":{"id":"c-1"}}}`)
+	if stored := f.stored(id); bytes.Contains(stored, []byte("actor-secret-8841")) {
+		t.Fatalf("the actor id is stored in the clear: %s", stored)
+	}
+	if m, _ := f.view(id); m["actor"].(map[string]any)["id"] != "actor-secret-8841" {
+		t.Fatalf("the actor id does not open: %v", m["actor"])
+	}
+	keyOf := func(dossierID string) string {
+		var b struct {
+			PersonalData dossier.PersonalData `json:"personal_data"`
+		}
+		if err := json.Unmarshal(f.stored(dossierID), &b); err != nil || b.PersonalData.KeyID == "" {
+			t.Fatalf("no personal data: %v", err)
+		}
+		return b.PersonalData.KeyID
+	}
+	a := f.decide(`{"amount":5,"context":{"customer":{"email":"a@example.com"}}}`)
+	b := f.decide(`{"amount":5,"context":{"customer":{"id":{"x":1},"email":"b@example.com"}}}`)
+	if keyOf(a) == keyOf(b) {
+		t.Fatal("two dossiers without a subject share one key")
+	}
+	if keyOf(a) == keyOf(id) {
+		t.Fatal("a dossier without a subject shares a subject's key")
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/clearancehq/clearance/artifact"
 	"github.com/clearancehq/clearance/dossier"
@@ -35,6 +36,13 @@ func dossierContext(orgID, dossierID string) string { return "dossier/" + orgID 
 // the store cannot tell whether a guessed id was a subject.
 func (s *Service) subjectRef(orgID, subject string) string {
 	return hex.EncodeToString(s.d.Secrets.MAC([]byte(subject), "privacy/subject/"+orgID))
+}
+
+// dossierRef names the key of a dossier whose personal data has no
+// subject: a MAC of its id under a context of its own, so that no subject
+// id, whatever an intent holds, names the same key.
+func (s *Service) dossierRef(orgID, dossierID string) string {
+	return hex.EncodeToString(s.d.Secrets.MAC([]byte(dossierID), "privacy/dossier/"+orgID))
 }
 
 // Seal returns the dossier b as the org's data-protection setting has it
@@ -88,11 +96,14 @@ func (s *Service) seal(ctx context.Context, tx store.Tx, b *dossier.Body, raw []
 		}
 		members, values = append(members, "/intent"+p), append(values, v)
 		set(dossier.SealedMarker)
-		actorSealed = actorSealed || p == "/actor/id"
+		// The dossier's actor.id copies the intent's: sealed with it, or
+		// with anything that holds it (/actor, the whole intent).
+		actorSealed = actorSealed || p == "/actor/id" || strings.HasPrefix("/actor/id", p+"/")
 	}
 	if len(members) == 0 {
 		return nil, nil, nil
 	}
+
 	if s.d.Secrets == nil {
 		return nil, nil, core.New(core.ErrUnavailable, CodeSecretsNotConfigured,
 			"the org's data-protection setting needs the server's secrets key; the decision is not recorded in the clear")
@@ -129,7 +140,17 @@ func (s *Service) seal(ctx context.Context, tx store.Tx, b *dossier.Body, raw []
 	if err != nil {
 		return nil, nil, err
 	}
-	keyID, box, err := s.keyFor(ctx, tx, subject)
+	ref := ""
+	if subject != "" {
+		ref = s.subjectRef(b.OrgID, subject)
+	} else {
+		// Personal data without a subject to erase it by (the subject's
+		// member absent, or not a string or number): a key of the
+		// dossier's own, which no two people share and an erasure of the
+		// org's personal data destroys.
+		ref = s.dossierRef(b.OrgID, b.DossierID)
+	}
+	keyID, box, err := s.keyFor(ctx, tx, ref)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -141,11 +162,10 @@ func (s *Service) seal(ctx context.Context, tx store.Tx, b *dossier.Body, raw []
 	return &out, &recordSealer{keyID: keyID, box: box}, nil
 }
 
-// keyFor returns the subject's key, made on its first sealed dossier, and
-// counts one more dossier under it.
-func (s *Service) keyFor(ctx context.Context, tx store.Tx, subject string) (string, *secretbox.Box, error) {
+// keyFor returns the key named ref (a subjectRef or dossierRef), made on
+// its first sealed dossier, and counts one more dossier under it.
+func (s *Service) keyFor(ctx context.Context, tx store.Tx, ref string) (string, *secretbox.Box, error) {
 	org := tx.OrgID()
-	ref := s.subjectRef(org, subject)
 	var k subjectKey
 	var data []byte
 	r, err := tx.ArtifactInTx(ctx, kindSubjectKey, ref)
