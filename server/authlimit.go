@@ -226,6 +226,13 @@ func (s *Server) throttleSignUp(c *call) error {
 	if strings.HasPrefix(c.r.URL.Path, authPathAutomation) {
 		l = s.auth.automation
 	}
+	return l.refuse(c, "requests to the public auth routes")
+}
+
+// refuse spends one request of c's client address from l (nil: no limit)
+// and answers 429 RATE_LIMITED with Retry-After beyond the budget; what
+// names what was limited ("requests to …").
+func (l *authLimiter) refuse(c *call, what string) error {
 	if l == nil {
 		return nil
 	}
@@ -233,10 +240,10 @@ func (s *Server) throttleSignUp(c *call) error {
 	if scope == "" {
 		return nil
 	}
-	detail := "too many requests to the public auth routes from this address; retry after the Retry-After delay"
+	where := "from this address"
 	if scope == authScopeGlobal {
-		detail = "too many requests to the public auth routes on this server; retry after the Retry-After delay"
+		where = "on this server"
 	}
-	return &clearance.Error{Kind: clearance.ErrTooManyRequests, Code: codeRateLimited, Detail: detail,
-		RetryAfter: max(time.Second, wait)}
+	return &clearance.Error{Kind: clearance.ErrTooManyRequests, Code: codeRateLimited,
+		Detail: "too many " + what + " " + where + "; retry after the Retry-After delay", RetryAfter: max(time.Second, wait)}
 }

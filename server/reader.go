@@ -1,11 +1,6 @@
 package server
 
-import (
-	"net/http"
-	"time"
-
-	"github.com/clearancehq/clearance"
-)
+import "net/http"
 
 // The reader: a public route where anyone posts evidence (a proof packet,
 // a capsule, a consistency proof, a validation pack or its manifest, or a
@@ -40,18 +35,5 @@ func (s *Server) readerPage(c *call) error {
 // throttleReader applies the reader's public budget before the body is
 // read: 429 RATE_LIMITED with Retry-After beyond it.
 func (s *Server) throttleReader(c *call) error {
-	l := s.auth.reader
-	if l == nil {
-		return nil
-	}
-	wait, scope := l.allow(authSourceOf(c.r.RemoteAddr))
-	if scope == "" {
-		return nil
-	}
-	detail := "too many verifications from this address; retry after the Retry-After delay"
-	if scope == authScopeGlobal {
-		detail = "too many verifications on this server; retry after the Retry-After delay"
-	}
-	return &clearance.Error{Kind: clearance.ErrTooManyRequests, Code: codeRateLimited, Detail: detail,
-		RetryAfter: max(time.Second, wait)}
+	return s.auth.reader.refuse(c, "verifications")
 }
