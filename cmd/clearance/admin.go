@@ -18,8 +18,13 @@ import (
 )
 
 func admin(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	const adminUsage = "usage: clearance admin org create --name NAME [--server URL] [--data DIR]\n"
+	if len(args) > 0 && isHelp(args[0]) {
+		fmt.Fprint(stdout, adminUsage)
+		return 0
+	}
 	if len(args) < 2 || args[0] != "org" || args[1] != "create" {
-		fmt.Fprint(stderr, "usage: clearance admin org create --name NAME [--server URL] [--data DIR]\n")
+		fmt.Fprint(stderr, adminUsage)
 		return 2
 	}
 	fs := flag.NewFlagSet("admin org create", flag.ContinueOnError)
@@ -28,7 +33,7 @@ func admin(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	srv := fs.String("server", env("CLEARANCE_SERVER", "http://127.0.0.1:8080"), "server URL (env CLEARANCE_SERVER)")
 	data := fs.String("data", env("CLEARANCE_DATA", "clearance-data"), "data directory holding platform.key (env CLEARANCE_DATA)")
 	if err := fs.Parse(args[2:]); err != nil {
-		return 2
+		return flagExit(err)
 	}
 	if strings.TrimSpace(*name) == "" {
 		fmt.Fprintln(stderr, "clearance: --name is required")

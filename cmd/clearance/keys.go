@@ -45,7 +45,7 @@ func keys(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return keysInit(args[1:], stdout, stderr)
 	case "rotate", "revoke":
 		return keysChange(ctx, args[0], args[1:], stdout, stderr)
-	case "-h", "--help", "help":
+	case "-h", "--help", "-help", "help":
 		fmt.Fprint(stdout, keysUsage)
 		return 0
 	}
@@ -62,7 +62,7 @@ func keysInit(args []string, stdout, stderr io.Writer) int {
 	ledgerFile := fl.String("ledger-key-file", env("CLEARANCE_LEDGER_KEY_FILE", ""), "ledger checkpoint key to create (env CLEARANCE_LEDGER_KEY_FILE)")
 	reportingFile := fl.String("reporting-key-file", env("CLEARANCE_REPORTING_KEY_FILE", ""), "growth-report signing key to create (env CLEARANCE_REPORTING_KEY_FILE)")
 	if err := fl.Parse(args); err != nil {
-		return 2
+		return flagExit(err)
 	}
 	// Files named on the command line are the ones asked for: the
 	// environment's defaults (set for serve) apply only when none is.
@@ -139,7 +139,7 @@ func keysChange(ctx context.Context, cmd string, args []string, stdout, stderr i
 		storeURL = fl.String("store", env("CLEARANCE_STORE", ""), "postgres:// URL of the database the servers share: the revocation is recorded there too, and every server on it refuses the key within a second (env CLEARANCE_STORE)")
 	}
 	if err := fl.Parse(args); err != nil {
-		return 2
+		return flagExit(err)
 	}
 	if fl.NArg() != 0 || (cmd == "revoke" && *kid == "") {
 		fmt.Fprint(stderr, keysUsage)

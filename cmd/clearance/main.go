@@ -12,6 +12,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -29,8 +31,27 @@ const usage = `usage:
   clearance migrate --store postgres://…  apply the PostgreSQL schema migrations
   clearance verify packet|capsule|ledger  verify evidence offline with public keys (see clearance verify)
   clearance policy check|test|eval|replay|push   author, test and publish policies (see clearance policy -h)
-  clearance version                       print the version
+  clearance version                       print the version and the build it is (also --version)
+Every command answers -h with its usage (exit 0).
 `
+
+// isHelp reports whether arg asks a command for its usage.
+func isHelp(arg string) bool {
+	switch arg {
+	case "-h", "--help", "-help", "help":
+		return true
+	}
+	return false
+}
+
+// flagExit is the exit status after a flag set's Parse failed: 0 when
+// the user asked for -h (the flag package printed the usage), else 2.
+func flagExit(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	return 2
+}
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
@@ -52,10 +73,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return verify(args[1:], stdout, stderr)
 	case "policy":
 		return policyCmd(ctx, args[1:], stdout, stderr)
-	case "version":
+	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, versionString())
 		return 0
-	case "-h", "--help", "help":
+	case "-h", "--help", "-help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
 	}

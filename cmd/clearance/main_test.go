@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -312,8 +313,39 @@ func TestMetricsListener(t *testing.T) {
 
 func TestVersion(t *testing.T) {
 	code, out, errOut := runCLI(t, nil, "version")
-	if code != 0 || out != "clearance "+clearance.Version+"\n" || errOut != "" {
+	want := "clearance " + clearance.Version + " (interface " + clearance.InterfaceVersion + "; module "
+	if code != 0 || !strings.HasPrefix(out, want) || !strings.HasSuffix(out, ")\n") || errOut != "" {
 		t.Fatalf("version: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if code, again, _ := runCLI(t, nil, "--version"); code != 0 || again != out {
+		t.Fatalf("--version: exit %d, %q, want %q", code, again, out)
+	}
+}
+
+// Every command the usage lists runs (no "unknown command"), and it and its
+// subcommands answer -h and --help with exit 0.
+func TestEveryCommandAnswersHelp(t *testing.T) {
+	_, usage, _ := runCLI(t, nil, "help")
+	var listed []string
+	for _, line := range strings.Split(usage, "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[0] == "clearance" {
+			listed = append(listed, f[1])
+		}
+	}
+	want := []string{"serve", "admin", "keys", "loadtest", "migrate", "verify", "policy", "version"}
+	if !slices.Equal(listed, want) {
+		t.Fatalf("the usage lists %v, want %v", listed, want)
+	}
+	for _, args := range [][]string{{"serve"}, {"admin"}, {"admin", "org", "create"}, {"keys"}, {"keys", "init"},
+		{"keys", "rotate"}, {"keys", "revoke"}, {"loadtest"}, {"migrate"}, {"verify"}, {"verify", "packet"},
+		{"verify", "capsule"}, {"verify", "receipt"}, {"policy"}, {"policy", "check"}, {"policy", "test"},
+		{"policy", "eval"}, {"policy", "replay"}, {"policy", "push"}, {"version"}} {
+		for _, h := range []string{"-h", "--help"} {
+			code, out, errOut := runCLI(t, nil, append(slices.Clone(args), h)...)
+			if code != 0 || out+errOut == "" || strings.Contains(errOut, "unknown") {
+				t.Errorf("clearance %s %s: exit %d, stdout %.80q, stderr %.80q", strings.Join(args, " "), h, code, out, errOut)
+			}
+		}
 	}
 }
 

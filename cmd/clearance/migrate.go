@@ -16,7 +16,7 @@ func migrate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	url := fs.String("store", env("CLEARANCE_STORE", ""), "postgres:// URL (env CLEARANCE_STORE)")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return flagExit(err)
 	}
 	if !isPostgres(*url) {
 		fmt.Fprintln(stderr, "clearance migrate: --store must be a postgres:// URL (the embedded store needs no migrations)")

@@ -53,7 +53,7 @@ func policyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return policyReplay(ctx, args[1:], stdout, stderr)
 	case "push":
 		return policyPush(ctx, args[1:], stdout, stderr)
-	case "-h", "--help", "help":
+	case "-h", "--help", "-help", "help":
 		fmt.Fprint(stdout, policyUsage)
 		return 0
 	}

@@ -33,7 +33,33 @@ import (
 	"github.com/clearancehq/clearance/webhook"
 )
 
-func versionString() string { return "clearance " + clearance.Version }
+// versionString names the release, the module version and the commit the
+// binary was built from (as the Go toolchain stamps them), e.g.
+// "clearance 0.1.0 (interface 0.5.0; module (devel); commit 1f0405a, modified; go1.26.8)".
+func versionString() string {
+	parts := []string{"interface " + clearance.InterfaceVersion}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		parts = append(parts, "module "+bi.Main.Version)
+		var rev, modified string
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				modified = s.Value
+			}
+		}
+		if rev != "" {
+			c := "commit " + rev[:min(len(rev), 12)]
+			if modified == "true" {
+				c += ", modified"
+			}
+			parts = append(parts, c)
+		}
+		parts = append(parts, bi.GoVersion)
+	}
+	return "clearance " + clearance.Version + " (" + strings.Join(parts, "; ") + ")"
+}
 
 // env returns the environment value of name, or def.
 func env(name, def string) string {
@@ -109,7 +135,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&hooks.lease, "webhook-lease", 0, "how long a server holds a callback delivery before another may take it over (after a crash); 0 means 1m, and it is at least the attempt timeout + 5s (15s)")
 	fs.DurationVar(&hooks.poll, "webhook-poll", 0, "how often the callback worker looks for due deliveries when no event wakes it; 0 means 1s")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return flagExit(err)
 	}
 	if u, err := neturl.Parse(*publicURL); *publicURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") ||
 		u.Host == "" || u.User != nil || strings.Trim(u.Path, "/") != "" || u.RawQuery != "" || u.Fragment != "") {

@@ -36,6 +36,10 @@ func verify(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, verifyUsage)
 		return 2
 	}
+	if isHelp(args[0]) {
+		fmt.Fprint(stdout, verifyUsage)
+		return 0
+	}
 	fs := flag.NewFlagSet("verify "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	ledgerKey := fs.String("ledger-key", "", "ledger verifier key (name+hash+base64)")
@@ -43,7 +47,7 @@ func verify(args []string, stdout, stderr io.Writer) int {
 	record := fs.String("record", "", "audit-export record whose digests the pack must match")
 	exportKey := fs.String("export-key", "", "the org's export HMAC key, hex (optional)")
 	if err := fs.Parse(args[1:]); err != nil {
-		return 2
+		return flagExit(err)
 	}
 	if fs.NArg() != 1 {
 		fmt.Fprint(stderr, verifyUsage)
