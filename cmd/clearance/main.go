@@ -29,7 +29,7 @@ const usage = `usage:
   clearance keys init|rotate|revoke       create, rotate or revoke signing keys (see clearance keys help)
   clearance loadtest [flags]              drive a server with evaluate, cycle or mixed load
   clearance migrate --store postgres://…  apply the PostgreSQL schema migrations
-  clearance verify packet|capsule|ledger  verify evidence offline with public keys (see clearance verify)
+  clearance verify packet|capsule|ledger|pack|receipt   verify evidence offline with public keys (see clearance verify -h)
   clearance policy check|test|eval|replay|push   author, test and publish policies (see clearance policy -h)
   clearance version                       print the version and the build it is (also --version)
 Every command answers -h with its usage (exit 0).
