@@ -2,21 +2,49 @@ package client
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"net/http"
+	"strings"
 )
 
 // Agent-safe execution: grant → claim → finalize, the keys agents sign with
 // and providers attest with, escalations, reconciliation, spend gates.
 
 // EnforceAndBind verifies a signed intent, decides, and binds a grant to it
-// (an ALLOW in ENFORCEMENT only): POST /v1/authority/enforce-and-bind. It is
-// safe to retry: the call carries an Idempotency-Key.
+// (an ALLOW in ENFORCEMENT only): POST /v1/authority/enforce-and-bind. The
+// server takes only the intent's intent_id as its Idempotency-Key, so the
+// call sends that one (read from the signed intent) and is then safe to
+// retry: the same intent gets the same answer.
 func (c *Client) EnforceAndBind(ctx context.Context, req ExecutionAuthorityRequest, opts ...CallOption) (*ExecutionAuthorityDecision, error) {
 	r, err := c.newRequest(http.MethodPost, "/v1/authority/enforce-and-bind", req, opts)
-	if err == nil {
-		r.withKey()
+	if err == nil && r.header.Get("Idempotency-Key") == "" {
+		if id := intentID(req.SignedIntent); id != "" {
+			r.header.Set("Idempotency-Key", id)
+			r.keyed = true
+		}
 	}
 	return call[ExecutionAuthorityDecision](ctx, c, r, err)
+}
+
+// intentID reads the intent_id of a compact JWS's payload without verifying
+// it (the server does); "" when there is none to read.
+func intentID(jws string) string {
+	parts := strings.Split(jws, ".")
+	if len(parts) != 3 {
+		return ""
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return ""
+	}
+	var in struct {
+		IntentID string `json:"intent_id"`
+	}
+	if json.Unmarshal(payload, &in) != nil {
+		return ""
+	}
+	return in.IntentID
 }
 
 // Escalation reads a managed escalation's status; at GRANT_READY it carries
