@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -254,4 +255,90 @@ func (s *Service) EnsurePlatformKey(ctx context.Context, secret string) error {
 func (s *Service) NewPlatformSecret() (string, error) {
 	secret, _, err := tenant.NewSecret(s.d.IDs.Rand, tenant.PrefixPlatform)
 	return secret, err
+}
+
+// APIKeyInfo is an API key as listed: never its secret, nor its hash.
+type APIKeyInfo struct {
+	KeyID     string         `json:"key_id"`
+	OrgID     string         `json:"org_id"`
+	Kind      tenant.KeyKind `json:"kind"`
+	Scopes    []tenant.Scope `json:"scopes"`
+	Active    bool           `json:"active"`
+	CreatedAt string         `json:"created_at"`
+	ExpiresAt string         `json:"expires_at,omitempty"`
+	RevokedAt string         `json:"revoked_at,omitempty"`
+}
+
+func apiKeyInfo(k tenant.APIKey, now time.Time) APIKeyInfo {
+	info := APIKeyInfo{KeyID: k.ID, OrgID: k.OrgID, Kind: k.Kind, Scopes: k.Scopes, Active: k.Usable(now),
+		CreatedAt: core.Format(k.CreatedAt)}
+	if info.Scopes == nil {
+		info.Scopes = []tenant.Scope{}
+	}
+	if !k.ExpiresAt.IsZero() {
+		info.ExpiresAt = core.Format(k.ExpiresAt)
+	}
+	if !k.RevokedAt.IsZero() {
+		info.RevokedAt = core.Format(k.RevokedAt)
+	}
+	return info
+}
+
+// APIKeys lists an org's API keys, revoked and expired ones included, by
+// key id.
+func (s *Service) APIKeys(ctx context.Context, orgID string) ([]APIKeyInfo, error) {
+	if _, err := s.Org(ctx, orgID); err != nil {
+		return nil, err
+	}
+	keys, err := s.d.Store.APIKeysOf(ctx, orgID)
+	if err != nil {
+		return nil, core.Unavailable("list API keys", err)
+	}
+	now := s.d.Now()
+	out := make([]APIKeyInfo, len(keys))
+	for i, k := range keys {
+		out[i] = apiKeyInfo(k, now)
+	}
+	slices.SortFunc(out, func(a, b APIKeyInfo) int { return strings.Compare(a.KeyID, b.KeyID) })
+	return out, nil
+}
+
+// CodeAPIKeyNotFound answers a key id that names no API key of the org.
+const CodeAPIKeyNotFound = "API_KEY_NOT_FOUND"
+
+// RevokeAPIKey revokes one API key of orgID by its id, ledgered as
+// credentials.revoked naming by; it stops working on this server at once
+// and on others within KeyCacheTTL. Revoking a revoked key changes nothing
+// and answers it as it is; a key id the org does not have is 404
+// API_KEY_NOT_FOUND.
+func (s *Service) RevokeAPIKey(ctx context.Context, orgID, keyID, by string) (APIKeyInfo, error) {
+	if _, err := s.Org(ctx, orgID); err != nil {
+		return APIKeyInfo{}, err
+	}
+	stored, err := s.d.Store.APIKeysOf(ctx, orgID)
+	if err != nil {
+		return APIKeyInfo{}, core.Unavailable("list API keys", err)
+	}
+	j := slices.IndexFunc(stored, func(k tenant.APIKey) bool { return k.ID == keyID })
+	if j < 0 {
+		return APIKeyInfo{}, core.New(core.ErrNotFound, CodeAPIKeyNotFound, "API key not found")
+	}
+	if err := s.RevokeCredential(ctx, orgID, stored[j].Hash, by); err != nil {
+		return APIKeyInfo{}, err
+	}
+	k, err := s.d.Store.APIKeyByHash(ctx, stored[j].Hash)
+	if err != nil {
+		return APIKeyInfo{}, core.Unavailable("read API key", err)
+	}
+	return apiKeyInfo(k, s.d.Now()), nil
+}
+
+// Orgs lists organizations by id, at most limit after afterID ("" from the
+// start).
+func (s *Service) Orgs(ctx context.Context, afterID string, limit int) ([]tenant.Org, error) {
+	orgs, err := s.d.Store.Orgs(ctx, afterID, limit)
+	if err != nil {
+		return nil, core.Unavailable("list orgs", err)
+	}
+	return orgs, nil
 }

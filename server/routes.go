@@ -49,6 +49,9 @@ func (s *Server) routes() []route {
 		// Platform extension.
 		{pattern: "POST /v1/platform/orgs", auth: authPlatform, handle: (*Server).createOrg},
 		{pattern: "POST /v1/platform/orgs/{orgId}/api-keys", auth: authPlatform, handle: (*Server).createAPIKey},
+		{pattern: "GET /v1/platform/orgs", auth: authPlatform, handle: (*Server).listOrgs},
+		{pattern: "GET /v1/platform/orgs/{orgId}/api-keys", auth: authPlatform, handle: (*Server).listAPIKeys},
+		{pattern: "DELETE /v1/platform/orgs/{orgId}/api-keys/{keyId}", auth: authPlatform, handle: (*Server).revokeAPIKey},
 
 		// Platform-operator analytics.
 		{pattern: "PUT /v1/analytics/growth-reports/consent/{orgId}", auth: authPlatform, handle: (*Server).putConsent},
