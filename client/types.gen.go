@@ -12,6 +12,27 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
+// Defines values for APIKeyInfoKind.
+const (
+	APIKeyInfoKindOnboarding APIKeyInfoKind = "onboarding"
+	APIKeyInfoKindOrg        APIKeyInfoKind = "org"
+	APIKeyInfoKindPlatform   APIKeyInfoKind = "platform"
+)
+
+// Valid indicates whether the value is a known member of the APIKeyInfoKind enum.
+func (e APIKeyInfoKind) Valid() bool {
+	switch e {
+	case APIKeyInfoKindOnboarding:
+		return true
+	case APIKeyInfoKindOrg:
+		return true
+	case APIKeyInfoKindPlatform:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for AuditExportContentType.
 const (
 	AuditExportContentTypeApplicationjson AuditExportContentType = "application/json"
@@ -2802,6 +2823,28 @@ func (e RevokeWorkspaceCredentialsParamsXClearanceCSRF) Valid() bool {
 	}
 }
 
+// APIKeyInfo An API key as listed, never its secret or hash.
+type APIKeyInfo struct {
+	// Active Neither revoked nor expired now.
+	Active    bool           `json:"active"`
+	CreatedAt time.Time      `json:"created_at"`
+	ExpiresAt *time.Time     `json:"expires_at,omitempty"`
+	KeyId     string         `json:"key_id"`
+	Kind      APIKeyInfoKind `json:"kind"`
+	OrgId     string         `json:"org_id"`
+	RevokedAt *time.Time     `json:"revoked_at,omitempty"`
+	Scopes    []Scope        `json:"scopes"`
+}
+
+// APIKeyInfoKind defines model for APIKeyInfo.Kind.
+type APIKeyInfoKind string
+
+// APIKeyList defines model for APIKeyList.
+type APIKeyList struct {
+	ApiKeys []APIKeyInfo `json:"api_keys"`
+	OrgId   string       `json:"org_id"`
+}
+
 // AccountView The signed-in account, as its owner sees it. Never carries the session's secret.
 type AccountView struct {
 	// AccountId The account, the same for every org its address signed up.
@@ -5039,6 +5082,20 @@ type OnboardingVerified struct {
 	Workspace Workspace `json:"workspace"`
 }
 
+// OrgPage defines model for OrgPage.
+type OrgPage struct {
+	// NextAfter The `after` of the next page; absent on the last page.
+	NextAfter *string        `json:"next_after,omitempty"`
+	Orgs      []Organization `json:"orgs"`
+}
+
+// Organization defines model for Organization.
+type Organization struct {
+	CreatedAt time.Time          `json:"created_at"`
+	Name      string             `json:"name"`
+	OrgId     openapi_types.UUID `json:"org_id"`
+}
+
 // Outcome From least to most restrictive.
 type Outcome string
 
@@ -5535,6 +5592,7 @@ type PresenceAuthorityCompletion struct {
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
+//   - API keys (platform): `API_KEY_NOT_FOUND` (404)
 //   - agent, provider and UCP merchant keys: `KEY_NOT_FOUND`, `INVALID_KID`, `INVALID_PUBLIC_KEY`,
 //     `PRIVATE_KEY_MATERIAL`, `WEAK_PUBLIC_KEY`, `KID_MISMATCH`, `KID_IN_USE`
 //   - UCP checkout authority: `UCP_ENVELOPE_INVALID`, `UCP_VERSION_UNSUPPORTED`,
@@ -7116,6 +7174,7 @@ type VersionPath = string
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
+//   - API keys (platform): `API_KEY_NOT_FOUND` (404)
 //   - agent, provider and UCP merchant keys: `KEY_NOT_FOUND`, `INVALID_KID`, `INVALID_PUBLIC_KEY`,
 //     `PRIVATE_KEY_MATERIAL`, `WEAK_PUBLIC_KEY`, `KID_MISMATCH`, `KID_IN_USE`
 //   - UCP checkout authority: `UCP_ENVELOPE_INVALID`, `UCP_VERSION_UNSUPPORTED`,
@@ -7269,6 +7328,7 @@ type AnalyticsOrgNotFound = Problem
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
+//   - API keys (platform): `API_KEY_NOT_FOUND` (404)
 //   - agent, provider and UCP merchant keys: `KEY_NOT_FOUND`, `INVALID_KID`, `INVALID_PUBLIC_KEY`,
 //     `PRIVATE_KEY_MATERIAL`, `WEAK_PUBLIC_KEY`, `KID_MISMATCH`, `KID_IN_USE`
 //   - UCP checkout authority: `UCP_ENVELOPE_INVALID`, `UCP_VERSION_UNSUPPORTED`,
@@ -7422,6 +7482,7 @@ type AuditExportNotFound = Problem
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
+//   - API keys (platform): `API_KEY_NOT_FOUND` (404)
 //   - agent, provider and UCP merchant keys: `KEY_NOT_FOUND`, `INVALID_KID`, `INVALID_PUBLIC_KEY`,
 //     `PRIVATE_KEY_MATERIAL`, `WEAK_PUBLIC_KEY`, `KID_MISMATCH`, `KID_IN_USE`
 //   - UCP checkout authority: `UCP_ENVELOPE_INVALID`, `UCP_VERSION_UNSUPPORTED`,
@@ -7584,6 +7645,7 @@ type BundleWithContent = BundleInfo
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
+//   - API keys (platform): `API_KEY_NOT_FOUND` (404)
 //   - agent, provider and UCP merchant keys: `KEY_NOT_FOUND`, `INVALID_KID`, `INVALID_PUBLIC_KEY`,
 //     `PRIVATE_KEY_MATERIAL`, `WEAK_PUBLIC_KEY`, `KID_MISMATCH`, `KID_IN_USE`
 //   - UCP checkout authority: `UCP_ENVELOPE_INVALID`, `UCP_VERSION_UNSUPPORTED`,
@@ -7737,6 +7799,7 @@ type CandidateNotFound = Problem
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
+//   - API keys (platform): `API_KEY_NOT_FOUND` (404)
 //   - agent, provider and UCP merchant keys: `KEY_NOT_FOUND`, `INVALID_KID`, `INVALID_PUBLIC_KEY`,
 //     `PRIVATE_KEY_MATERIAL`, `WEAK_PUBLIC_KEY`, `KID_MISMATCH`, `KID_IN_USE`
 //   - UCP checkout authority: `UCP_ENVELOPE_INVALID`, `UCP_VERSION_UNSUPPORTED`,
@@ -7895,6 +7958,7 @@ type ClaimConflictApplicationJSON = FailedClaim
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
+//   - API keys (platform): `API_KEY_NOT_FOUND` (404)
 //   - agent, provider and UCP merchant keys: `KEY_NOT_FOUND`, `INVALID_KID`, `INVALID_PUBLIC_KEY`,
 //     `PRIVATE_KEY_MATERIAL`, `WEAK_PUBLIC_KEY`, `KID_MISMATCH`, `KID_IN_USE`
 //   - UCP checkout authority: `UCP_ENVELOPE_INVALID`, `UCP_VERSION_UNSUPPORTED`,
@@ -8056,6 +8120,7 @@ type ClaimUnavailableApplicationJSON = FailedClaim
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
+//   - API keys (platform): `API_KEY_NOT_FOUND` (404)
 //   - agent, provider and UCP merchant keys: `KEY_NOT_FOUND`, `INVALID_KID`, `INVALID_PUBLIC_KEY`,
 //     `PRIVATE_KEY_MATERIAL`, `WEAK_PUBLIC_KEY`, `KID_MISMATCH`, `KID_IN_USE`
 //   - UCP checkout authority: `UCP_ENVELOPE_INVALID`, `UCP_VERSION_UNSUPPORTED`,
@@ -8209,6 +8274,7 @@ type ClaimUnavailableApplicationProblemPlusJSON = Problem
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
+//   - API keys (platform): `API_KEY_NOT_FOUND` (404)
 //   - agent, provider and UCP merchant keys: `KEY_NOT_FOUND`, `INVALID_KID`, `INVALID_PUBLIC_KEY`,
 //     `PRIVATE_KEY_MATERIAL`, `WEAK_PUBLIC_KEY`, `KID_MISMATCH`, `KID_IN_USE`
 //   - UCP checkout authority: `UCP_ENVELOPE_INVALID`, `UCP_VERSION_UNSUPPORTED`,
@@ -8362,6 +8428,7 @@ type Conflict = Problem
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
+//   - API keys (platform): `API_KEY_NOT_FOUND` (404)
 //   - agent, provider and UCP merchant keys: `KEY_NOT_FOUND`, `INVALID_KID`, `INVALID_PUBLIC_KEY`,
 //     `PRIVATE_KEY_MATERIAL`, `WEAK_PUBLIC_KEY`, `KID_MISMATCH`, `KID_IN_USE`
 //   - UCP checkout authority: `UCP_ENVELOPE_INVALID`, `UCP_VERSION_UNSUPPORTED`,
@@ -8522,6 +8589,7 @@ type DossierOK = Dossier
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
+//   - API keys (platform): `API_KEY_NOT_FOUND` (404)
 //   - agent, provider and UCP merchant keys: `KEY_NOT_FOUND`, `INVALID_KID`, `INVALID_PUBLIC_KEY`,
 //     `PRIVATE_KEY_MATERIAL`, `WEAK_PUBLIC_KEY`, `KID_MISMATCH`, `KID_IN_USE`
 //   - UCP checkout authority: `UCP_ENVELOPE_INVALID`, `UCP_VERSION_UNSUPPORTED`,
@@ -8675,6 +8743,7 @@ type DraftConflict = Problem
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
+//   - API keys (platform): `API_KEY_NOT_FOUND` (404)
 //   - agent, provider and UCP merchant keys: `KEY_NOT_FOUND`, `INVALID_KID`, `INVALID_PUBLIC_KEY`,
 //     `PRIVATE_KEY_MATERIAL`, `WEAK_PUBLIC_KEY`, `KID_MISMATCH`, `KID_IN_USE`
 //   - UCP checkout authority: `UCP_ENVELOPE_INVALID`, `UCP_VERSION_UNSUPPORTED`,
@@ -8831,6 +8900,7 @@ type DraftOK = Draft
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
+//   - API keys (platform): `API_KEY_NOT_FOUND` (404)
 //   - agent, provider and UCP merchant keys: `KEY_NOT_FOUND`, `INVALID_KID`, `INVALID_PUBLIC_KEY`,
 //     `PRIVATE_KEY_MATERIAL`, `WEAK_PUBLIC_KEY`, `KID_MISMATCH`, `KID_IN_USE`
 //   - UCP checkout authority: `UCP_ENVELOPE_INVALID`, `UCP_VERSION_UNSUPPORTED`,
@@ -8984,6 +9054,7 @@ type EntryNotYetSealed = Problem
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
+//   - API keys (platform): `API_KEY_NOT_FOUND` (404)
 //   - agent, provider and UCP merchant keys: `KEY_NOT_FOUND`, `INVALID_KID`, `INVALID_PUBLIC_KEY`,
 //     `PRIVATE_KEY_MATERIAL`, `WEAK_PUBLIC_KEY`, `KID_MISMATCH`, `KID_IN_USE`
 //   - UCP checkout authority: `UCP_ENVELOPE_INVALID`, `UCP_VERSION_UNSUPPORTED`,
@@ -9137,6 +9208,7 @@ type ExecutionBadRequest = Problem
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
+//   - API keys (platform): `API_KEY_NOT_FOUND` (404)
 //   - agent, provider and UCP merchant keys: `KEY_NOT_FOUND`, `INVALID_KID`, `INVALID_PUBLIC_KEY`,
 //     `PRIVATE_KEY_MATERIAL`, `WEAK_PUBLIC_KEY`, `KID_MISMATCH`, `KID_IN_USE`
 //   - UCP checkout authority: `UCP_ENVELOPE_INVALID`, `UCP_VERSION_UNSUPPORTED`,
@@ -9290,6 +9362,7 @@ type ExecutionUnavailable = Problem
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
+//   - API keys (platform): `API_KEY_NOT_FOUND` (404)
 //   - agent, provider and UCP merchant keys: `KEY_NOT_FOUND`, `INVALID_KID`, `INVALID_PUBLIC_KEY`,
 //     `PRIVATE_KEY_MATERIAL`, `WEAK_PUBLIC_KEY`, `KID_MISMATCH`, `KID_IN_USE`
 //   - UCP checkout authority: `UCP_ENVELOPE_INVALID`, `UCP_VERSION_UNSUPPORTED`,
@@ -9443,6 +9516,7 @@ type Forbidden = Problem
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
+//   - API keys (platform): `API_KEY_NOT_FOUND` (404)
 //   - agent, provider and UCP merchant keys: `KEY_NOT_FOUND`, `INVALID_KID`, `INVALID_PUBLIC_KEY`,
 //     `PRIVATE_KEY_MATERIAL`, `WEAK_PUBLIC_KEY`, `KID_MISMATCH`, `KID_IN_USE`
 //   - UCP checkout authority: `UCP_ENVELOPE_INVALID`, `UCP_VERSION_UNSUPPORTED`,
@@ -9599,6 +9673,7 @@ type GateOK = GateEnvelope
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
+//   - API keys (platform): `API_KEY_NOT_FOUND` (404)
 //   - agent, provider and UCP merchant keys: `KEY_NOT_FOUND`, `INVALID_KID`, `INVALID_PUBLIC_KEY`,
 //     `PRIVATE_KEY_MATERIAL`, `WEAK_PUBLIC_KEY`, `KID_MISMATCH`, `KID_IN_USE`
 //   - UCP checkout authority: `UCP_ENVELOPE_INVALID`, `UCP_VERSION_UNSUPPORTED`,
@@ -9752,6 +9827,7 @@ type IntegrationNotFound = Problem
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
+//   - API keys (platform): `API_KEY_NOT_FOUND` (404)
 //   - agent, provider and UCP merchant keys: `KEY_NOT_FOUND`, `INVALID_KID`, `INVALID_PUBLIC_KEY`,
 //     `PRIVATE_KEY_MATERIAL`, `WEAK_PUBLIC_KEY`, `KID_MISMATCH`, `KID_IN_USE`
 //   - UCP checkout authority: `UCP_ENVELOPE_INVALID`, `UCP_VERSION_UNSUPPORTED`,
@@ -9905,6 +9981,7 @@ type InternalError = Problem
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
+//   - API keys (platform): `API_KEY_NOT_FOUND` (404)
 //   - agent, provider and UCP merchant keys: `KEY_NOT_FOUND`, `INVALID_KID`, `INVALID_PUBLIC_KEY`,
 //     `PRIVATE_KEY_MATERIAL`, `WEAK_PUBLIC_KEY`, `KID_MISMATCH`, `KID_IN_USE`
 //   - UCP checkout authority: `UCP_ENVELOPE_INVALID`, `UCP_VERSION_UNSUPPORTED`,
@@ -10058,6 +10135,7 @@ type KeyBadRequest = Problem
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
+//   - API keys (platform): `API_KEY_NOT_FOUND` (404)
 //   - agent, provider and UCP merchant keys: `KEY_NOT_FOUND`, `INVALID_KID`, `INVALID_PUBLIC_KEY`,
 //     `PRIVATE_KEY_MATERIAL`, `WEAK_PUBLIC_KEY`, `KID_MISMATCH`, `KID_IN_USE`
 //   - UCP checkout authority: `UCP_ENVELOPE_INVALID`, `UCP_VERSION_UNSUPPORTED`,
@@ -10214,6 +10292,7 @@ type KeyListOK = KeyList
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
+//   - API keys (platform): `API_KEY_NOT_FOUND` (404)
 //   - agent, provider and UCP merchant keys: `KEY_NOT_FOUND`, `INVALID_KID`, `INVALID_PUBLIC_KEY`,
 //     `PRIVATE_KEY_MATERIAL`, `WEAK_PUBLIC_KEY`, `KID_MISMATCH`, `KID_IN_USE`
 //   - UCP checkout authority: `UCP_ENVELOPE_INVALID`, `UCP_VERSION_UNSUPPORTED`,
@@ -10376,6 +10455,7 @@ type KeyUnchanged = RegisteredKey
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
+//   - API keys (platform): `API_KEY_NOT_FOUND` (404)
 //   - agent, provider and UCP merchant keys: `KEY_NOT_FOUND`, `INVALID_KID`, `INVALID_PUBLIC_KEY`,
 //     `PRIVATE_KEY_MATERIAL`, `WEAK_PUBLIC_KEY`, `KID_MISMATCH`, `KID_IN_USE`
 //   - UCP checkout authority: `UCP_ENVELOPE_INVALID`, `UCP_VERSION_UNSUPPORTED`,
@@ -10529,6 +10609,7 @@ type LedgerBroken = Problem
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
+//   - API keys (platform): `API_KEY_NOT_FOUND` (404)
 //   - agent, provider and UCP merchant keys: `KEY_NOT_FOUND`, `INVALID_KID`, `INVALID_PUBLIC_KEY`,
 //     `PRIVATE_KEY_MATERIAL`, `WEAK_PUBLIC_KEY`, `KID_MISMATCH`, `KID_IN_USE`
 //   - UCP checkout authority: `UCP_ENVELOPE_INVALID`, `UCP_VERSION_UNSUPPORTED`,
@@ -10682,6 +10763,7 @@ type NotFound = Problem
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
+//   - API keys (platform): `API_KEY_NOT_FOUND` (404)
 //   - agent, provider and UCP merchant keys: `KEY_NOT_FOUND`, `INVALID_KID`, `INVALID_PUBLIC_KEY`,
 //     `PRIVATE_KEY_MATERIAL`, `WEAK_PUBLIC_KEY`, `KID_MISMATCH`, `KID_IN_USE`
 //   - UCP checkout authority: `UCP_ENVELOPE_INVALID`, `UCP_VERSION_UNSUPPORTED`,
@@ -10835,6 +10917,7 @@ type NotReproducible = Problem
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
+//   - API keys (platform): `API_KEY_NOT_FOUND` (404)
 //   - agent, provider and UCP merchant keys: `KEY_NOT_FOUND`, `INVALID_KID`, `INVALID_PUBLIC_KEY`,
 //     `PRIVATE_KEY_MATERIAL`, `WEAK_PUBLIC_KEY`, `KID_MISMATCH`, `KID_IN_USE`
 //   - UCP checkout authority: `UCP_ENVELOPE_INVALID`, `UCP_VERSION_UNSUPPORTED`,
@@ -10988,6 +11071,7 @@ type OrgNotFound = Problem
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
+//   - API keys (platform): `API_KEY_NOT_FOUND` (404)
 //   - agent, provider and UCP merchant keys: `KEY_NOT_FOUND`, `INVALID_KID`, `INVALID_PUBLIC_KEY`,
 //     `PRIVATE_KEY_MATERIAL`, `WEAK_PUBLIC_KEY`, `KID_MISMATCH`, `KID_IN_USE`
 //   - UCP checkout authority: `UCP_ENVELOPE_INVALID`, `UCP_VERSION_UNSUPPORTED`,
@@ -11141,6 +11225,7 @@ type PayloadTooLarge = Problem
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
+//   - API keys (platform): `API_KEY_NOT_FOUND` (404)
 //   - agent, provider and UCP merchant keys: `KEY_NOT_FOUND`, `INVALID_KID`, `INVALID_PUBLIC_KEY`,
 //     `PRIVATE_KEY_MATERIAL`, `WEAK_PUBLIC_KEY`, `KID_MISMATCH`, `KID_IN_USE`
 //   - UCP checkout authority: `UCP_ENVELOPE_INVALID`, `UCP_VERSION_UNSUPPORTED`,
@@ -11300,6 +11385,7 @@ type PromotionOK = Promotion
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
+//   - API keys (platform): `API_KEY_NOT_FOUND` (404)
 //   - agent, provider and UCP merchant keys: `KEY_NOT_FOUND`, `INVALID_KID`, `INVALID_PUBLIC_KEY`,
 //     `PRIVATE_KEY_MATERIAL`, `WEAK_PUBLIC_KEY`, `KID_MISMATCH`, `KID_IN_USE`
 //   - UCP checkout authority: `UCP_ENVELOPE_INVALID`, `UCP_VERSION_UNSUPPORTED`,
@@ -11453,6 +11539,7 @@ type ReplayNotFound = Problem
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
+//   - API keys (platform): `API_KEY_NOT_FOUND` (404)
 //   - agent, provider and UCP merchant keys: `KEY_NOT_FOUND`, `INVALID_KID`, `INVALID_PUBLIC_KEY`,
 //     `PRIVATE_KEY_MATERIAL`, `WEAK_PUBLIC_KEY`, `KID_MISMATCH`, `KID_IN_USE`
 //   - UCP checkout authority: `UCP_ENVELOPE_INVALID`, `UCP_VERSION_UNSUPPORTED`,
@@ -11606,6 +11693,7 @@ type ServiceUnavailable = Problem
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
+//   - API keys (platform): `API_KEY_NOT_FOUND` (404)
 //   - agent, provider and UCP merchant keys: `KEY_NOT_FOUND`, `INVALID_KID`, `INVALID_PUBLIC_KEY`,
 //     `PRIVATE_KEY_MATERIAL`, `WEAK_PUBLIC_KEY`, `KID_MISMATCH`, `KID_IN_USE`
 //   - UCP checkout authority: `UCP_ENVELOPE_INVALID`, `UCP_VERSION_UNSUPPORTED`,
@@ -11759,6 +11847,7 @@ type ShareLinkInvalid = Problem
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
+//   - API keys (platform): `API_KEY_NOT_FOUND` (404)
 //   - agent, provider and UCP merchant keys: `KEY_NOT_FOUND`, `INVALID_KID`, `INVALID_PUBLIC_KEY`,
 //     `PRIVATE_KEY_MATERIAL`, `WEAK_PUBLIC_KEY`, `KID_MISMATCH`, `KID_IN_USE`
 //   - UCP checkout authority: `UCP_ENVELOPE_INVALID`, `UCP_VERSION_UNSUPPORTED`,
@@ -11912,6 +12001,7 @@ type ShareLinksUnavailable = Problem
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
+//   - API keys (platform): `API_KEY_NOT_FOUND` (404)
 //   - agent, provider and UCP merchant keys: `KEY_NOT_FOUND`, `INVALID_KID`, `INVALID_PUBLIC_KEY`,
 //     `PRIVATE_KEY_MATERIAL`, `WEAK_PUBLIC_KEY`, `KID_MISMATCH`, `KID_IN_USE`
 //   - UCP checkout authority: `UCP_ENVELOPE_INVALID`, `UCP_VERSION_UNSUPPORTED`,
@@ -12065,6 +12155,7 @@ type SignInRequired = Problem
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
+//   - API keys (platform): `API_KEY_NOT_FOUND` (404)
 //   - agent, provider and UCP merchant keys: `KEY_NOT_FOUND`, `INVALID_KID`, `INVALID_PUBLIC_KEY`,
 //     `PRIVATE_KEY_MATERIAL`, `WEAK_PUBLIC_KEY`, `KID_MISMATCH`, `KID_IN_USE`
 //   - UCP checkout authority: `UCP_ENVELOPE_INVALID`, `UCP_VERSION_UNSUPPORTED`,
@@ -12218,6 +12309,7 @@ type TooManyRequests = Problem
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
+//   - API keys (platform): `API_KEY_NOT_FOUND` (404)
 //   - agent, provider and UCP merchant keys: `KEY_NOT_FOUND`, `INVALID_KID`, `INVALID_PUBLIC_KEY`,
 //     `PRIVATE_KEY_MATERIAL`, `WEAK_PUBLIC_KEY`, `KID_MISMATCH`, `KID_IN_USE`
 //   - UCP checkout authority: `UCP_ENVELOPE_INVALID`, `UCP_VERSION_UNSUPPORTED`,
@@ -12383,6 +12475,7 @@ type UcpSigningKeyUnchanged = UcpSigningKey
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
+//   - API keys (platform): `API_KEY_NOT_FOUND` (404)
 //   - agent, provider and UCP merchant keys: `KEY_NOT_FOUND`, `INVALID_KID`, `INVALID_PUBLIC_KEY`,
 //     `PRIVATE_KEY_MATERIAL`, `WEAK_PUBLIC_KEY`, `KID_MISMATCH`, `KID_IN_USE`
 //   - UCP checkout authority: `UCP_ENVELOPE_INVALID`, `UCP_VERSION_UNSUPPORTED`,
@@ -12536,6 +12629,7 @@ type Unauthorized = Problem
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
+//   - API keys (platform): `API_KEY_NOT_FOUND` (404)
 //   - agent, provider and UCP merchant keys: `KEY_NOT_FOUND`, `INVALID_KID`, `INVALID_PUBLIC_KEY`,
 //     `PRIVATE_KEY_MATERIAL`, `WEAK_PUBLIC_KEY`, `KID_MISMATCH`, `KID_IN_USE`
 //   - UCP checkout authority: `UCP_ENVELOPE_INVALID`, `UCP_VERSION_UNSUPPORTED`,
@@ -12689,6 +12783,7 @@ type UnprocessableEntity = Problem
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
+//   - API keys (platform): `API_KEY_NOT_FOUND` (404)
 //   - agent, provider and UCP merchant keys: `KEY_NOT_FOUND`, `INVALID_KID`, `INVALID_PUBLIC_KEY`,
 //     `PRIVATE_KEY_MATERIAL`, `WEAK_PUBLIC_KEY`, `KID_MISMATCH`, `KID_IN_USE`
 //   - UCP checkout authority: `UCP_ENVELOPE_INVALID`, `UCP_VERSION_UNSUPPORTED`,
@@ -13311,14 +13406,36 @@ type RegisterAutomationClientParams struct {
 	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
 }
 
+// ListOrgsParams defines parameters for ListOrgs.
+type ListOrgsParams struct {
+	// After Start after this org id (1 to 255 visible ASCII characters).
+	After *string `form:"after,omitempty" json:"after,omitempty"`
+	Limit *int    `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// XRequestId Echoed when sent once with at most 128 visible ASCII characters; otherwise a new id is generated (a bad one is never echoed).
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
 // CreateOrgParams defines parameters for CreateOrg.
 type CreateOrgParams struct {
 	// XRequestId Echoed when sent once with at most 128 visible ASCII characters; otherwise a new id is generated (a bad one is never echoed).
 	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
 }
 
+// ListAPIKeysParams defines parameters for ListAPIKeys.
+type ListAPIKeysParams struct {
+	// XRequestId Echoed when sent once with at most 128 visible ASCII characters; otherwise a new id is generated (a bad one is never echoed).
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
 // CreateAPIKeyParams defines parameters for CreateAPIKey.
 type CreateAPIKeyParams struct {
+	// XRequestId Echoed when sent once with at most 128 visible ASCII characters; otherwise a new id is generated (a bad one is never echoed).
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// RevokeAPIKeyParams defines parameters for RevokeAPIKey.
+type RevokeAPIKeyParams struct {
 	// XRequestId Echoed when sent once with at most 128 visible ASCII characters; otherwise a new id is generated (a bad one is never echoed).
 	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
 }

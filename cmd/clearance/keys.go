@@ -27,6 +27,8 @@ const keysUsage = `usage:
   clearance keys revoke --kid KID [--grant-key-file FILE | --data DIR] [--store postgres://…]
       withdraw a leaked grant key at once (a fresh key first if it is the active one);
       with --store, also in the shared database (with --store alone, only there)
+  clearance keys agent new [--out agent.key] [--register]
+      a new agent signing key (see clearance keys agent -h)
 Running servers reading the file pick up a rotation or revocation within
 --key-reload-interval (default 1s), or at once on SIGHUP. Every server on the
 database applies a revocation made with --store within a second, whatever its
@@ -45,6 +47,8 @@ func keys(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return keysInit(args[1:], stdout, stderr)
 	case "rotate", "revoke":
 		return keysChange(ctx, args[0], args[1:], stdout, stderr)
+	case "agent":
+		return keysAgent(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "-help", "help":
 		fmt.Fprint(stdout, keysUsage)
 		return 0

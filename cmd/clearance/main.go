@@ -2,6 +2,8 @@
 //
 //	clearance serve                      # embedded store under ./clearance-data, 127.0.0.1:8080
 //	clearance admin org create --name N  # create an org with the platform key
+//	clearance keys agent new --register  # an agent key, registered with the org
+//	clearance cycle --intent i.json -- CMD  # CMD runs only under a claimed grant
 //	clearance keys init --grant-key-file F  # the first key file servers share
 //	clearance keys rotate                # new grant signing key; the old one drains
 //	clearance keys revoke --kid K        # withdraw a leaked grant key at once
@@ -25,8 +27,10 @@ func main() {
 
 const usage = `usage:
   clearance serve [flags]                 run the server (see clearance serve -h)
-  clearance admin org create --name NAME  create an organization and print its API key
-  clearance keys init|rotate|revoke       create, rotate or revoke signing keys (see clearance keys help)
+  clearance admin org|key|scopes …        orgs, their API keys and scopes, with the platform key (see clearance admin -h)
+  clearance keys init|rotate|revoke|agent create, rotate or revoke signing keys; a new agent key (see clearance keys help)
+  clearance intent sign [FILE]            sign an agent's intent: prints the JWS enforce-and-bind takes
+  clearance cycle --intent FILE -- CMD    a guarded cycle: CMD runs only when its grant's claim says so
   clearance loadtest [flags]              drive a server with evaluate, cycle or mixed load
   clearance migrate --store postgres://…  apply the PostgreSQL schema migrations
   clearance verify packet|capsule|ledger|pack|receipt   verify evidence offline with public keys (see clearance verify -h)
@@ -65,6 +69,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return admin(ctx, args[1:], stdout, stderr)
 	case "keys":
 		return keys(ctx, args[1:], stdout, stderr)
+	case "intent":
+		return intentCmd(args[1:], stdout, stderr)
+	case "cycle":
+		return cycle(ctx, args[1:], stdout, stderr)
 	case "loadtest":
 		return loadtest(ctx, args[1:], stdout, stderr)
 	case "migrate":
