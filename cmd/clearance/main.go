@@ -1,6 +1,8 @@
 // Command clearance runs the Clearance server and its admin tools.
 //
 //	clearance serve                      # embedded store under ./clearance-data, 127.0.0.1:8080
+//	clearance serve --config clearance.yaml --check-config  # print the settings it would run with
+//	clearance healthcheck                # exit 0 when the server on CLEARANCE_ADDR is healthy
 //	clearance admin org create --name N  # create an org with the platform key
 //	clearance keys init --grant-key-file F  # the first key file servers share
 //	clearance keys rotate                # new grant signing key; the old one drains
@@ -25,6 +27,7 @@ func main() {
 
 const usage = `usage:
   clearance serve [flags]                 run the server (see clearance serve -h)
+  clearance healthcheck [--url URL]       exit 0 when the server's /v1/health says ok, else 1 (for containers)
   clearance admin org create --name NAME  create an organization and print its API key
   clearance keys init|rotate|revoke       create, rotate or revoke signing keys (see clearance keys help)
   clearance loadtest [flags]              drive a server with evaluate, cycle or mixed load
@@ -61,6 +64,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "serve":
 		return serve(ctx, args[1:], stdout, stderr)
+	case "healthcheck":
+		return healthcheck(ctx, args[1:], stdout, stderr)
 	case "admin":
 		return admin(ctx, args[1:], stdout, stderr)
 	case "keys":
