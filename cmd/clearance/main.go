@@ -1,6 +1,8 @@
 // Command clearance runs the Clearance server and its admin tools.
 //
 //	clearance serve                      # embedded store under ./clearance-data, 127.0.0.1:8080
+//	clearance serve --config clearance.yaml --check-config  # print the settings it would run with
+//	clearance healthcheck                # exit 0 when the server on CLEARANCE_ADDR is healthy
 //	clearance admin org create --name N  # create an org with the platform key
 //	clearance keys agent new --register  # an agent key, registered with the org
 //	clearance cycle --intent i.json -- CMD  # CMD runs only under a claimed grant
@@ -27,6 +29,7 @@ func main() {
 
 const usage = `usage:
   clearance serve [flags]                 run the server (see clearance serve -h)
+  clearance healthcheck [--url URL]       exit 0 when the server's /v1/health says ok, else 1 (for containers)
   clearance admin org|key|scopes …        orgs, their API keys and scopes, with the platform key (see clearance admin -h)
   clearance keys init|rotate|revoke|agent create, rotate or revoke signing keys; a new agent key (see clearance keys help)
   clearance intent sign [FILE]            sign an agent's intent: prints the JWS enforce-and-bind takes
@@ -65,6 +68,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "serve":
 		return serve(ctx, args[1:], stdout, stderr)
+	case "healthcheck":
+		return healthcheck(ctx, args[1:], stdout, stderr)
 	case "admin":
 		return admin(ctx, args[1:], stdout, stderr)
 	case "keys":

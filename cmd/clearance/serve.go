@@ -104,7 +104,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	authRateLimit := fs.Float64("auth-rate-limit", server.DefaultAuthRateLimit, "requests per minute per client address (an IPv6 /64) on the public sign-up and sign-in routes, burst twice that; the automation connector's authorize and token endpoints get 6 times it; not changed by --rate-limit; 0 means the default, negative disables every public-auth budget (tests only)")
 	authGlobalRateLimit := fs.Float64("auth-rate-limit-global", server.DefaultAuthGlobalRateLimit, "requests per minute on the public sign-up and sign-in routes from all client addresses together, per process, burst twice that (6 times it for the automation endpoints); 0 means the default, negative means no global budget")
 	maxBody := fs.Int64("max-body", server.DefaultMaxBodyBytes, "maximum request body in bytes")
-	logLevel := fs.String("log-level", env("CLEARANCE_LOG_LEVEL", "info"), "log level: debug, info, warn, error")
+	logLevel := fs.String("log-level", env("CLEARANCE_LOG_LEVEL", "info"), "log level: debug, info, warn, error (env CLEARANCE_LOG_LEVEL)")
 	ledgerKeyFile := fs.String("ledger-key-file", env("CLEARANCE_LEDGER_KEY_FILE", ""), "ledger checkpoint signing key file (PEM PKCS#8 Ed25519 or JSON); empty means the ledger key in the data directory (env CLEARANCE_LEDGER_KEY_FILE)")
 	reportingKeyFile := fs.String("reporting-key-file", env("CLEARANCE_REPORTING_KEY_FILE", ""), "growth-report signing key file (PEM PKCS#8 Ed25519 or JSON, e.g. from clearance keys init --reporting-key-file); empty means none: the platform's monthly reports answer 503 (env CLEARANCE_REPORTING_KEY_FILE)")
 	grantKeyFile := fs.String("grant-key-file", env("CLEARANCE_GRANT_KEY_FILE", ""), "grant signing key file (JSON ring or PEM PKCS#8 Ed25519); empty means the key ring in the data directory (env CLEARANCE_GRANT_KEY_FILE)")
@@ -134,8 +134,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Var(&hooks.retries, "webhook-retries", "comma-separated waits after each failed callback attempt, e.g. 10s,30s,2m; after the last the delivery is dead-lettered; empty means the documented schedule (10s,30s,2m,10m,30m,1h,3h,6h)")
 	fs.DurationVar(&hooks.lease, "webhook-lease", 0, "how long a server holds a callback delivery before another may take it over (after a crash); 0 means 1m, and it is at least the attempt timeout + 5s (15s)")
 	fs.DurationVar(&hooks.poll, "webhook-poll", 0, "how often the callback worker looks for due deliveries when no event wakes it; 0 means 1s")
+	configFile := addConfigFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
+	}
+	if err := configFile.apply(fs, os.LookupEnv); err != nil {
+		fmt.Fprintf(stderr, "clearance: %v\n", err)
+		return 2
 	}
 	if u, err := neturl.Parse(*publicURL); *publicURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") ||
 		u.Host == "" || u.User != nil || strings.Trim(u.Path, "/") != "" || u.RawQuery != "" || u.Fragment != "") {
@@ -153,6 +158,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		fmt.Fprintf(stderr, "clearance: bad --log-level: %v\n", err)
 		return 2
+	}
+	if configFile.check {
+		if err := configFile.printEffective(stdout, fs); err != nil {
+			fmt.Fprintf(stderr, "clearance: %v\n", err)
+			return 1
+		}
+		return 0
 	}
 	log := slog.New(slog.NewJSONHandler(stdout, &slog.HandlerOptions{Level: level}))
 	if err := runServer(ctx, log, serveConfig{data: *data, addr: *addr, metricsAddr: *metricsAddr, store: *storeURL, rateLimit: *rateLimit,

@@ -24,6 +24,10 @@ func (d *durations) String() string {
 }
 
 func (d *durations) Set(s string) error {
+	if strings.TrimSpace(s) == "" {
+		*d = nil // the default schedule, as the usage says
+		return nil
+	}
 	var out []time.Duration
 	for part := range strings.SplitSeq(s, ",") {
 		v, err := time.ParseDuration(strings.TrimSpace(part))
