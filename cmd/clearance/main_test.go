@@ -332,11 +332,13 @@ func TestEveryCommandAnswersHelp(t *testing.T) {
 			listed = append(listed, f[1])
 		}
 	}
-	want := []string{"serve", "healthcheck", "admin", "keys", "loadtest", "migrate", "verify", "policy", "version"}
+	want := []string{"serve", "healthcheck", "admin", "keys", "intent", "cycle", "loadtest", "migrate", "verify", "policy", "version"}
 	if !slices.Equal(listed, want) {
 		t.Fatalf("the usage lists %v, want %v", listed, want)
 	}
-	for _, args := range [][]string{{"serve"}, {"healthcheck"}, {"admin"}, {"admin", "org", "create"}, {"keys"}, {"keys", "init"},
+	for _, args := range [][]string{{"serve"}, {"healthcheck"}, {"admin"}, {"admin", "org", "create"}, {"admin", "org", "list"},
+		{"admin", "key", "create"}, {"admin", "key", "list"}, {"admin", "key", "revoke"}, {"keys", "agent"}, {"keys", "agent", "new"},
+		{"intent"}, {"intent", "sign"}, {"cycle"}, {"keys"}, {"keys", "init"},
 		{"keys", "rotate"}, {"keys", "revoke"}, {"loadtest"}, {"migrate"}, {"verify"}, {"verify", "packet"},
 		{"verify", "capsule"}, {"verify", "receipt"}, {"policy"}, {"policy", "check"}, {"policy", "test"},
 		{"policy", "eval"}, {"policy", "replay"}, {"policy", "push"}, {"version"}} {
