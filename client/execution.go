@@ -2,7 +2,10 @@ package client
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"net/http"
+	"strings"
 )
 
 // Agent-safe execution: grant → claim → finalize, the keys agents sign with
@@ -10,13 +13,39 @@ import (
 
 // EnforceAndBind verifies a signed intent, decides, and binds a grant to it
 // (an ALLOW in ENFORCEMENT only): POST /v1/authority/enforce-and-bind. It is
-// safe to retry: the call carries an Idempotency-Key.
+// safe to retry: the signed intent_id is the route's idempotency key, and
+// the call sends it as the Idempotency-Key (which must equal it).
 func (c *Client) EnforceAndBind(ctx context.Context, req ExecutionAuthorityRequest, opts ...CallOption) (*ExecutionAuthorityDecision, error) {
 	r, err := c.newRequest(http.MethodPost, "/v1/authority/enforce-and-bind", req, opts)
 	if err == nil {
-		r.withKey()
+		if r.header.Get("Idempotency-Key") == "" {
+			if id := intentID(req.SignedIntent); id != "" {
+				r.header.Set("Idempotency-Key", id)
+			}
+		}
+		r.keyed = true
 	}
 	return call[ExecutionAuthorityDecision](ctx, c, r, err)
+}
+
+// intentID is the intent_id of a compact JWS's payload, read without
+// checking anything ("" when there is none): the server checks the rest.
+func intentID(jws string) string {
+	parts := strings.Split(jws, ".")
+	if len(parts) != 3 {
+		return ""
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return ""
+	}
+	var in struct {
+		IntentID string `json:"intent_id"`
+	}
+	if json.Unmarshal(payload, &in) != nil {
+		return ""
+	}
+	return in.IntentID
 }
 
 // Escalation reads a managed escalation's status; at GRANT_READY it carries
