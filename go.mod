@@ -24,6 +24,7 @@ require (
 	github.com/go-git/go-billy/v5 v5.9.2
 	github.com/go-git/go-git/v5 v5.19.3
 	github.com/go-webauthn/webauthn v0.18.2
+	github.com/oapi-codegen/runtime v1.9.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 )
 
@@ -43,7 +44,6 @@ require (
 	github.com/google/go-tpm v0.9.8 // indirect
 	github.com/jbenet/go-context v0.0.0-20150711004518-d14ea06fba99 // indirect
 	github.com/kevinburke/ssh_config v1.2.0 // indirect
-	github.com/oapi-codegen/runtime v1.9.0 // indirect
 	github.com/philhofer/fwd v1.2.0 // indirect
 	github.com/pjbgf/sha1cd v0.7.0 // indirect
 	github.com/sergi/go-diff v1.3.2-0.20230802210424-5b0b94c5c0d3 // indirect

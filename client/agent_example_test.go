@@ -19,7 +19,7 @@ import (
 // 5,000 EUR, which the policy blocks, never runs.
 func ExampleAgent_Run() {
 	ctx := context.Background()
-	url, apiKey, orgID, stop := exampleServer()
+	url, apiKey, orgID, stop := agentExampleServer()
 	defer stop()
 
 	c, err := client.New(url, apiKey)
@@ -55,9 +55,9 @@ func ExampleAgent_Run() {
 	// BLOCK false true
 }
 
-// exampleServer serves an engine with grant signing on a temporary store,
+// agentExampleServer serves an engine with grant signing on a temporary store,
 // with an org whose policy allows refunds below 1,000 in ENFORCEMENT.
-func exampleServer() (url, apiKey, orgID string, stop func()) {
+func agentExampleServer() (url, apiKey, orgID string, stop func()) {
 	dir, err := os.MkdirTemp("", "clearance-client-example-")
 	check(err)
 	backend, err := pebblestore.Open(dir, pebblestore.Options{})

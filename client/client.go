@@ -15,6 +15,15 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	openapi_types "github.com/oapi-codegen/runtime/types"
+)
+
+// UUID and Email are the types of the generated members of those formats,
+// named here so that callers need not import their package.
+type (
+	UUID  = openapi_types.UUID
+	Email = openapi_types.Email
 )
 
 // Client calls one Clearance server with one credential (an org key, the
@@ -108,13 +117,19 @@ func Query(name, value string) CallOption {
 	return func(r *request) { r.query.Add(name, value) }
 }
 
+// setQuery sets a query parameter the method's signature takes, replacing
+// any the options added.
+func setQuery(name, value string) CallOption {
+	return func(r *request) { r.query.Set(name, value) }
+}
+
 // Header sets a request header.
 func Header(name, value string) CallOption {
 	return func(r *request) { r.header.Set(name, value) }
 }
 
 // Received stores the answer's status and headers in *into (X-Request-Id,
-// Clearance-Replayed, Retry-After, …).
+// Idempotent-Replayed, Retry-After, …).
 func Received(into *Response) CallOption {
 	return func(r *request) { r.received = into }
 }
@@ -136,6 +151,9 @@ type request struct {
 	// to send again.
 	keyed    bool
 	received *Response
+	// redirect: a 3xx is the answer (its Location is what the caller
+	// wants), not followed.
+	redirect bool
 }
 
 func (c *Client) newRequest(method, path string, body any, opts []CallOption) (*request, error) {
@@ -172,9 +190,14 @@ func (r *request) withKey() *request {
 }
 
 // retryable reports whether sending r again cannot act twice.
+//
+// GETs are; so are POSTs the server answers once per Idempotency-Key. A PUT
+// or DELETE is not, although HTTP calls them idempotent: some of ours append
+// (a consent's history, a draft's revision), and a DELETE whose first answer
+// was lost would come back as a 404 for a deletion that happened.
 func (r *request) retryable() bool {
 	switch r.method {
-	case http.MethodGet, http.MethodHead, http.MethodPut, http.MethodDelete:
+	case http.MethodGet, http.MethodHead:
 		return true
 	}
 	return r.keyed && r.header.Get("Idempotency-Key") != ""
@@ -188,6 +211,11 @@ func (c *Client) send(ctx context.Context, r *request) ([]byte, error) {
 		return nil, err
 	}
 	defer resp.Body.Close()
+	return readAll(resp, r)
+}
+
+// readAll reads the answer of r.
+func readAll(resp *http.Response, r *request) ([]byte, error) {
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return nil, fmt.Errorf("client: %s %s: read answer: %w", r.method, r.path, err)
@@ -210,7 +238,8 @@ func (c *Client) open(ctx context.Context, r *request) (*http.Response, error) {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-		case resp.StatusCode >= 200 && resp.StatusCode < 300:
+		case resp.StatusCode >= 200 && resp.StatusCode < 300,
+			r.redirect && resp.StatusCode >= 300 && resp.StatusCode < 400:
 			return resp, nil
 		default:
 			e := readError(resp, r)
@@ -270,9 +299,17 @@ func (c *Client) do(ctx context.Context, r *request) (*http.Response, error) {
 	if c.key != "" {
 		req.Header.Set("Authorization", "Bearer "+c.key)
 	}
-	req.Header.Set("Accept", "application/json, application/problem+json")
+	if req.Header.Get("Accept") == "" {
+		req.Header.Set("Accept", "application/json, application/problem+json")
+	}
 	req.Header.Set("User-Agent", c.userAgent)
-	resp, err := c.http.Do(req)
+	h := c.http
+	if r.redirect {
+		stay := *h
+		stay.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		h = &stay
+	}
+	resp, err := h.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("client: %s %s: %w", r.method, r.path, err)
 	}

@@ -6,14 +6,8 @@ import (
 	"strconv"
 )
 
-// The platform operator's tenants: orgs and their API keys (platform key).
-
-// CreateOrg creates an organization and its first API key (org:*), shown
-// once: POST /v1/platform/orgs.
-func (c *Client) CreateOrg(ctx context.Context, req CreateOrgRequest, opts ...CallOption) (*CreateOrgResponse, error) {
-	r, err := c.newRequest(http.MethodPost, "/v1/platform/orgs", req, opts)
-	return call[CreateOrgResponse](ctx, c, r, err)
-}
+// The platform operator's tenants: orgs listed, API keys listed and
+// revoked (platform key; creating them is in platform.go).
 
 // Orgs lists organizations by id, at most limit (0: the server's default of
 // 100) after the org id after ("" from the start): GET /v1/platform/orgs.
@@ -27,13 +21,6 @@ func (c *Client) Orgs(ctx context.Context, after string, limit int, opts ...Call
 	}
 	r, err := c.newRequest(http.MethodGet, "/v1/platform/orgs", nil, opts)
 	return call[OrgPage](ctx, c, r, err)
-}
-
-// CreateAPIKey issues another API key with scopes for an org, shown once:
-// POST /v1/platform/orgs/{orgId}/api-keys.
-func (c *Client) CreateAPIKey(ctx context.Context, orgID string, req CreateAPIKeyRequest, opts ...CallOption) (*IssuedKey, error) {
-	r, err := c.newRequest(http.MethodPost, "/v1/platform/orgs/"+escape(orgID)+"/api-keys", req, opts)
-	return call[IssuedKey](ctx, c, r, err)
 }
 
 // APIKeys lists an org's API keys, revoked ones included (never a secret):
