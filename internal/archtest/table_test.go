@@ -14,6 +14,7 @@ const (
 	facade   = "facade"   // the root package
 	wire     = "wire"     // server
 	cmdlib   = "cmdlib"   // cmd/clearance/internal: the command's own helpers
+	remote   = "remote"   // client: the Go HTTP client, which knows the server only by its API
 	cmd      = "cmd"      // the binary
 	example  = "example"  // runnable programs on the public API
 	suite    = "suite"    // test support: conformance suites, test plumbing, test-only packages
@@ -30,8 +31,9 @@ var mayImport = map[string][]string{
 	facade:   {leaf, pure, records, storage, kernel, features},
 	wire:     {leaf, pure, records, storage, kernel, features, facade},
 	cmdlib:   {leaf, pure},
-	cmd:      {leaf, pure, records, storage, backend, kernel, features, facade, wire, cmdlib},
-	example:  {pure, records, storage, backend, facade, wire},
+	remote:   {leaf, pure},
+	cmd:      {leaf, pure, records, storage, backend, kernel, features, facade, wire, cmdlib, remote},
+	example:  {pure, records, storage, backend, facade, wire, remote},
 	suite:    {leaf, pure, records, storage},
 }
 
@@ -70,6 +72,9 @@ var packages = map[string]rule{
 	"proof":             {layer: pure, peers: []string{"ledger"}},
 	"pack":              {layer: pure, peers: []string{"ledger"}}, // the validation-pack format
 	"ucp":               {layer: pure},                            // UCP checkout envelopes, one validator per release
+	// The Go HTTP client signs intents (grant) and talks to the network.
+	"client": {layer: remote},
+
 	// reader verifies what an auditor posts with the verifiers above.
 	"reader": {layer: pure, peers: []string{"proof", "capsule", "pack", "ledger"}},
 
