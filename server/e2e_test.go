@@ -1624,8 +1624,8 @@ func TestUnknownRoutesAndMethods(t *testing.T) {
 	// A served path with another method: 405 with an Allow header naming the served methods.
 	for _, c := range []struct{ method, path, allow string }{
 		{"GET", pathEvaluate, "POST"}, {"PUT", pathEvaluate, "POST"}, {"DELETE", pathHealth, "GET"}, {"POST", pathHealth, "GET"},
-		{"PUT", pathBundles, "GET, POST"}, {"DELETE", pathBundles + "/v1", "GET"}, {"PATCH", pathOrgs, "POST"},
-		{"POST", pathLedger, "GET"}, {"GET", pathOrgs, "POST"}, {"POST", pathDossiers + "x", "GET"}, {"POST", "/metrics", "GET"},
+		{"PUT", pathBundles, "GET, POST"}, {"DELETE", pathBundles + "/v1", "GET"}, {"PATCH", pathOrgs, "GET, POST"},
+		{"POST", pathLedger, "GET"}, {"DELETE", pathOrgs, "GET, POST"}, {"POST", pathDossiers + "x", "GET"}, {"POST", "/metrics", "GET"},
 		{"GET", pathCRM(o.ID), "POST"},
 	} {
 		r := e.do(c.method, c.path, o.Key, nil, nil).wantProblem(t, http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED")
