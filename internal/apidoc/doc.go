@@ -17,4 +17,12 @@
 // because another test forbids spelling one as a string literal anywhere
 // else: in a Code field, assigned to .Code, or as the code argument of a
 // known constructor.
+//
+// For client generators (which run in the separate apicheck module), the
+// tests also require every number to be `format: double` and every integer
+// that may exceed 2^31-1 to be `format: int64`, component names unique
+// across sections, an operationId on every operation (callbacks included),
+// and an example on every request body and every 2xx answer with content,
+// each of which (error examples too) must validate against its schema as
+// JSON Schema 2020-12 with formats asserted.
 package apidoc
