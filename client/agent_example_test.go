@@ -30,7 +30,7 @@ func ExampleAgent_Run() {
 	_, err = agent.Register(ctx)
 	check(err)
 
-	refund := func(amount float32) client.ExecutionIntent {
+	refund := func(amount float64) client.ExecutionIntent {
 		return client.ExecutionIntent{
 			Actor:            client.Actor{Id: client.Ptr("agent-7"), Type: client.Ptr("agent")},
 			Action:           client.Action{Type: client.Ptr("refund"), Amount: &amount, Currency: client.Ptr("EUR"), Target: client.Ptr("order-1")},

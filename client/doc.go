@@ -32,3 +32,5 @@
 // Methods take path parameters as arguments and escape them, required query
 // parameters as arguments too, and optional ones as [Query] options.
 package client
+
+//go:generate sh -c "cd ../apicheck && go tool oapi-codegen -config ../client/oapi-codegen.yaml -o ../client/types.gen.go ../docs/openapi.yaml"

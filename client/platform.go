@@ -29,9 +29,9 @@ func (c *Client) Metrics(ctx context.Context, opts ...CallOption) (string, error
 
 // CreateOrg creates an org and its first API key (scope org:*), shown only
 // in this answer (the platform key only): POST /v1/platform/orgs.
-func (c *Client) CreateOrg(ctx context.Context, req CreateOrgRequest, opts ...CallOption) (*CreateOrgResponse, error) {
+func (c *Client) CreateOrg(ctx context.Context, req CreateOrgRequest, opts ...CallOption) (*CreatedOrg, error) {
 	r, err := c.newRequest(http.MethodPost, "/v1/platform/orgs", req, opts)
-	return call[CreateOrgResponse](ctx, c, r, err)
+	return call[CreatedOrg](ctx, c, r, err)
 }
 
 // CreateAPIKey issues another API key of an org, shown only in this answer

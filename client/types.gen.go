@@ -340,6 +340,7 @@ const (
 	DossierRouteCrmActionGate              DossierRoute = "crm.action-gate"
 	DossierRouteEnforceAndBind             DossierRoute = "enforce-and-bind"
 	DossierRouteEvaluateDecision           DossierRoute = "evaluate-decision"
+	DossierRouteManagedEscalation          DossierRoute = "managed-escalation"
 	DossierRouteUcpCheckoutAuthorize       DossierRoute = "ucp.checkout.authorize"
 	DossierRouteWorkspaceAppActionGate     DossierRoute = "workspace-app.action-gate"
 )
@@ -356,6 +357,8 @@ func (e DossierRoute) Valid() bool {
 	case DossierRouteEnforceAndBind:
 		return true
 	case DossierRouteEvaluateDecision:
+		return true
+	case DossierRouteManagedEscalation:
 		return true
 	case DossierRouteUcpCheckoutAuthorize:
 		return true
@@ -1131,51 +1134,6 @@ const (
 func (e JWKSKeysUse) Valid() bool {
 	switch e {
 	case JWKSKeysUseSig:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for LedgerEntryKind.
-const (
-	LedgerEntryKindApiKeyCreated       LedgerEntryKind = "api_key.created"
-	LedgerEntryKindDecisionRecorded    LedgerEntryKind = "decision.recorded"
-	LedgerEntryKindExecutionClaimed    LedgerEntryKind = "execution.claimed"
-	LedgerEntryKindExecutionFinalized  LedgerEntryKind = "execution.finalized"
-	LedgerEntryKindExecutionReconciled LedgerEntryKind = "execution.reconciled"
-	LedgerEntryKindGrantIssued         LedgerEntryKind = "grant.issued"
-	LedgerEntryKindKeyRegistered       LedgerEntryKind = "key.registered"
-	LedgerEntryKindKeyRevoked          LedgerEntryKind = "key.revoked"
-	LedgerEntryKindOrgCreated          LedgerEntryKind = "org.created"
-	LedgerEntryKindPolicyActivated     LedgerEntryKind = "policy.activated"
-	LedgerEntryKindPolicyPublished     LedgerEntryKind = "policy.published"
-)
-
-// Valid indicates whether the value is a known member of the LedgerEntryKind enum.
-func (e LedgerEntryKind) Valid() bool {
-	switch e {
-	case LedgerEntryKindApiKeyCreated:
-		return true
-	case LedgerEntryKindDecisionRecorded:
-		return true
-	case LedgerEntryKindExecutionClaimed:
-		return true
-	case LedgerEntryKindExecutionFinalized:
-		return true
-	case LedgerEntryKindExecutionReconciled:
-		return true
-	case LedgerEntryKindGrantIssued:
-		return true
-	case LedgerEntryKindKeyRegistered:
-		return true
-	case LedgerEntryKindKeyRevoked:
-		return true
-	case LedgerEntryKindOrgCreated:
-		return true
-	case LedgerEntryKindPolicyActivated:
-		return true
-	case LedgerEntryKindPolicyPublished:
 		return true
 	default:
 		return false
@@ -2823,6 +2781,36 @@ func (e RevokeWorkspaceCredentialsParamsXClearanceCSRF) Valid() bool {
 	}
 }
 
+// Defines values for AutomationWebhookDecisionResolvedParamsXClearanceEvent.
+const (
+	AutomationWebhookDecisionResolvedParamsXClearanceEventDecisionResolved AutomationWebhookDecisionResolvedParamsXClearanceEvent = "decision.resolved"
+)
+
+// Valid indicates whether the value is a known member of the AutomationWebhookDecisionResolvedParamsXClearanceEvent enum.
+func (e AutomationWebhookDecisionResolvedParamsXClearanceEvent) Valid() bool {
+	switch e {
+	case AutomationWebhookDecisionResolvedParamsXClearanceEventDecisionResolved:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for IntegrationWebhookDecisionResolvedParamsXClearanceEvent.
+const (
+	IntegrationWebhookDecisionResolvedParamsXClearanceEventDecisionResolved IntegrationWebhookDecisionResolvedParamsXClearanceEvent = "decision.resolved"
+)
+
+// Valid indicates whether the value is a known member of the IntegrationWebhookDecisionResolvedParamsXClearanceEvent enum.
+func (e IntegrationWebhookDecisionResolvedParamsXClearanceEvent) Valid() bool {
+	switch e {
+	case IntegrationWebhookDecisionResolvedParamsXClearanceEventDecisionResolved:
+		return true
+	default:
+		return false
+	}
+}
+
 // APIKeyInfo An API key as listed, never its secret or hash.
 type APIKeyInfo struct {
 	// Active Neither revoked nor expired now.
@@ -2926,7 +2914,7 @@ type AgentVerifyRequest struct {
 // Amount A plain JSON number literal: no sign, no exponent form, at most 6 significant
 // fractional digits, at most 10^15. `null`, booleans, strings (`"50000"`) and
 // anything else are 400 `INVALID_AMOUNT`.
-type Amount = float32
+type Amount = float64
 
 // ApprovalEvidence defines model for ApprovalEvidence.
 type ApprovalEvidence struct {
@@ -2943,7 +2931,7 @@ type ApprovalEvidence struct {
 // AuditExport A validation pack's record. The hashes, size, counts and `completed_at` are set once it SUCCEEDED (`completed_at` also when FAILED).
 type AuditExport struct {
 	// Attempts Builds started (at most 5; then the pack is FAILED).
-	Attempts     int     `json:"attempts"`
+	Attempts     int64   `json:"attempts"`
 	BundleSha256 *Digest `json:"bundle_sha256,omitempty"`
 
 	// BundleSignatureHmacSha256 Lowercase hex HMAC-SHA256 of the download under the org's export key (absent without an export secret).
@@ -2951,11 +2939,11 @@ type AuditExport struct {
 	CompletedAt               *time.Time              `json:"completed_at,omitempty"`
 	ContentType               *AuditExportContentType `json:"content_type,omitempty"`
 	Counts                    *struct {
-		ByOutcome *map[string]int `json:"by_outcome,omitempty"`
-		Decisions *int            `json:"decisions,omitempty"`
-		Events    *int            `json:"events,omitempty"`
-		Grants    *int            `json:"grants,omitempty"`
-		Workflows *int            `json:"workflows,omitempty"`
+		ByOutcome *map[string]int64 `json:"by_outcome,omitempty"`
+		Decisions *int64            `json:"decisions,omitempty"`
+		Events    *int64            `json:"events,omitempty"`
+		Grants    *int64            `json:"grants,omitempty"`
+		Workflows *int64            `json:"workflows,omitempty"`
 	} `json:"counts,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 
@@ -3167,7 +3155,7 @@ type BundleInfo struct {
 	Mode        Mode               `json:"mode"`
 	OrgId       openapi_types.UUID `json:"org_id"`
 	PublishedAt time.Time          `json:"published_at"`
-	RuleCount   int                `json:"rule_count"`
+	RuleCount   int64              `json:"rule_count"`
 	Version     string             `json:"version"`
 }
 
@@ -3297,8 +3285,8 @@ type CreateOrgRequest struct {
 	Name string `json:"name"`
 }
 
-// CreateOrgResponse defines model for CreateOrgResponse.
-type CreateOrgResponse struct {
+// CreatedOrg defines model for CreatedOrg.
+type CreatedOrg struct {
 	// ApiKey The org key (`clr_org_…`); shown only here.
 	ApiKey string             `json:"api_key"`
 	KeyId  string             `json:"key_id"`
@@ -3337,7 +3325,7 @@ type DataProtectionRequest struct {
 // DataProtectionSetting defines model for DataProtectionSetting.
 type DataProtectionSetting struct {
 	// LedgerSeq The seq of the setting's `data_protection.set` ledger entry.
-	LedgerSeq int       `json:"ledger_seq"`
+	LedgerSeq int64     `json:"ledger_seq"`
 	OrgId     string    `json:"org_id"`
 	Personal  []string  `json:"personal"`
 	Subject   string    `json:"subject"`
@@ -3391,7 +3379,7 @@ type Decision struct {
 // DecisionChain A workflow's lineage. `head` is the newest listed member and `count` the number listed.
 type DecisionChain struct {
 	ChainId openapi_types.UUID `json:"chain_id"`
-	Count   int                `json:"count"`
+	Count   int64              `json:"count"`
 
 	// Head One decision of a chain, as recorded with its dossier (check it against the dossier by `dossier_digest`).
 	Head ChainMember `json:"head"`
@@ -3644,7 +3632,7 @@ type Dossier struct {
 	Federation     *[]DossierFederated `json:"federation,omitempty"`
 	IdempotencyKey *string             `json:"idempotency_key,omitempty"`
 
-	// Intent The request body in RFC 8785 canonical form (for enforce-and-bind, the verified intent payload; for ucp.checkout.authorize, the checkout envelope, whose digest `intent_digest` is the answer's `checkout_digest`).
+	// Intent The request body in RFC 8785 canonical form (for enforce-and-bind, the verified intent payload; for ucp.checkout.authorize, the checkout envelope, whose digest `intent_digest` is the answer's `checkout_digest`; for managed-escalation, the original intent, evaluated again with its verified approval).
 	Intent interface{} `json:"intent"`
 
 	// IntentAsReceived The exact request bytes (for enforce-and-bind, the signed intent, a compact JWS).
@@ -3747,7 +3735,7 @@ type DossierExplanation struct {
 
 	// Rules Every rule in bundle order, at most 1000.
 	Rules        []PolicyRuleTrace `json:"rules"`
-	RulesOmitted *int              `json:"rules_omitted,omitempty"`
+	RulesOmitted *int64            `json:"rules_omitted,omitempty"`
 }
 
 // DossierFederated defines model for DossierFederated.
@@ -3834,7 +3822,7 @@ type DraftValidation struct {
 	Mode         Mode                 `json:"mode"`
 	Name         string               `json:"name"`
 	Revision     int64                `json:"revision"`
-	RuleCount    int                  `json:"rule_count"`
+	RuleCount    int64                `json:"rule_count"`
 	Valid        DraftValidationValid `json:"valid"`
 	Version      string               `json:"version"`
 }
@@ -3923,14 +3911,14 @@ type EmptyRequest = map[string]interface{}
 type ErasureReceipt struct {
 	Payload struct {
 		Aud              ErasureReceiptPayloadAud `json:"aud"`
-		DossiersAffected int                      `json:"dossiers_affected"`
+		DossiersAffected int64                    `json:"dossiers_affected"`
 		ErasedAt         time.Time                `json:"erased_at"`
 		Iss              string                   `json:"iss"`
 		KeysDestroyed    []string                 `json:"keys_destroyed"`
 		LedgerOrigin     string                   `json:"ledger_origin"`
 
 		// LedgerSeq The seq of the erasure's `subject.erased` entry, whose payload digest is the digest of this payload.
-		LedgerSeq         int                          `json:"ledger_seq"`
+		LedgerSeq         int64                        `json:"ledger_seq"`
 		LedgerVerifierKey string                       `json:"ledger_verifier_key"`
 		OrgId             string                       `json:"org_id"`
 		Profile           ErasureReceiptPayloadProfile `json:"profile"`
@@ -4438,7 +4426,7 @@ type GateLinksLedgerVerify string
 
 // GrantAction The action a grant authorizes (the intent's action without `parameters`).
 type GrantAction struct {
-	Amount   *float32 `json:"amount,omitempty"`
+	Amount   *float64 `json:"amount,omitempty"`
 	Currency *string  `json:"currency,omitempty"`
 	Target   *string  `json:"target,omitempty"`
 	Type     string   `json:"type"`
@@ -4520,10 +4508,10 @@ type GrowthClassificationRequestEnvironment string
 // GrowthCohort The reviewed organizations created in one UTC month.
 type GrowthCohort struct {
 	// Activated With at least one durable decision.
-	Activated int `json:"activated"`
+	Activated int64 `json:"activated"`
 
 	// ActivationRate `activated / organizations`; null when the cohort is empty.
-	ActivationRate *float32 `json:"activation_rate"`
+	ActivationRate *float64 `json:"activation_rate"`
 
 	// Cohort Examples: 2026-10
 	Cohort               string `json:"cohort"`
@@ -4531,11 +4519,11 @@ type GrowthCohort struct {
 	EnforcementDecisions int64  `json:"enforcement_decisions"`
 
 	// EnforcementRate `enforcing / organizations`; null when the cohort is empty.
-	EnforcementRate *float32 `json:"enforcement_rate"`
+	EnforcementRate *float64 `json:"enforcement_rate"`
 
 	// Enforcing With at least one durable ENFORCEMENT decision.
-	Enforcing     int `json:"enforcing"`
-	Organizations int `json:"organizations"`
+	Enforcing     int64 `json:"enforcing"`
+	Organizations int64 `json:"organizations"`
 
 	// TimeToFirstDecisionSeconds Measured durations in seconds (median and 90th percentile, nearest rank); null when none was measured.
 	TimeToFirstDecisionSeconds GrowthDurations `json:"time_to_first_decision_seconds"`
@@ -4547,7 +4535,7 @@ type GrowthCohort struct {
 // GrowthCohortCount defines model for GrowthCohortCount.
 type GrowthCohortCount struct {
 	Cohort        string `json:"cohort"`
-	Organizations int    `json:"organizations"`
+	Organizations int64  `json:"organizations"`
 }
 
 // GrowthConsent An organization's consent as it now stands, with every change (oldest first, this one last).
@@ -4582,9 +4570,9 @@ type GrowthConsentRequest struct {
 
 // GrowthDurations Measured durations in seconds (median and 90th percentile, nearest rank); null when none was measured.
 type GrowthDurations struct {
-	Count  int      `json:"count"`
-	Median *float32 `json:"median"`
-	P90    *float32 `json:"p90"`
+	Count  int64    `json:"count"`
+	Median *float64 `json:"median"`
+	P90    *float64 `json:"p90"`
 }
 
 // GrowthFirstTouch What the first classification froze.
@@ -4598,16 +4586,16 @@ type GrowthFirstTouch struct {
 
 // GrowthPopulation Every organization, by classification.
 type GrowthPopulation struct {
-	Organizations int `json:"organizations"`
+	Organizations int64 `json:"organizations"`
 
 	// OtherClassified Classified, not `prod`/`external`; excluded.
-	OtherClassified int `json:"other_classified"`
+	OtherClassified int64 `json:"other_classified"`
 
 	// Reviewed Classified `prod` and `external`; counted in `cohorts`.
-	Reviewed int `json:"reviewed"`
+	Reviewed int64 `json:"reviewed"`
 
 	// Unclassified Never classified; excluded and listed in `unclassified`.
-	Unclassified int `json:"unclassified"`
+	Unclassified int64 `json:"unclassified"`
 }
 
 // GrowthReport The signed payload of a blast-radius report (the JWS payload is its RFC 8785 JSON; the
@@ -4652,7 +4640,7 @@ type GrowthReportAud string
 type GrowthReportCrossCellTotals string
 
 // GrowthReportMinOrgsPerCell defines model for GrowthReport.MinOrgsPerCell.
-type GrowthReportMinOrgsPerCell int
+type GrowthReportMinOrgsPerCell int64
 
 // GrowthReportReport defines model for GrowthReport.Report.
 type GrowthReportReport string
@@ -4667,7 +4655,7 @@ type GrowthReportCell struct {
 	Mode      Mode   `json:"mode"`
 
 	// Organizations Distinct organizations with a durable decision in the cell; only when published.
-	Organizations *int `json:"organizations,omitempty"`
+	Organizations *int64 `json:"organizations,omitempty"`
 
 	// Outcome From least to most restrictive.
 	Outcome   Outcome `json:"outcome"`
@@ -4690,7 +4678,7 @@ type GrowthScorecard struct {
 	Unclassified struct {
 		// Cohorts Only months with at least one such organization, oldest first.
 		Cohorts       []GrowthCohortCount `json:"cohorts"`
-		Organizations int                 `json:"organizations"`
+		Organizations int64               `json:"organizations"`
 	} `json:"unclassified"`
 }
 
@@ -4855,18 +4843,31 @@ type LedgerConsistencyProof struct {
 
 // LedgerEntry `entry_hash` is the SHA-256 of the RFC 8785 form of the entry without `entry_hash`.
 type LedgerEntry struct {
-	EntryHash     Digest          `json:"entry_hash"`
-	Kind          LedgerEntryKind `json:"kind"`
-	OrgId         string          `json:"org_id"`
-	PayloadDigest Digest          `json:"payload_digest"`
-	PrevEntryHash Digest          `json:"prev_entry_hash"`
-	RecordedAt    time.Time       `json:"recorded_at"`
-	Seq           int64           `json:"seq"`
-	SubjectId     string          `json:"subject_id"`
-}
+	EntryHash Digest `json:"entry_hash"`
 
-// LedgerEntryKind defines model for LedgerEntry.Kind.
-type LedgerEntryKind string
+	// Kind What the entry records; an open set, so a client accepts kinds it does not know. Today:
+	// `org.created`, `api_key.created`, `policy.published`, `policy.activated`,
+	// `decision.recorded`, `decision.overridden`, `grant.issued`, `execution.claimed`,
+	// `execution.finalized`, `execution.reconciled`, `execution.dispatched`,
+	// `key.registered`, `key.revoked`, `export.requested`, `export.completed`,
+	// `share_links.revoked`, `escalation.opened` and `escalation.<state>` for each later
+	// state (`verifying`, `grant_ready`, `denied`, `expired`, `cancelled`, `failed`),
+	// `approval.used`, `signal_connector.created`, `signal_connector.revoked`,
+	// `signals.received`, `onboarding.bundle_issued`, `onboarding.workspace_provisioned`,
+	// `onboarding.workspace_claimed`, `credentials.revoked`, `spend.reserved`,
+	// `spend.settled`, `data_protection.set`, `subject.erased`,
+	// `federation.issuer_trusted`, `federation.issuer_removed`.
+	//
+	//
+	// Examples: decision.recorded
+	Kind          string    `json:"kind"`
+	OrgId         string    `json:"org_id"`
+	PayloadDigest Digest    `json:"payload_digest"`
+	PrevEntryHash Digest    `json:"prev_entry_hash"`
+	RecordedAt    time.Time `json:"recorded_at"`
+	Seq           int64     `json:"seq"`
+	SubjectId     string    `json:"subject_id"`
+}
 
 // LedgerHead The newest entry; seq 0 and an empty hash for an empty ledger.
 type LedgerHead struct {
@@ -4899,7 +4900,7 @@ type LedgerPage struct {
 // LedgerVerifyReport defines model for LedgerVerifyReport.
 type LedgerVerifyReport struct {
 	CheckpointSize     *int64                    `json:"checkpoint_size,omitempty"`
-	CheckpointsChecked *int                      `json:"checkpoints_checked,omitempty"`
+	CheckpointsChecked *int64                    `json:"checkpoints_checked,omitempty"`
 	Detail             *string                   `json:"detail,omitempty"`
 	EntriesChecked     int64                     `json:"entries_checked"`
 	FirstBrokenSeq     *int64                    `json:"first_broken_seq,omitempty"`
@@ -4967,7 +4968,7 @@ type ManagedEscalationStatus struct {
 	// Transitions Every step, each a ledger entry (`escalation.opened`, `escalation.verifying`, `escalation.grant_ready`, `escalation.denied`, …).
 	Transitions []struct {
 		At        time.Time `json:"at"`
-		LedgerSeq int       `json:"ledger_seq"`
+		LedgerSeq int64     `json:"ledger_seq"`
 		Reason    *string   `json:"reason,omitempty"`
 
 		// Status PENDING_APPROVAL: the approval request is open at the approval service. VERIFYING: a
@@ -5101,10 +5102,10 @@ type Outcome string
 
 // OutcomeCounts defines model for OutcomeCounts.
 type OutcomeCounts struct {
-	ALLOW          int `json:"ALLOW"`
-	BLOCK          int `json:"BLOCK"`
-	ESCALATE       int `json:"ESCALATE"`
-	REVIEWREQUIRED int `json:"REVIEW_REQUIRED"`
+	ALLOW          int64 `json:"ALLOW"`
+	BLOCK          int64 `json:"BLOCK"`
+	ESCALATE       int64 `json:"ESCALATE"`
+	REVIEWREQUIRED int64 `json:"REVIEW_REQUIRED"`
 }
 
 // Override A recorded resolution. Its RFC 8785 form hashes to the `payload_digest` of its
@@ -5262,7 +5263,7 @@ type PolicyExplanation struct {
 
 	// Rules Every rule in bundle order, at most 1000.
 	Rules        []PolicyRuleTrace `json:"rules"`
-	RulesOmitted *int              `json:"rules_omitted,omitempty"`
+	RulesOmitted *int64            `json:"rules_omitted,omitempty"`
 }
 
 // PolicyFlip defines model for PolicyFlip.
@@ -5381,7 +5382,7 @@ type PolicySource struct {
 	CreatedAt    time.Time             `json:"created_at"`
 	Directory    string                `json:"directory"`
 	DraftName    *string               `json:"draft_name,omitempty"`
-	EveryMinutes int                   `json:"every_minutes"`
+	EveryMinutes int64                 `json:"every_minutes"`
 	LastPull     *PolicySourceLastPull `json:"last_pull,omitempty"`
 
 	// NextPullAt When the scheduled pull is due; absent without a schedule.
@@ -5433,13 +5434,13 @@ type PolicySourcePull struct {
 	Reason *PolicySourcePullReason `json:"reason,omitempty"`
 	Status PolicySourcePullStatus  `json:"status"`
 	Tests  struct {
-		Failed   int `json:"failed"`
+		Failed   int64 `json:"failed"`
 		Failures []struct {
 			Case *string `json:"case,omitempty"`
 			Diff string  `json:"diff"`
 			File string  `json:"file"`
 		} `json:"failures"`
-		Passed int `json:"passed"`
+		Passed int64 `json:"passed"`
 	} `json:"tests"`
 
 	// Version The bundle's version (the commit id), once it compiled.
@@ -5464,7 +5465,7 @@ type PolicySourceRequest struct {
 	DraftName *string `json:"draft_name,omitempty"`
 
 	// EveryMinutes 0 (the default) for no schedule, or 5 to 10080.
-	EveryMinutes *int                        `json:"every_minutes,omitempty"`
+	EveryMinutes *int64                      `json:"every_minutes,omitempty"`
 	Publish      *PolicySourceRequestPublish `json:"publish,omitempty"`
 
 	// Ref A branch or tag name, a full `refs/…` name, `HEAD`, or a full commit id.
@@ -6041,7 +6042,7 @@ type RegisterStarted struct {
 	// ExpiresInSeconds How long the mailed code is good.
 	//
 	// Examples: 600
-	ExpiresInSeconds int                   `json:"expires_in_seconds"`
+	ExpiresInSeconds int64                 `json:"expires_in_seconds"`
 	Status           RegisterStartedStatus `json:"status"`
 }
 
@@ -6052,7 +6053,7 @@ type RegisterStartedStatus string
 type RegisterVerifyRequest struct {
 	// OtpCode The mailed code, exactly six ASCII digits.
 	//
-	// Examples: 42917
+	// Examples: 042917
 	OtpCode string `json:"otp_code"`
 
 	// OwnerEmail The address the code was mailed to (as in `RegisterStartRequest`).
@@ -6095,7 +6096,7 @@ type Replay struct {
 	// Candidate The policy evaluated instead of the active one; neither member is the active policy.
 	Candidate PolicyCandidate `json:"candidate"`
 	CreatedAt time.Time       `json:"created_at"`
-	Examples  int             `json:"examples"`
+	Examples  int64           `json:"examples"`
 
 	// Failure Once `failed`, why.
 	Failure    *string            `json:"failure,omitempty"`
@@ -6107,7 +6108,7 @@ type Replay struct {
 	PolicyVersion string `json:"policy_version"`
 
 	// Processed Decisions processed so far.
-	Processed int    `json:"processed"`
+	Processed int64  `json:"processed"`
 	ReplayId  string `json:"replay_id"`
 
 	// Result Once `done`.
@@ -6116,7 +6117,7 @@ type Replay struct {
 	To     time.Time     `json:"to"`
 
 	// Total The window's decisions when the replay was queued (the final count once done).
-	Total     int       `json:"total"`
+	Total     int64     `json:"total"`
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
@@ -6134,10 +6135,10 @@ type ReplayExample struct {
 
 // ReplayProgress defines model for ReplayProgress.
 type ReplayProgress struct {
-	Processed int                  `json:"processed"`
+	Processed int64                `json:"processed"`
 	ReplayId  string               `json:"replay_id"`
 	Status    ReplayProgressStatus `json:"status"`
-	Total     int                  `json:"total"`
+	Total     int64                `json:"total"`
 }
 
 // ReplayProgressStatus defines model for ReplayProgress.Status.
@@ -6169,34 +6170,34 @@ type ReplayResult struct {
 	ByDecisionType map[string]ReplayTally `json:"by_decision_type"`
 
 	// ByDirection Changed outcomes by `RECORDED->REPLAYED`.
-	ByDirection map[string]int         `json:"by_direction"`
+	ByDirection map[string]int64       `json:"by_direction"`
 	ByWorkflow  map[string]ReplayTally `json:"by_workflow"`
-	Changed     int                    `json:"changed"`
+	Changed     int64                  `json:"changed"`
 
 	// Examples The first changed decisions, oldest first, at most `examples`.
 	Examples        []ReplayExample `json:"examples"`
-	LessRestrictive int             `json:"less_restrictive"`
-	MoreRestrictive int             `json:"more_restrictive"`
+	LessRestrictive int64           `json:"less_restrictive"`
+	MoreRestrictive int64           `json:"more_restrictive"`
 
 	// ReasonCodesChanged Unchanged outcomes whose reason codes differ.
-	ReasonCodesChanged int `json:"reason_codes_changed"`
-	Replayed           int `json:"replayed"`
+	ReasonCodesChanged int64 `json:"reason_codes_changed"`
+	Replayed           int64 `json:"replayed"`
 
 	// Skipped Decisions whose input could not be rebuilt exactly.
-	Skipped int `json:"skipped"`
+	Skipped int64 `json:"skipped"`
 
 	// SkippedByReason `CHECKOUT_NOT_REPLAYED`, `SIGNALS_NOT_RECORDED`, `ROUTE_UNKNOWN`, `RECORD_MALFORMED`.
-	SkippedByReason map[string]int `json:"skipped_by_reason"`
-	Total           int            `json:"total"`
-	Unchanged       int            `json:"unchanged"`
+	SkippedByReason map[string]int64 `json:"skipped_by_reason"`
+	Total           int64            `json:"total"`
+	Unchanged       int64            `json:"unchanged"`
 }
 
 // ReplayTally defines model for ReplayTally.
 type ReplayTally struct {
 	// ByDirection Changed outcomes by `RECORDED->REPLAYED`, e.g. `ALLOW->BLOCK`.
-	ByDirection *map[string]int `json:"by_direction"`
-	Changed     int             `json:"changed"`
-	Replayed    int             `json:"replayed"`
+	ByDirection *map[string]int64 `json:"by_direction"`
+	Changed     int64             `json:"changed"`
+	Replayed    int64             `json:"replayed"`
 }
 
 // ReportingJWKS RFC 7517 JWK Set of the reporting keys (the configured one first, then earlier ones that signed a frozen report), which verify growth reports only. Never carries private members.
@@ -6258,7 +6259,7 @@ type RevokedCredentials struct {
 }
 
 // RiskScore Any finite JSON number (else 400 `INVALID_RISK_SCORE`).
-type RiskScore = float32
+type RiskScore = float64
 
 // Scope defines model for Scope.
 type Scope string
@@ -6275,7 +6276,7 @@ type ShadowReport struct {
 	From       time.Time        `json:"from"`
 	OrgId      string           `json:"org_id"`
 	To         time.Time        `json:"to"`
-	Total      int              `json:"total"`
+	Total      int64            `json:"total"`
 }
 
 // ShareLink defines model for ShareLink.
@@ -6322,7 +6323,7 @@ type ShareLinkRequest struct {
 // ShareLinkRevocation defines model for ShareLinkRevocation.
 type ShareLinkRevocation struct {
 	// Epoch The org's share epoch now; links made before carry a smaller one.
-	Epoch     int       `json:"epoch"`
+	Epoch     int64     `json:"epoch"`
 	RevokedAt time.Time `json:"revoked_at"`
 }
 
@@ -6340,7 +6341,7 @@ type SharedLedgerCheck struct {
 	ChainValid bool `json:"chain_valid"`
 
 	// CheckpointTreeSize The size of the latest signed checkpoint the check was anchored on; absent when there is none.
-	CheckpointTreeSize *int `json:"checkpoint_tree_size,omitempty"`
+	CheckpointTreeSize *int64 `json:"checkpoint_tree_size,omitempty"`
 
 	// Checkpointed The org's latest signed checkpoint covers the entry (false for an entry appended since, and on a service without a ledger key).
 	Checkpointed bool `json:"checkpointed"`
@@ -6349,7 +6350,7 @@ type SharedLedgerCheck struct {
 	EntryHashValid bool `json:"entry_hash_valid"`
 
 	// Seq The seq of the dossier's ledger entry.
-	Seq int `json:"seq"`
+	Seq int64 `json:"seq"`
 }
 
 // SharedReproduction What the public reproduction reveals, and nothing else.
@@ -6416,7 +6417,7 @@ type SignInVerifyRequest struct {
 
 	// OtpCode The mailed sign-in code, exactly six ASCII digits.
 	//
-	// Examples: 42917
+	// Examples: 042917
 	OtpCode string `json:"otp_code"`
 }
 
@@ -6460,7 +6461,7 @@ type SignalReceipt struct {
 	DeliveryId openapi_types.UUID `json:"delivery_id"`
 
 	// Events Events stored by this request (0 for a duplicate).
-	Events     int                 `json:"events"`
+	Events     int64               `json:"events"`
 	ReceivedAt time.Time           `json:"received_at"`
 	Status     SignalReceiptStatus `json:"status"`
 }
@@ -6513,7 +6514,7 @@ type SpendGate struct {
 type SpendGateLimit0 = string
 
 // SpendGateLimit1 defines model for SpendGate.Limit.1.
-type SpendGateLimit1 = float32
+type SpendGateLimit1 = float64
 
 // SpendGate_Limit A decimal (number or string, at most six decimals, above 0, at most 1e12); stored as a string.
 type SpendGate_Limit struct {
@@ -6558,7 +6559,7 @@ type SpendGateStatus struct {
 type SpendReservation struct {
 	Charges []struct {
 		// AmountMicros The amount in millionths of the currency unit.
-		AmountMicros int    `json:"amount_micros"`
+		AmountMicros int64  `json:"amount_micros"`
 		Currency     string `json:"currency"`
 		GateId       string `json:"gate_id"`
 
@@ -6586,7 +6587,7 @@ type TrustedIssuer struct {
 	Issuer        string                  `json:"issuer"`
 	Jwks          *map[string]interface{} `json:"jwks,omitempty"`
 	JwksUrl       *string                 `json:"jwks_url,omitempty"`
-	MaxAgeSeconds *int                    `json:"max_age_seconds,omitempty"`
+	MaxAgeSeconds *int64                  `json:"max_age_seconds,omitempty"`
 
 	// Orgs The issuing org ids trusted on this issuer; empty only for an entry stored before orgs
 	// were required, which accepts no envelope.
@@ -6693,10 +6694,10 @@ type UcpCheckoutAuthorizeRequest struct {
 			Id string `json:"id"`
 
 			// Price Minor units.
-			Price int    `json:"price"`
+			Price int64  `json:"price"`
 			Title string `json:"title"`
 		} `json:"item"`
-		Quantity int                      `json:"quantity"`
+		Quantity int64                    `json:"quantity"`
 		Totals   []map[string]interface{} `json:"totals"`
 	} `json:"line_items"`
 	Links []map[string]interface{} `json:"links"`
@@ -6705,7 +6706,7 @@ type UcpCheckoutAuthorizeRequest struct {
 	Status string `json:"status"`
 	Totals []struct {
 		// Amount Minor units.
-		Amount int `json:"amount"`
+		Amount int64 `json:"amount"`
 
 		// Type Examples: subtotal, tax, total
 		Type string `json:"type"`
@@ -6904,10 +6905,10 @@ type WebhookDelivery struct {
 	// Attempts The latest 50 attempts.
 	Attempts []struct {
 		At         time.Time `json:"at"`
-		DurationMs int       `json:"duration_ms"`
+		DurationMs int64     `json:"duration_ms"`
 		Error      *string   `json:"error,omitempty"`
-		Number     int       `json:"number"`
-		StatusCode *int      `json:"status_code,omitempty"`
+		Number     int64     `json:"number"`
+		StatusCode *int64    `json:"status_code,omitempty"`
 	} `json:"attempts"`
 	CreatedAt time.Time `json:"created_at"`
 
@@ -6920,7 +6921,7 @@ type WebhookDelivery struct {
 	EventId       string               `json:"event_id"`
 	NextAttemptAt *time.Time           `json:"next_attempt_at,omitempty"`
 	OccurredAt    time.Time            `json:"occurred_at"`
-	Redeliveries  int                  `json:"redeliveries"`
+	Redeliveries  int64                `json:"redeliveries"`
 	State         WebhookDeliveryState `json:"state"`
 	UpdatedAt     time.Time            `json:"updated_at"`
 }
@@ -6955,7 +6956,7 @@ type WebhookIntegration struct {
 	Provider      WebhookIntegrationProvider      `json:"provider"`
 	Signing       struct {
 		// ActiveSecrets 1, or 2 while a replaced secret still signs.
-		ActiveSecrets           int        `json:"active_secrets"`
+		ActiveSecrets           int64      `json:"active_secrets"`
 		PreviousSecretExpiresAt *time.Time `json:"previous_secret_expires_at,omitempty"`
 	} `json:"signing"`
 	Status        WebhookIntegrationStatus `json:"status"`
@@ -6987,7 +6988,7 @@ type WebhookSubscriptionEventName string
 // WorkflowShadow defines model for WorkflowShadow.
 type WorkflowShadow struct {
 	ByOutcome   OutcomeCounts `json:"by_outcome"`
-	Total       int           `json:"total"`
+	Total       int64         `json:"total"`
 	WorkflowKey string        `json:"workflow_key"`
 }
 
@@ -7565,6 +7566,9 @@ type BadRequest = Problem
 
 // BundleExisting defines model for BundleExisting.
 type BundleExisting = BundleInfo
+
+// BundleListResponse defines model for BundleListResponse.
+type BundleListResponse = BundleList
 
 // BundlePublished defines model for BundlePublished.
 type BundlePublished = BundleInfo
@@ -11152,6 +11156,9 @@ type OrgNotFound = Problem
 // answers its recorded refusals with `ExecutionFinalizeResponse`.
 type PayloadTooLarge = Problem
 
+// PolicyActivationResponse defines model for PolicyActivationResponse.
+type PolicyActivationResponse = PolicyActivation
+
 // PolicySourceNotFound RFC 9457 problem details with Clearance's members. `type` is always `about:blank`;
 // `title` is the HTTP status text. Stable `code` values (a test keeps this list complete):
 //
@@ -12864,8 +12871,58 @@ type UnprocessableEntity = Problem
 // answers its recorded refusals with `ExecutionFinalizeResponse`.
 type UnsupportedMediaType = Problem
 
-// ActivateBundle defines model for ActivateBundle.
-type ActivateBundle = ActivateRequest
+// ActivateRequestBody defines model for ActivateRequestBody.
+type ActivateRequestBody = ActivateRequest
+
+// DecisionRequestBody The one input shape policies see. Unknown members are 400 `UNKNOWN_MEMBER`.
+// `action.amount` is also the `amount`; when both are given they must be
+// numerically equal (400 `AMOUNT_CONFLICT`).
+type DecisionRequestBody = DecisionRequest
+
+// ExecutionClaimTokenRequestBody defines model for ExecutionClaimTokenRequestBody.
+type ExecutionClaimTokenRequestBody = ExecutionClaimTokenRequest
+
+// HookRequestBody The action-gate body: the DecisionRequest members plus `idempotency_key` and
+// `correlation_id` (alternatives to their headers). Unknown members are 400.
+type HookRequestBody = HookRequest
+
+// KeyRegistrationRequestBody Registers an agent or provider key (DESIGN §8). Unknown members are 400.
+type KeyRegistrationRequestBody = KeyRegistrationRequest
+
+// PolicyBundleBody A versioned policy bundle. Decoded strictly (unknown members are 400). Its digest
+// is `sha256:` + hex SHA-256 of its RFC 8785 form. Every matching rule contributes;
+// the most restrictive outcome wins; no match → `default`.
+type PolicyBundleBody = PolicyBundle
+
+// UcpCheckoutAuthorizeRequestBody A complete UCP checkout response envelope (`shopping/checkout.json` of the release named by
+// `ucp.version`). The official UCP JSON Schemas of the two supported releases govern it,
+// embedded as published (https://ucp.dev/schemas/shopping/checkout.json, release 2026-04-08
+// and 2026-08-25); this schema only sketches them. Release rules beyond the schemas:
+//
+//   - `ucp.version` is matched exactly; any other string is 400 `UCP_VERSION_UNSUPPORTED`,
+//     never validated under another release.
+//   - 2026-08-25 requires `ucp.payment_handlers` (its schema does); 2026-04-08 keeps it
+//     optional although its official schema requires it (validated as if `{}` were there; the
+//     digest is of the body as sent).
+//   - A payment handler `id` is unique across `ucp.payment_handlers`.
+//   - Where the schema types a value `integer` (amounts, prices, quantities, all in minor
+//     units) it is written as an integer literal, without fraction or exponent, within
+//     ±(2^53−1): `2500.0` and `2.5e3` are refused.
+//   - `totals` holds exactly one entry of type `subtotal` and exactly one of type `total`
+//     (the amount the policy sees); `currency` is a current ISO 4217 currency with minor
+//     units (List One); `quantity` is at least 1.
+//   - Members the schemas leave open (extensions such as `fulfillment`, `x_…` members) stay
+//     open and are not validated.
+//
+// `ap2.merchant_authorization` is the merchant's terms signature (UCP's AP2 mandates
+// extension): a JWS with detached payload, `<b64url header>..<b64url signature>`, header a
+// JSON object with `alg` ES256 or ES384 and a non-empty `kid` and neither `crit` nor `b64`,
+// signature raw R‖S, over `b64url(header) "." b64url(payload)` where the payload is the RFC
+// 8785 form of this envelope without its `ap2` member.
+type UcpCheckoutAuthorizeRequestBody = UcpCheckoutAuthorizeRequest
+
+// UcpSigningKeyRegistrationRequestBody Registers a UCP merchant signing key. Unknown members are 400 `UNKNOWN_MEMBER`.
+type UcpSigningKeyRegistrationRequestBody = UcpSigningKeyRegistrationRequest
 
 // GetExecutionGrantJWKSParams defines parameters for GetExecutionGrantJWKS.
 type GetExecutionGrantJWKSParams struct {
@@ -13740,10 +13797,10 @@ type LedgerConsistencyProofParams struct {
 	OrgId *OrgIdQuery `form:"org_id,omitempty" json:"org_id,omitempty"`
 
 	// OldSize The older checkpoint size.
-	OldSize int `form:"old_size" json:"old_size"`
+	OldSize int64 `form:"old_size" json:"old_size"`
 
 	// NewSize The newer checkpoint size; latest when absent.
-	NewSize *int `form:"new_size,omitempty" json:"new_size,omitempty"`
+	NewSize *int64 `form:"new_size,omitempty" json:"new_size,omitempty"`
 
 	// XRequestId Echoed when sent once with at most 128 visible ASCII characters; otherwise a new id is generated (a bad one is never echoed).
 	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
@@ -13756,10 +13813,10 @@ type LedgerInclusionProofParams struct {
 	OrgId *OrgIdQuery `form:"org_id,omitempty" json:"org_id,omitempty"`
 
 	// Seq The entry to prove.
-	Seq int `form:"seq" json:"seq"`
+	Seq int64 `form:"seq" json:"seq"`
 
 	// TreeSize The checkpoint size to prove it in; latest when absent.
-	TreeSize *int `form:"tree_size,omitempty" json:"tree_size,omitempty"`
+	TreeSize *int64 `form:"tree_size,omitempty" json:"tree_size,omitempty"`
 
 	// XRequestId Echoed when sent once with at most 128 visible ASCII characters; otherwise a new id is generated (a bad one is never echoed).
 	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
@@ -14295,6 +14352,26 @@ type WorkspaceAppActionGateParams struct {
 	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
 }
 
+// AutomationWebhookDecisionResolvedParams defines parameters for AutomationWebhookDecisionResolved.
+type AutomationWebhookDecisionResolvedParams struct {
+	XClearanceEvent      AutomationWebhookDecisionResolvedParamsXClearanceEvent `json:"X-Clearance-Event"`
+	XClearanceDeliveryId openapi_types.UUID                                     `json:"X-Clearance-Delivery-Id"`
+	XClearanceSignature  string                                                 `json:"X-Clearance-Signature"`
+}
+
+// AutomationWebhookDecisionResolvedParamsXClearanceEvent defines parameters for AutomationWebhookDecisionResolved.
+type AutomationWebhookDecisionResolvedParamsXClearanceEvent string
+
+// IntegrationWebhookDecisionResolvedParams defines parameters for IntegrationWebhookDecisionResolved.
+type IntegrationWebhookDecisionResolvedParams struct {
+	XClearanceEvent      IntegrationWebhookDecisionResolvedParamsXClearanceEvent `json:"X-Clearance-Event"`
+	XClearanceDeliveryId openapi_types.UUID                                      `json:"X-Clearance-Delivery-Id"`
+	XClearanceSignature  string                                                  `json:"X-Clearance-Signature"`
+}
+
+// IntegrationWebhookDecisionResolvedParamsXClearanceEvent defines parameters for IntegrationWebhookDecisionResolved.
+type IntegrationWebhookDecisionResolvedParamsXClearanceEvent string
+
 // ActionGateJSONRequestBody defines body for ActionGate for application/json ContentType.
 type ActionGateJSONRequestBody = HookRequest
 
@@ -14485,6 +14562,12 @@ type RegisterUcpSigningKeyJSONRequestBody = UcpSigningKeyRegistrationRequest
 
 // WorkspaceAppActionGateJSONRequestBody defines body for WorkspaceAppActionGate for application/json ContentType.
 type WorkspaceAppActionGateJSONRequestBody = HookRequest
+
+// AutomationWebhookDecisionResolvedJSONRequestBody defines body for AutomationWebhookDecisionResolved for application/json ContentType.
+type AutomationWebhookDecisionResolvedJSONRequestBody = DecisionResolvedEvent
+
+// IntegrationWebhookDecisionResolvedJSONRequestBody defines body for IntegrationWebhookDecisionResolved for application/json ContentType.
+type IntegrationWebhookDecisionResolvedJSONRequestBody = DecisionResolvedEvent
 
 // Getter for additional properties for AgentIntent. Returns the specified
 // element and whether it was found

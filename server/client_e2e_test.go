@@ -29,7 +29,7 @@ func (x *execEnv) agentFor(t *testing.T) (*client.Client, *client.Agent) {
 }
 
 // refundIntent asks to refund amount EUR on its own concurrency scope.
-func refundIntent(scope string, amount float32) client.ExecutionIntent {
+func refundIntent(scope string, amount float64) client.ExecutionIntent {
 	return client.ExecutionIntent{
 		Actor:            client.Actor{Id: client.Ptr("agent-7"), Type: client.Ptr("agent")},
 		Action:           client.Action{Type: client.Ptr("refund"), Amount: &amount, Currency: client.Ptr("EUR"), Target: client.Ptr("order-1")},

@@ -129,7 +129,7 @@ func admin(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return 1
 	}
-	if created, ok := out.(*client.CreateOrgResponse); ok && *format == "env" {
+	if created, ok := out.(*client.CreatedOrg); ok && *format == "env" {
 		// Keys and ids are visible ASCII without quotes; quoted anyway.
 		fmt.Fprintf(stdout, "export CLEARANCE_API_KEY='%s'\nexport CLEARANCE_ORG_ID='%s'\n", created.ApiKey, created.OrgId)
 		return 0
