@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/clearancehq/clearance/admin"
 	"github.com/clearancehq/clearance/analytics"
 	"github.com/clearancehq/clearance/approval"
@@ -147,6 +149,12 @@ type Options struct {
 	// aggregates), a key of their own; the zero Key means none: a new
 	// report answers 503 REPORTING_KEY_NOT_CONFIGURED.
 	ReportingKey grant.Key
+	// TracerProvider receives the engine's OpenTelemetry spans: policy
+	// evaluation, store commits (of a store.Observable backend) and
+	// signing, each a child of the span in the caller's context. nil means
+	// no spans at no cost; pass otel.GetTracerProvider() for the global
+	// one.
+	TracerProvider trace.TracerProvider
 }
 
 // Defaults of Options. DefaultMaxClockSkew is the clock skew tolerated
@@ -213,6 +221,8 @@ type Engine struct {
 	deps  core.Deps
 	opts  Options
 	keys  *core.Keys // grant key ring in use with the kids revoked in the store
+
+	commits commitObservers // ObserveStoreCommits
 
 	// Admin: orgs, API keys, registered keys and grant key revocations.
 	Admin *admin.Service
@@ -286,9 +296,13 @@ func Open(backend store.Backend, opts Options) (*Engine, error) {
 	deps := core.Deps{
 		Store: st, Clock: core.Clock(opts.Now), IDs: core.IDs{Rand: opts.Rand}, Logger: opts.Logger,
 		Keys: keys, Issuer: opts.Issuer, LedgerKey: opts.LedgerKey, MaxClockSkew: opts.MaxClockSkew, Secrets: secrets,
-		JSON: strictjson.Options{RejectUnknown: true, MaxMembers: opts.MaxJSONMembers, MaxElements: opts.MaxJSONElements},
+		JSON:   strictjson.Options{RejectUnknown: true, MaxMembers: opts.MaxJSONMembers, MaxElements: opts.MaxJSONElements},
+		Tracer: core.NewTracer(opts.TracerProvider),
 	}
 	e := &Engine{store: st, deps: deps, opts: opts, keys: keys, Admin: admin.New(deps), Audit: audit.New(deps)}
+	if deps.Tracer.On() {
+		e.observeCommits()
+	}
 	e.Policies = policies.New(deps, policies.Config{ReplayInlineLimit: opts.ReplayInlineLimit})
 	out := outbound.New(outbound.Options{AllowPrivate: opts.AllowPrivateDestinations})
 	e.PolicySources = policysource.New(deps, policysource.Config{Policies: e.Policies, Client: out, LocalRoots: opts.PolicySourceRoots})

@@ -74,9 +74,14 @@ func (s *Service) RunSealer(ctx context.Context, interval time.Duration) {
 	}
 	core.EveryTick(ctx, interval, func() {
 		for _, org := range s.d.Store.TakeGrown() {
-			if _, err := s.SealLedger(ctx, org); err != nil && ctx.Err() == nil {
-				s.d.Store.MarkGrown(org)
+			switch _, err := s.SealLedger(ctx, org); {
+			case err == nil:
+				s.d.Store.Sealed(org)
+			case ctx.Err() == nil:
 				s.d.Logger.Warn("sealing the ledger failed", "org_id", org, "err", err)
+				fallthrough
+			default:
+				s.d.Store.MarkGrown(org)
 			}
 		}
 	})

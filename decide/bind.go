@@ -105,7 +105,7 @@ func (s *Service) EnforceAndBind(ctx context.Context, req AuthorityRequest) (Aut
 		}
 		b.approval = &v
 	}
-	if err := s.resolveAndEvaluate(ctx, &b); err != nil {
+	if err := s.resolveAndEvaluateTraced(ctx, &b); err != nil {
 		return AuthorityDecision{}, err
 	}
 	if managed := !b.authorize && intent.Escalation.Mode == EscalationManaged && b.pd.Outcome == policy.OutcomeEscalate &&
@@ -122,7 +122,7 @@ func (s *Service) EnforceAndBind(ctx context.Context, req AuthorityRequest) (Aut
 		return AuthorityDecision{}, err
 	}
 	if req.WantEnvelope {
-		if out.VerificationEnvelope, err = s.envelope(b.signer, out.Decision, out.IntentHash, out.GrantID); err != nil {
+		if out.VerificationEnvelope, err = s.envelope(ctx, b.signer, out.Decision, out.IntentHash, out.GrantID); err != nil {
 			return AuthorityDecision{}, core.Unavailable("sign envelope", err)
 		}
 	}
@@ -183,6 +183,14 @@ type binding struct {
 	ids       []string
 	authorize bool
 	signer    grant.Key
+}
+
+// resolveAndEvaluateTraced is resolveAndEvaluate in a policy evaluation span.
+func (s *Service) resolveAndEvaluateTraced(ctx context.Context, b *binding) error {
+	ctx, span := s.d.Tracer.Start(ctx, core.SpanPolicyEvaluate)
+	err := s.resolveAndEvaluate(ctx, b)
+	endPolicySpan(span, &b.d, err)
+	return err
 }
 
 // resolveAndEvaluate resolves the policy the draft pins (or the active
@@ -249,7 +257,10 @@ func (s *Service) bind(ctx context.Context, b *binding, conclude func(ctx contex
 		for _, f := range dr.federation {
 			g.Federation = append(g.Federation, f.Envelope)
 		}
-		if token, err = grant.Mint(b.signer, GrantClaims(s.d.Issuer, g, intent, d.Mode)); err != nil {
+		_, span := s.d.Tracer.Start(ctx, core.SpanGrantSign)
+		token, err = grant.Mint(b.signer, GrantClaims(s.d.Issuer, g, intent, d.Mode))
+		span.End(err)
+		if err != nil {
 			return AuthorityDecision{}, core.Unavailable("sign grant", err)
 		}
 		g.TokenDigest = canon.Digest([]byte(token))
@@ -379,7 +390,7 @@ func (s *Service) BindApproved(ctx context.Context, r ApprovedIntent) (Authority
 	approval := r.Approval
 	approval.EscalationID = m.EscalationID
 	b := binding{dr: &dr, intent: m.Intent, approval: &approval, signer: signer}
-	if err := s.resolveAndEvaluate(ctx, &b); err != nil {
+	if err := s.resolveAndEvaluateTraced(ctx, &b); err != nil {
 		return AuthorityDecision{}, err
 	}
 	b.d.EscalationID = m.EscalationID

@@ -121,16 +121,10 @@ func (s *Service) Evaluate(ctx context.Context, req EvaluateRequest) (Decision, 
 	var out Decision
 	var replayed, emitted bool
 	for tries := 1; ; tries++ {
-		used, sigErr := s.signalsFor(ctx, &dr)
-		if sigErr != nil {
-			return Decision{}, sigErr
+		d, evalErr := s.evaluateTraced(ctx, &dr, ids)
+		if evalErr != nil {
+			return Decision{}, evalErr
 		}
-		spent, spendErr := s.spendFor(ctx, &dr)
-		if spendErr != nil {
-			return Decision{}, spendErr
-		}
-		d, _ := dr.evaluate(ids)
-		d.Signals, d.Spend = used, spent
 		replayed, err = record(ctx, s, &dr, &d, &out, func(tx store.Tx, digest string, _ dossier.Sealer) (Decision, error) {
 			dec := decisionOf(&d, digest)
 			emitted = false
@@ -162,7 +156,7 @@ func (s *Service) Evaluate(ctx context.Context, req EvaluateRequest) (Decision, 
 	// A replay's Update wrote nothing, but the backend returns only once what
 	// it read is durable, so a replayed answer is never ahead of the disk.
 	if !envSigner.IsZero() {
-		if out.VerificationEnvelope, err = s.envelope(envSigner, out, "", ""); err != nil {
+		if out.VerificationEnvelope, err = s.envelope(ctx, envSigner, out, "", ""); err != nil {
 			return Decision{}, core.Unavailable("sign envelope", err)
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"io"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/clearancehq/clearance/claim"
 	"github.com/clearancehq/clearance/decide"
 	"github.com/clearancehq/clearance/grant"
@@ -64,7 +66,7 @@ func (s *Service) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, err
 	if err != nil {
 		return ClaimResult{}, err
 	}
-	current, err := s.checkCurrentPolicy(ctx, g, intent, approval)
+	current, err := s.checkCurrentPolicyTraced(ctx, g, intent, approval)
 	if err != nil {
 		return ClaimResult{}, err
 	}
@@ -113,6 +115,7 @@ func (s *Service) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, err
 	// claim stays recorded without a token, so nothing executes. Everything
 	// it states comes from the stored grant; the lease ends on a whole
 	// second, so exp is exactly its end.
+	_, span := s.d.Tracer.Start(ctx, core.SpanAttestationSign)
 	att, err := grant.MintAttestation(signer, grant.Attestation{
 		Issuer: s.d.Issuer, Audience: grant.AudAttestation, Subject: g.ActorID, OrgID: claimed.OrgID, ID: attID,
 		IssuedAt: claimed.ClaimedAt.Unix(), Expiry: claimed.LeaseExpiresAt.Unix(), GrantID: claimed.GrantID,
@@ -120,6 +123,7 @@ func (s *Service) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, err
 		Binding: grant.Binding{IntentHash: claimed.IntentHash, PayloadDigest: claimed.PayloadDigest, PayloadProfile: grant.PayloadProfile,
 			ExpectedEffectDigest: claimed.ExpectedEffectDigest, Nonce: claimed.Nonce, Scope: claimed.Scope, Correlation: claimed.Correlation},
 	})
+	span.End(err)
 	if err != nil {
 		return ClaimResult{}, core.Unavailable("sign claim attestation", err)
 	}
@@ -224,6 +228,18 @@ func (s *Service) checkCurrentPolicy(ctx context.Context, g claim.Grant, intent 
 			"under the current policy (%s) the action is %s in %s mode", c.Snapshot().PolicyVersion, pd.Outcome, res.Mode(""))
 	}
 	return currentPolicy{version: c.Snapshot().PolicyVersion, charges: charges}, nil
+}
+
+// checkCurrentPolicyTraced is checkCurrentPolicy in a policy evaluation
+// span.
+func (s *Service) checkCurrentPolicyTraced(ctx context.Context, g claim.Grant, intent decide.BoundIntent, approval *policy.Approval) (currentPolicy, error) {
+	ctx, span := s.d.Tracer.Start(ctx, core.SpanPolicyEvaluate)
+	current, err := s.checkCurrentPolicy(ctx, g, intent, approval)
+	if err == nil && span.Recording() {
+		span.SetAttributes(attribute.String("clearance.policy.version", current.version))
+	}
+	span.End(err)
+	return current, err
 }
 
 // boundInput is the policy input of a grant's bound intent now: a UCP

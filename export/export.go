@@ -94,6 +94,9 @@ const (
 	kindExportChunk = "export_chunk"
 )
 
+// JobKind is the jobs kind of a validation pack's build.
+const JobKind = kindExport
+
 // Export is a validation pack's record as the API shows it. Hashes, size,
 // counts and completed_at are set once it SUCCEEDED.
 type Export struct {

@@ -22,6 +22,8 @@ import (
 const (
 	kindReplay = "policy.replay"
 	refReplay  = "replay"
+	// ReplayJobKind is the jobs kind of a queued replay.
+	ReplayJobKind = kindReplay
 	// InlineReplayLimit is the default of Config.ReplayInlineLimit.
 	InlineReplayLimit = 10_000
 	// MaxReplayExamples bounds the examples a replay lists.

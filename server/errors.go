@@ -173,6 +173,10 @@ func writeRefusal(c *call, kind refusalBody, err error) int {
 	return writeProblem(c.w, err, c.requestID)
 }
 
+// serverError reports whether status is the server's failure (5xx): an
+// error span, a warn line.
+func serverError(status int) bool { return status >= http.StatusInternalServerError }
+
 // healthStatus is the status of a health answer: 503 when degraded, so a
 // load balancer takes the server out.
 func healthStatus(h clearance.Health) int {

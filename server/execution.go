@@ -104,6 +104,7 @@ func (s *Server) verifyToken(c *call) error {
 	}
 	st, err := s.engine.VerifyGrant(c.r.Context(), org, req.ExecutionToken, req.IntentHash)
 	if err != nil {
+		s.metrics.grantChecked(err)
 		return err
 	}
 	return c.writeJSON(http.StatusOK, st)
@@ -141,6 +142,7 @@ func (s *Server) claimToken(c *call) error {
 	}
 	res, err := s.engine.Claim(c.r.Context(), clearance.ClaimRequest{OrgID: org, ExecutionToken: req.ExecutionToken,
 		IntentHash: req.IntentHash, CorrelationID: req.CorrelationID})
+	s.metrics.claimed(err)
 	if err != nil {
 		return err // the route's refusal body: failedClaim
 	}
@@ -166,6 +168,7 @@ func (s *Server) finalizeToken(c *call) error {
 	}
 	res, err := s.engine.Finalize(c.r.Context(), clearance.FinalizeRequest{OrgID: org, ExecutionToken: req.ExecutionToken,
 		ClaimToken: req.ClaimToken, Outcome: req.Outcome, Evidence: req.EffectEvidence, Receipt: req.EffectReceipt})
+	s.metrics.finalized(res, err)
 	if err != nil {
 		return err // the route's refusal body: a refused finalization's result
 	}

@@ -106,6 +106,7 @@ func (s *Server) recordDispatch(c *call) error {
 		DispatchedAt: req.DispatchedAt, IdempotencyKey: key, Principal: c.principal,
 		RequestID: c.requestID})
 	if err != nil {
+		s.metrics.grantChecked(err)
 		return err
 	}
 	if d.Replayed {

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/time/rate"
 
 	"github.com/clearancehq/clearance"
@@ -82,6 +83,16 @@ type Options struct {
 	// times it for the automation routes). 0 means
 	// DefaultAuthGlobalRateLimit (100); negative: no global budget.
 	AuthGlobalRateLimit float64
+	// TracerProvider receives a server span of each request, named by its
+	// route pattern and continuing the trace of a W3C traceparent header;
+	// the engine's spans are its children when the engine traces too. nil
+	// means no spans at no cost.
+	TracerProvider trace.TracerProvider
+	// DisableAccessLog turns off the access log: the info line of each
+	// request (method, route pattern, status, duration, request id, org
+	// id, response bytes; never a header, a query string or a body). A
+	// request answered 5xx is logged at warn level either way.
+	DisableAccessLog bool
 }
 
 // Server is the HTTP API over an Engine.
@@ -101,6 +112,7 @@ type Server struct {
 	sweeping sync.Mutex
 	json     strictjson.Options // request bodies: strict, within the engine's JSON limits
 	auth     authLimits         // budgets of the public auth routes
+	tracer   trace.Tracer       // nil: no spans
 }
 
 // New builds the HTTP API.
@@ -126,8 +138,11 @@ func New(e *clearance.Engine, opts Options) *Server {
 	if opts.AuthGlobalRateLimit == 0 {
 		opts.AuthGlobalRateLimit = DefaultAuthGlobalRateLimit
 	}
-	s := &Server{engine: e, opts: opts, log: opts.Logger, mux: http.NewServeMux(), metrics: newMetrics(opts.Registerer, e.Webhooks),
+	s := &Server{engine: e, opts: opts, log: opts.Logger, mux: http.NewServeMux(), metrics: newMetrics(opts.Registerer, e),
 		auth: newAuthLimits(opts, time.Now)}
+	if opts.TracerProvider != nil {
+		s.tracer = opts.TracerProvider.Tracer(tracerName)
+	}
 	s.json.RejectUnknown = true
 	s.json.MaxMembers, s.json.MaxElements = e.JSONLimits()
 	allowed := map[string][]string{} // path -> methods served
@@ -264,7 +279,8 @@ type route struct {
 // call is one request in flight.
 type call struct {
 	engine    *clearance.Engine
-	w         http.ResponseWriter
+	w         http.ResponseWriter // &out
+	out       countingWriter
 	r         *http.Request
 	requestID string
 	principal clearance.Principal
@@ -275,9 +291,21 @@ type call struct {
 }
 
 func (s *Server) wrap(rt route) http.Handler {
+	method, routePath, ok := strings.Cut(rt.pattern, " ")
+	if !ok {
+		method, routePath = "", rt.pattern // any method
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		c := &call{engine: s.engine, w: w, r: r, requestID: requestID(r), json: s.json}
+		var span trace.Span
+		if s.tracer != nil {
+			var ctx context.Context
+			ctx, span = s.startSpan(r, method, routePath)
+			r = r.WithContext(ctx)
+		}
+		c := &call{engine: s.engine, r: r, requestID: requestID(r), json: s.json}
+		c.out.ResponseWriter = w
+		c.w = &c.out
 		w.Header().Set(HeaderRequestID, c.requestID)
 		if rt.deprecated {
 			w.Header().Set("Deprecation", deprecatedSince)
@@ -286,15 +314,14 @@ func (s *Server) wrap(rt route) http.Handler {
 		defer func() {
 			if p := recover(); p != nil {
 				s.log.Error("panic", "route", rt.pattern, "panic", p, "request_id", c.requestID)
-				c.status = writeProblem(w, errors.New("panic"), c.requestID)
+				c.status = writeProblem(c.w, errors.New("panic"), c.requestID)
 			}
-			s.metrics.observe(rt.pattern, r.Method, c.status, time.Since(start))
-			level := slog.LevelDebug // access lines are debug: the hot path stays quiet
-			if c.status >= 500 {
-				level = slog.LevelWarn
+			d := time.Since(start)
+			s.metrics.observe(rt.pattern, r.Method, c.status, d)
+			if span != nil {
+				endSpan(span, c)
 			}
-			s.log.Log(r.Context(), level, "request", "method", r.Method, "route", rt.pattern, "status", c.status,
-				"duration_ms", float64(time.Since(start).Microseconds())/1000, "request_id", c.requestID)
+			s.logAccess(rt.pattern, c, d, span)
 		}()
 		if err := s.serve(rt, c); err != nil && c.status == 0 {
 			c.status = writeRefusal(c, rt.refusal, err)

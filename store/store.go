@@ -10,7 +10,8 @@
 // claim state machine, the dossier record path, job leases and policy
 // resolution live in their packages and run inside Update, whose function
 // may run more than once (see Backend.Update). Every backend passes the conformance suites that
-// store/storetest.All runs.
+// store/storetest.All runs. Both backends are Observable: they report each
+// commit (Commit: its time and group-commit batch) for metrics and traces.
 package store
 
 import (

@@ -50,6 +50,10 @@ func (s *Service) Run(ctx context.Context) {
 // deliveryJob is the jobs kind of one event's delivery to one destination.
 const deliveryJob = "webhook.delivery"
 
+// DeliveryJobKind is the jobs kind of one event's delivery to one
+// destination: the delivery queue.
+const DeliveryJobKind = deliveryJob
+
 // namespace derives delivery ids: the same event and destination always
 // make the same delivery.
 var namespace = uuid.MustParse("0b6f7c1e-3f1e-4b7a-9a7e-6c1d2b4e8f10")

@@ -134,6 +134,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Var(&hooks.retries, "webhook-retries", "comma-separated waits after each failed callback attempt, e.g. 10s,30s,2m; after the last the delivery is dead-lettered; empty means the documented schedule (10s,30s,2m,10m,30m,1h,3h,6h)")
 	fs.DurationVar(&hooks.lease, "webhook-lease", 0, "how long a server holds a callback delivery before another may take it over (after a crash); 0 means 1m, and it is at least the attempt timeout + 5s (15s)")
 	fs.DurationVar(&hooks.poll, "webhook-poll", 0, "how often the callback worker looks for due deliveries when no event wakes it; 0 means 1s")
+	var tracing tracingConfig
+	fs.StringVar(&tracing.endpoint, "otlp-endpoint", env("CLEARANCE_OTLP_ENDPOINT", ""), "OTLP/HTTP base URL that OpenTelemetry traces are exported to, e.g. http://localhost:4318 (spans go to its /v1/traces); empty means tracing is off unless OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set (env CLEARANCE_OTLP_ENDPOINT)")
+	fs.Float64Var(&tracing.sampleRatio, "trace-sample-ratio", 1, "share of new traces sampled, 0 to 1, when tracing is on; a request with a W3C traceparent follows its sampled flag")
+	accessLog := fs.Bool("access-log", true, "log one info line per request (method, route pattern, status, duration, request id, org id, response bytes; never headers, query strings or bodies); --access-log=false turns it off (5xx answers are logged at warn level either way)")
 	configFile := addConfigFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
@@ -145,6 +149,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if u, err := neturl.Parse(*publicURL); *publicURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") ||
 		u.Host == "" || u.User != nil || strings.Trim(u.Path, "/") != "" || u.RawQuery != "" || u.Fragment != "") {
 		fmt.Fprintf(stderr, "clearance: bad --public-url %q: want an origin such as https://clearance.example.com\n", *publicURL)
+		return 2
+	}
+	if err := tracing.check(); err != nil {
+		fmt.Fprintf(stderr, "clearance: %v\n", err)
 		return 2
 	}
 	if *keyReload < 0 {
@@ -172,7 +180,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		shareSecretFile: *shareFile, exportSecretFile: *exportFile, secretsKeyFile: *secretsFile, keyReloadInterval: *keyReload, intentMaxAge: *intentMaxAge,
 		maxClockSkew: *maxClockSkew, maxJSONMembers: *maxJSONMembers, maxJSONElements: *maxJSONElements,
 		approvals: approvals, allowPrivate: *allowPrivate, escalationTTL: *escalationTTL, webhooks: hooks,
-		smtpURL: *smtpURL, mailFrom: *mailFrom, publicURL: *publicURL, policySourceRoots: splitList(*policySourceRoots), issuer: *issuer}); err != nil {
+		smtpURL: *smtpURL, mailFrom: *mailFrom, publicURL: *publicURL, policySourceRoots: splitList(*policySourceRoots), issuer: *issuer,
+		tracing: tracing, accessLog: *accessLog}); err != nil {
 		log.Error("server stopped", "error", err.Error())
 		return 1
 	}
@@ -210,6 +219,8 @@ type serveConfig struct {
 	// authRateLimit and authGlobalRateLimit are server.Options'
 	// AuthRateLimit and AuthGlobalRateLimit.
 	authRateLimit, authGlobalRateLimit float64
+	tracing                            tracingConfig
+	accessLog                          bool
 }
 
 func runServer(ctx context.Context, log *slog.Logger, cfg serveConfig) error {
@@ -291,7 +302,21 @@ func runServer(ctx context.Context, log *slog.Logger, cfg serveConfig) error {
 	if cfg.smtpURL == "" {
 		log.Info("mail (sign-up codes) is written to the data directory's mailbox, not sent; pass --smtp-url to send it", "mailbox", filepath.Join(dataDir, "mailbox"))
 	}
-	engine, err := clearance.Open(backend, clearance.Options{Logger: log, ShareSecret: shareSecret, Mailer: mailer, GrantKeys: grantKeys.ring, LedgerKey: ledgerKey,
+	tracer, stopTracing, err := newTracerProvider(ctx, cfg.tracing, os.Getenv)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := stopTracing(ctx); err != nil {
+			log.Warn("flushing traces failed", "error", err.Error())
+		}
+	}()
+	if tracer != nil {
+		log.Info("tracing on: spans are exported over OTLP/HTTP", "sample_ratio", cfg.tracing.sampleRatio)
+	}
+	engine, err := clearance.Open(backend, clearance.Options{Logger: log, TracerProvider: tracer, ShareSecret: shareSecret, Mailer: mailer, GrantKeys: grantKeys.ring, LedgerKey: ledgerKey,
 		ProducerKey: producer, ReportingKey: reportingKey, GrantTTL: cfg.grantTTL, ClaimLease: cfg.claimLease, ExportSecret: exportSecret, SecretsKey: secretsKey,
 		IntentMaxAge: cfg.intentMaxAge, MaxClockSkew: cfg.maxClockSkew, MaxJSONMembers: cfg.maxJSONMembers, MaxJSONElements: cfg.maxJSONElements,
 		ApprovalServices: approvalServices, AllowPrivateDestinations: cfg.allowPrivate, EscalationTTL: cfg.escalationTTL,
@@ -323,7 +348,7 @@ func runServer(ctx context.Context, log *slog.Logger, cfg serveConfig) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	srv := server.New(engine, server.Options{Logger: log, Registerer: reg, RateLimit: cfg.rateLimit,
+	srv := server.New(engine, server.Options{Logger: log, Registerer: reg, TracerProvider: tracer, DisableAccessLog: !cfg.accessLog, RateLimit: cfg.rateLimit,
 		RateBurst: cfg.rateBurst, AuthRateLimit: cfg.authRateLimit, AuthGlobalRateLimit: cfg.authGlobalRateLimit, MaxBodyBytes: cfg.maxBody, Keys: serviceKeys(ledgerKID, reportingKey), PublicURL: cfg.publicURL})
 	hs := srv.HTTPServer(cfg.addr)
 	ln, err := net.Listen("tcp", cfg.addr)

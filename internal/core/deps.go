@@ -31,6 +31,9 @@ type Deps struct {
 	// JSON are the strict-decoding options of request JSON (unknown members
 	// refused, members and elements bounded).
 	JSON strictjson.Options
+	// Tracer starts the spans of policy evaluation and signing; the zero
+	// Tracer makes none.
+	Tracer Tracer
 }
 
 // Now is Clock.Now.

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/clearancehq/clearance/store"
 	"github.com/clearancehq/clearance/tenant"
@@ -14,14 +15,14 @@ import (
 // grown after each commit, so the sealer sees every writer.
 type Store struct {
 	store.Backend
-	grown   *orgSet
+	grown   *growth
 	changed *orgSet
 	known   *orgSet
 }
 
 // NewStore guards b.
 func NewStore(b store.Backend) Store {
-	return Store{Backend: b, grown: &orgSet{}, changed: &orgSet{}, known: &orgSet{}}
+	return Store{Backend: b, grown: &growth{}, changed: &orgSet{}, known: &orgSet{}}
 }
 
 // Update runs fn in orgID's transaction once the org is known to exist. fn
@@ -62,13 +63,20 @@ func (s Store) RequireOrg(ctx context.Context, orgID string) error {
 // KnowOrg records that orgID exists (its creation committed).
 func (s Store) KnowOrg(orgID string) { s.known.add(orgID) }
 
-// MarkGrown notes that orgID's ledger may have grown (a seal that failed
-// puts the org back).
-func (s Store) MarkGrown(orgID string) { s.grown.add(orgID) }
+// MarkGrown notes that orgID's ledger may have grown; for an org taken by
+// TakeGrown, that its seal failed (it keeps the time it first grew).
+func (s Store) MarkGrown(orgID string) { s.grown.putBack(orgID) }
 
 // TakeGrown returns and forgets the orgs whose ledgers grew since the last
-// call.
+// call. They count as unsealed (OldestUnsealed) until Sealed or MarkGrown.
 func (s Store) TakeGrown() []string { return s.grown.take() }
+
+// Sealed notes that an org TakeGrown returned was sealed.
+func (s Store) Sealed(orgID string) { s.grown.sealed(orgID) }
+
+// OldestUnsealed returns when the longest-waiting org whose ledger grew
+// through this Store first grew since its last seal; false when none waits.
+func (s Store) OldestUnsealed() (time.Time, bool) { return s.grown.oldest() }
 
 // TakeChanged returns and forgets the orgs written since the last call: a
 // second set beside TakeGrown's, for the analytics rollups.
@@ -92,6 +100,91 @@ func ReadOrg(ctx context.Context, r store.Reader, orgID string) (tenant.Org, err
 		return tenant.Org{}, Unavailable("read org", err)
 	}
 	return o, nil
+}
+
+// growth is the set of orgs whose ledgers grew and are not sealed yet,
+// with when each first grew, and those being sealed. Safe for concurrent
+// use.
+type growth struct {
+	mu      sync.RWMutex
+	grown   map[string]time.Time // org -> when it first grew since its seal
+	sealing map[string]time.Time // taken by take, not yet sealed
+}
+
+// add is on every write's path: an org already in the set costs a read
+// lock and no allocation.
+func (g *growth) add(org string) {
+	g.mu.RLock()
+	_, ok := g.grown[org]
+	g.mu.RUnlock()
+	if ok {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if _, ok := g.grown[org]; ok {
+		return
+	}
+	if g.grown == nil {
+		g.grown = map[string]time.Time{}
+	}
+	g.grown[org] = time.Now()
+}
+
+// take moves the grown orgs to the ones being sealed and returns them.
+func (g *growth) take() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]string, 0, len(g.grown))
+	for org, at := range g.grown {
+		out = append(out, org)
+		if g.sealing == nil {
+			g.sealing = map[string]time.Time{}
+		}
+		if prev, ok := g.sealing[org]; !ok || at.Before(prev) {
+			g.sealing[org] = at
+		}
+	}
+	clear(g.grown)
+	return out
+}
+
+// putBack returns an org to the grown ones with the earlier of the times
+// it has: as taken (a seal that failed), or grown again since.
+func (g *growth) putBack(org string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	at, ok := g.sealing[org]
+	delete(g.sealing, org)
+	if !ok {
+		at = time.Now()
+	}
+	if g.grown == nil {
+		g.grown = map[string]time.Time{}
+	}
+	if prev, ok := g.grown[org]; !ok || at.Before(prev) {
+		g.grown[org] = at
+	}
+}
+
+func (g *growth) sealed(org string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.sealing, org)
+}
+
+func (g *growth) oldest() (time.Time, bool) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	var first time.Time
+	for _, m := range []map[string]time.Time{g.grown, g.sealing} {
+		for _, at := range m {
+			if first.IsZero() || at.Before(first) {
+				first = at
+			}
+		}
+	}
+	return first, !first.IsZero()
 }
 
 // orgSet is a set of org ids safe for concurrent use.

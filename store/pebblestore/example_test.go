@@ -63,3 +63,25 @@ func Example() {
 	// dos_1 ALLOW {"decision_id":"dec_1","dossier_id":"dos_1","outcome":"ALLOW"}
 	// ledger valid: true head seq: 1
 }
+
+// Observe the store's commits: how long each took to become durable and how
+// many commits shared its WAL sync.
+func ExampleStore_ObserveCommits() {
+	s, err := pebblestore.Open("clearance-data", pebblestore.Options{FS: vfs.NewMem()})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	s.ObserveCommits(func(_ context.Context, c store.Commit) {
+		fmt.Println(c.Backend, "commit, batch", c.Batch, "durable after a positive time:", c.End.After(c.Start))
+	})
+	ctx := context.Background()
+	err = s.Update(ctx, "org_acme", func(tx store.Tx) error {
+		_, err := ledger.Append(ctx, tx, "org_acme", ledger.Record{Kind: ledger.KindDecision, SubjectID: "dos_1"}, time.Now())
+		return err
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	// Output: pebble commit, batch 1 durable after a positive time: true
+}

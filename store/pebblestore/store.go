@@ -54,6 +54,8 @@ type Store struct {
 	// have read such data; it waits for a sync before it returns.
 	unsynced atomic.Int64
 
+	observer atomic.Pointer[store.CommitObserver] // ObserveCommits
+
 	mu     sync.Mutex
 	idle   sync.Cond // signalled when active drops to 0
 	closed bool
@@ -272,7 +274,12 @@ func (s *Store) Update(ctx context.Context, orgID string, fn func(tx store.Tx) e
 		return err
 	}
 	defer s.leave()
-	b, err := s.apply(ctx, orgID, fn)
+	observe := s.observer.Load()
+	var c *store.Commit
+	if observe != nil {
+		c = new(store.Commit)
+	}
+	b, err := s.apply(ctx, orgID, fn, c)
 	if err != nil {
 		return err
 	}
@@ -292,13 +299,30 @@ func (s *Store) Update(ctx context.Context, orgID string, fn func(tx store.Tx) e
 	if err != nil {
 		return fmt.Errorf("pebblestore: sync: %w", err)
 	}
+	if observe != nil {
+		c.End = time.Now()
+		(*observe)(ctx, *c)
+	}
 	return nil
+}
+
+// ObserveCommits implements store.Observable. A commit is one Update's
+// batch, from its apply to its WAL sync; its Batch is how many applied
+// batches (this one included) were waiting for a sync when it was applied.
+// Every commit is its own Lead.
+func (s *Store) ObserveCommits(o store.CommitObserver) {
+	if o == nil {
+		s.observer.Store(nil)
+		return
+	}
+	s.observer.Store(&o)
 }
 
 // apply runs fn under the org's mutex and applies its batch without waiting
 // for the sync. It returns the applied batch (the caller must SyncWait and
-// Close it), or nil when fn wrote nothing.
-func (s *Store) apply(ctx context.Context, orgID string, fn func(tx store.Tx) error) (*pebble.Batch, error) {
+// Close it), or nil when fn wrote nothing. A non-nil c receives the
+// commit's start and batch.
+func (s *Store) apply(ctx context.Context, orgID string, fn func(tx store.Tx) error, c *store.Commit) (*pebble.Batch, error) {
 	o := s.org(orgID)
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -324,7 +348,10 @@ func (s *Store) apply(ctx context.Context, orgID string, fn func(tx store.Tx) er
 	if b.Empty() {
 		return nil, nil
 	}
-	s.unsynced.Add(1)
+	waiting := s.unsynced.Add(1)
+	if c != nil {
+		*c = store.Commit{Backend: store.BackendPebble, Start: time.Now(), Batch: int(waiting), Lead: true}
+	}
 	if err := s.db.ApplyNoSyncWait(b, pebble.Sync); err != nil {
 		s.unsynced.Add(-1)
 		return nil, fmt.Errorf("pebblestore: commit: %w", err)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/clearancehq/clearance/store"
 )
@@ -62,6 +63,10 @@ type member struct {
 	// settled: the outcome is final (its transaction ended); only the
 	// runner reads and writes it.
 	settled bool
+	// commit is the COMMIT that made the member's writes durable (Batch 0:
+	// none), for the store's CommitObserver; set by the runner when the
+	// store is observed.
+	commit store.Commit
 
 	done chan struct{} // closed when err (or panicked) is the outcome
 }
@@ -114,6 +119,11 @@ func (s *Store) attempt(ctx context.Context, orgID string, fn func(tx store.Tx) 
 	}
 	if m.panicked != nil {
 		panic(m.panicked)
+	}
+	if m.err == nil && m.commit.Batch > 0 {
+		if observe := s.observer.Load(); observe != nil {
+			(*observe)(ctx, m.commit)
+		}
 	}
 	return m.err
 }
@@ -328,7 +338,30 @@ func (s *Store) runOnConn(ctx context.Context, q *queue, orgID string, ms []*mem
 		}
 		return nil, ran, nil
 	}
-	return nil, ran, s.commit(ctx, conn, orgID)
+	observed := s.observer.Load() != nil
+	var start time.Time
+	if observed {
+		start = time.Now()
+	}
+	err = s.commit(ctx, conn, orgID)
+	if observed && err == nil {
+		// A member whose fn failed was rolled back to its savepoint: it
+		// rode in the transaction but committed nothing.
+		c := store.Commit{Backend: store.BackendPostgreSQL, Start: start, End: time.Now()}
+		for _, m := range ran {
+			if m.err == nil {
+				c.Batch++
+			}
+		}
+		lead := true
+		for _, m := range ran {
+			if m.err == nil {
+				m.commit = c
+				m.commit.Lead, lead = lead, false
+			}
+		}
+	}
+	return nil, ran, err
 }
 
 // errPanicked is the outcome of a member whose fn panicked; the panic

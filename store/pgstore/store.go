@@ -62,6 +62,8 @@ type Store struct {
 	// cannot tie up the whole pool.
 	queues sync.Map
 
+	observer atomic.Pointer[store.CommitObserver] // ObserveCommits
+
 	// Test hooks (export_test.go): beforeCommit runs before a write
 	// COMMIT is sent; afterCommit sees the outcome of its round trip and
 	// may replace it (to fake a lost answer).
@@ -109,6 +111,18 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// ObserveCommits implements store.Observable. A commit is one COMMIT of a
+// group of the org's Updates (group.go), timed from sending it to its
+// acknowledgement; its Batch is the Updates it carried, whose functions
+// succeeded.
+func (s *Store) ObserveCommits(o store.CommitObserver) {
+	if o == nil {
+		s.observer.Store(nil)
+		return
+	}
+	s.observer.Store(&o)
 }
 
 // Update implements store.Backend.
