@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -40,6 +41,12 @@ const (
 	revocationKind = "admin.revocation"
 	revocationID   = "last"
 )
+
+// keyRevokedKind marks, by key id, a credential RevokeCredential revoked.
+const keyRevokedKind = "admin.key-revoked"
+
+// errAlreadyRevoked ends a revocation transaction that another one beat.
+var errAlreadyRevoked = errors.New("admin: credential already revoked")
 
 type revocation struct {
 	At time.Time `json:"at"`
@@ -155,12 +162,26 @@ func (s *Service) RevokeCredential(ctx context.Context, orgID, hash, by string) 
 	at := s.d.Now()
 	k.RevokedAt = at
 	err = s.d.Store.Update(ctx, orgID, func(tx store.Tx) error {
+		// The check above read outside the org's (serialized) transaction:
+		// a marker read inside it makes a concurrent revocation of the same
+		// key change nothing, instead of ledgering it twice.
+		if _, err := tx.ArtifactInTx(ctx, keyRevokedKind, k.ID); err == nil {
+			return errAlreadyRevoked
+		} else if !core.IsNotFound(err) {
+			return err
+		}
+		if err := core.WriteRecord(ctx, tx, keyRevokedKind, k.ID, at, revocation{At: at}); err != nil {
+			return err
+		}
 		if err := tx.PutAPIKey(ctx, k); err != nil {
 			return err
 		}
 		return core.AppendRecord(ctx, tx, ledger.KindCredentialsRevoked, orgID,
 			credentialsRevoked{KeyIDs: []string{k.ID}, By: by, At: core.Format(at)}, at)
 	})
+	if errors.Is(err, errAlreadyRevoked) {
+		return nil
+	}
 	if err != nil {
 		return core.Translate("revoke credential", err)
 	}

@@ -3,10 +3,12 @@ package client
 import (
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -29,7 +31,22 @@ type Agent struct {
 	// FinalizeTimeout bounds the finalization after the action, which runs
 	// even when the caller's context has ended (default 10 s).
 	FinalizeTimeout time.Duration
+	// LeaseMargin is kept free at the end of the claim lease for the
+	// finalization: the action starts only when more than this is left, and
+	// its context ends this long before the lease does (default 3 s).
+	LeaseMargin time.Duration
 }
+
+// ErrIndeterminate is what an action returns (wrapped) when it cannot tell
+// whether its effect happened — a timeout after the request was sent, a
+// connection lost mid-call: Run then finalizes INDETERMINATE, to be
+// reconciled, instead of FAILED, which says the effect did not happen.
+var ErrIndeterminate = errors.New("clearance: the action may have taken effect")
+
+// ErrNoTimeToAct is returned by Run when the claim came back with less of
+// its lease left than LeaseMargin: the action was not started and the claim
+// was finalized FAILED.
+var ErrNoTimeToAct = errors.New("clearance: the claim lease left no time to run the action")
 
 // ErrNotGranted is returned by Agent.Run when the decision bound no grant
 // (any outcome but ALLOW, SHADOW mode, or a managed escalation waiting for
@@ -121,13 +138,15 @@ func SignIntent(k grant.Key, intent any) (string, error) {
 // for a grant — claim it and call act when, and only when, the claim
 // answered should_execute true. It then finalizes: COMMITTED when act
 // returned nil (with its evidence), FAILED when act returned an error and
-// ctx is still live, INDETERMINATE when act panicked (the panic is raised
-// again after finalizing) or ctx ended before act returned (nobody knows
-// whether the effect happened; reconcile it).
+// ctx is still live, INDETERMINATE when act returned ErrIndeterminate,
+// panicked (the panic is raised again after finalizing), or ctx or the lease
+// (less LeaseMargin) ended before act returned: nobody knows whether the
+// effect happened; reconcile it. opts apply to each call of the cycle.
 //
 // The error is ErrNotGranted (wrapped, with the outcome) when no grant was
-// bound, a *Error when a call was refused (a refused claim among them), or
-// act's error. The Cycle says how far it went.
+// bound, a *Error when a call was refused (a refused claim among them),
+// ErrNoTimeToAct, or act's error (joined with the finalization's, if that
+// failed too). The Cycle says how far it went.
 func (a *Agent) Run(ctx context.Context, intent ExecutionIntent, act ActFunc, opts ...CallOption) (cyc *Cycle, err error) {
 	cyc = &Cycle{}
 	intent, err = a.Prepare(intent)
@@ -144,6 +163,7 @@ func (a *Agent) Run(ctx context.Context, intent ExecutionIntent, act ActFunc, op
 	if d.ExecutionToken == nil || *d.ExecutionToken == "" {
 		return cyc, fmt.Errorf("%w (%s in %s, %v)", ErrNotGranted, d.Outcome, d.Mode, d.ReasonCodes)
 	}
+	sent := time.Now()
 	claim, err := a.Client.Claim(ctx, ExecutionClaimTokenRequest{ExecutionToken: *d.ExecutionToken, IntentHash: d.IntentHash}, opts...)
 	if err != nil {
 		return cyc, err
@@ -153,46 +173,74 @@ func (a *Agent) Run(ctx context.Context, intent ExecutionIntent, act ActFunc, op
 	}
 	cyc.Claim = claim
 
+	finalize := func(outcome ExecutionFinalizeRequestOutcome, evidence *EffectEvidence) error {
+		cyc.Outcome = outcome
+		timeout := a.FinalizeTimeout
+		if timeout <= 0 {
+			timeout = 10 * time.Second
+		}
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+		defer cancel()
+		var err error
+		cyc.Finalized, err = a.Client.Finalize(fctx, ExecutionFinalizeRequest{
+			ExecutionToken: *d.ExecutionToken, ClaimToken: claim.ClaimToken, Outcome: outcome, EffectEvidence: evidence,
+		}, opts...)
+		return err
+	}
+	margin := a.LeaseMargin
+	if margin <= 0 {
+		margin = 3 * time.Second
+	}
+	deadline := sent.Add(a.leaseOf(claim) - margin)
+	if !time.Now().Before(deadline) {
+		return cyc, errors.Join(ErrNoTimeToAct, finalize(ExecutionFinalizeRequestOutcomeFAILED, nil))
+	}
+
 	cyc.Ran = true
-	evidence, actErr, leaseOver, panicked := a.runAct(ctx, act, claim)
+	evidence, actErr, leaseOver, panicked := runAct(ctx, deadline, act, claim)
 	outcome := ExecutionFinalizeRequestOutcomeCOMMITTED
 	switch {
-	case panicked != nil || ctx.Err() != nil || leaseOver:
+	case panicked != nil || ctx.Err() != nil || leaseOver || errors.Is(actErr, ErrIndeterminate):
 		outcome, evidence = ExecutionFinalizeRequestOutcomeINDETERMINATE, nil
 	case actErr != nil:
 		outcome, evidence = ExecutionFinalizeRequestOutcomeFAILED, nil
 	}
-	cyc.Outcome = outcome
-	timeout := a.FinalizeTimeout
-	if timeout <= 0 {
-		timeout = 10 * time.Second
-	}
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
-	defer cancel()
-	cyc.Finalized, err = a.Client.Finalize(fctx, ExecutionFinalizeRequest{
-		ExecutionToken: *d.ExecutionToken, ClaimToken: claim.ClaimToken, Outcome: outcome, EffectEvidence: evidence,
-	}, opts...)
+	err = finalize(outcome, evidence)
 	if panicked != nil {
 		panic(panicked)
 	}
 	if actErr != nil {
-		return cyc, actErr
+		return cyc, errors.Join(actErr, err)
 	}
-	if err == nil && ctx.Err() != nil {
-		err = ctx.Err()
+	if outcome == ExecutionFinalizeRequestOutcomeINDETERMINATE {
+		// Never a nil error for an effect nobody can vouch for.
+		err = errors.Join(fmt.Errorf("%w: finalized INDETERMINATE, to be reconciled", ErrIndeterminate), ctx.Err(), err)
 	}
 	return cyc, err
 }
 
-// runAct calls act under a context that ends with the claim lease and
-// recovers a panic, to be raised again after finalizing. leaseOver reports
-// that the lease ended while act ran: whatever act says, the claim is then
-// INDETERMINATE (the server refuses a late finalization and holds the scope
-// until it is reconciled).
-func (a *Agent) runAct(ctx context.Context, act ActFunc, claim *ClaimResponse) (ev *EffectEvidence, err error, leaseOver bool, panicked any) {
-	// The lease is judged on the server's clock; the agent's clock (Now)
-	// measures what is left of it.
-	actx, cancel := context.WithTimeout(ctx, claim.ClaimLeaseExpiresAt.Sub(a.now()))
+// leaseOf is how long the claim's lease lasts: exp − iat of its attestation
+// (read for timing only, on the server's clock, so that the two clocks need
+// not agree), or, without one, what is left of it on the agent's clock.
+func (a *Agent) leaseOf(claim *ClaimResponse) time.Duration {
+	if parts := strings.Split(claim.ClaimAttestation, "."); len(parts) == 3 {
+		var c struct {
+			Iat int64 `json:"iat"`
+			Exp int64 `json:"exp"`
+		}
+		if raw, err := base64.RawURLEncoding.DecodeString(parts[1]); err == nil && json.Unmarshal(raw, &c) == nil && c.Exp > c.Iat {
+			return time.Duration(c.Exp-c.Iat) * time.Second
+		}
+	}
+	return claim.ClaimLeaseExpiresAt.Sub(a.now())
+}
+
+// runAct calls act under a context that ends at deadline (the lease's end
+// less the margin) and recovers a panic, to be raised again after
+// finalizing. leaseOver reports that the deadline passed while act ran:
+// whatever act says, the claim is then INDETERMINATE.
+func runAct(ctx context.Context, deadline time.Time, act ActFunc, claim *ClaimResponse) (ev *EffectEvidence, err error, leaseOver bool, panicked any) {
+	actx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	defer func() {
 		if p := recover(); p != nil {

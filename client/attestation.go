@@ -20,10 +20,14 @@ type AttestationCheck struct {
 	Now time.Time
 	// MaxClockSkew is how far ahead of Now the attestation's iat may be.
 	MaxClockSkew time.Duration
-	// IntentHash and GrantID, when set, must be what the attestation binds:
-	// the request about to be executed is the one that was granted.
+	// IntentHash is the hash of the intent about to be executed; required:
+	// the attestation must bind exactly that request (the JWKS serves every
+	// org of the deployment, so a signature alone says nothing about which
+	// action was granted).
 	IntentHash string
-	GrantID    string
+	// GrantID and OrgID, when set, must be the attestation's too.
+	GrantID string
+	OrgID   string
 }
 
 // ErrAttestation is wrapped by every refusal of VerifyAttestation.
@@ -35,15 +39,16 @@ var ErrAttestation = errors.New("clearance: claim attestation refused")
 // compact EdDSA JWS whose protected header is exactly alg, kid and typ
 // "clearance-claim-attestation+jwt", signed by the Ed25519 key of that kid
 // in the JWKS (never a key the token carries), with aud
-// "clearance-downstream", iss Issuer, iat no later than Now + MaxClockSkew
-// and Now before exp (the end of the claim lease), and, when given, the
-// intent hash and grant id expected.
+// "clearance-downstream", iss Issuer, the claims every attestation carries,
+// iat no later than Now + MaxClockSkew and Now before exp (the end of the
+// claim lease), the intent hash of the request about to be executed, and,
+// when given, the grant and org expected.
 func VerifyAttestation(jwks []byte, token string, want AttestationCheck) (*ClaimAttestationClaims, error) {
 	refuse := func(format string, a ...any) (*ClaimAttestationClaims, error) {
 		return nil, fmt.Errorf("%w: %s", ErrAttestation, fmt.Sprintf(format, a...))
 	}
-	if want.Issuer == "" {
-		return refuse("no expected issuer given")
+	if want.Issuer == "" || want.IntentHash == "" {
+		return refuse("the expected issuer and intent hash are required")
 	}
 	now := want.Now
 	if now.IsZero() {
@@ -88,10 +93,16 @@ func VerifyAttestation(jwks []byte, token string, want AttestationCheck) (*Claim
 		return refuse("issued in the future")
 	case now.Unix() >= a.Exp:
 		return refuse("the claim lease has ended")
-	case want.IntentHash != "" && a.Binding.IntentHash != want.IntentHash:
+	case a.Jti == "" || a.Org == "" || a.GrantId == "" || a.ClaimTokenDigest == "" || a.Binding.IntentHash == "":
+		return refuse("a required claim is missing")
+	case a.Iat <= 0 || a.Iat >= a.Exp:
+		return refuse("iat %d and exp %d are not a lease", a.Iat, a.Exp)
+	case a.Binding.IntentHash != want.IntentHash:
 		return refuse("intent hash %q, want %q", a.Binding.IntentHash, want.IntentHash)
 	case want.GrantID != "" && a.GrantId != want.GrantID:
 		return refuse("grant %q, want %q", a.GrantId, want.GrantID)
+	case want.OrgID != "" && a.Org != want.OrgID:
+		return refuse("org %q, want %q", a.Org, want.OrgID)
 	}
 	return &a, nil
 }

@@ -19,8 +19,10 @@
 //   - [Agent.Run] never calls the caller's function unless the claim answered
 //     should_execute true, and finalizes every claim it won: COMMITTED when the
 //     function returned nil, FAILED when it returned an error, INDETERMINATE
-//     when it panicked or its context ended, since then nobody knows whether
-//     the effect happened.
+//     when it returned ErrIndeterminate, panicked, or its context or the
+//     claim lease ended, since then nobody knows whether the effect
+//     happened. It does not start the function with less than LeaseMargin
+//     of the lease left.
 //
 // Account sessions: an owner's sign-in is a cookie, never a body member.
 // [Client.SignInVerify] returns it, and the routes that need it take it as

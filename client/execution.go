@@ -18,9 +18,12 @@ import (
 // retry: the same intent gets the same answer.
 func (c *Client) EnforceAndBind(ctx context.Context, req ExecutionAuthorityRequest, opts ...CallOption) (*ExecutionAuthorityDecision, error) {
 	r, err := c.newRequest(http.MethodPost, "/v1/authority/enforce-and-bind", req, opts)
-	if err == nil && r.header.Get("Idempotency-Key") == "" {
-		if id := intentID(req.SignedIntent); id != "" {
+	if id := intentID(req.SignedIntent); err == nil && id != "" {
+		switch r.header.Get("Idempotency-Key") {
+		case "":
 			r.header.Set("Idempotency-Key", id)
+			r.keyed = true
+		case id:
 			r.keyed = true
 		}
 	}

@@ -3,11 +3,13 @@ package server_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -58,14 +60,6 @@ func TestClientGuardedCycle(t *testing.T) {
 		effect := effectDigestOf("refund order-1")
 		cyc, err := agent.Run(ctx, refundIntent("s-commit", 100), func(ctx context.Context, claim *client.ClaimResponse) (*client.EffectEvidence, error) {
 			runs.Add(1)
-			// The downstream system checks the attestation offline first.
-			a, err := client.VerifyAttestation(jwks, claim.ClaimAttestation, client.AttestationCheck{Issuer: "clearance", Now: x.clock(), GrantID: claim.GrantId})
-			if err != nil {
-				return nil, err
-			}
-			if a.Binding.Scope != "s-commit" {
-				t.Errorf("attestation scope %q", a.Binding.Scope)
-			}
 			return &client.EffectEvidence{Kind: "psp.refund", Status: "CONFIRMED", EffectDigest: effect}, nil
 		})
 		if err != nil || runs.Load() != 1 || !cyc.Ran || cyc.Outcome != client.ExecutionFinalizeRequestOutcomeCOMMITTED {
@@ -81,13 +75,34 @@ func TestClientGuardedCycle(t *testing.T) {
 		if !errors.As(err, &e) || e.Status != http.StatusConflict || e.Code != "CLAIM_REPLAY" || e.ShouldExecute || !client.IsCode(err, "CLAIM_REPLAY") {
 			t.Fatalf("second claim: %v", err)
 		}
-		// A tampered attestation and the wrong issuer are refused.
-		bad := cyc.Claim.ClaimAttestation[:len(cyc.Claim.ClaimAttestation)-2] + "AA"
-		if _, err := client.VerifyAttestation(jwks, bad, client.AttestationCheck{Issuer: "clearance", Now: x.clock()}); !errors.Is(err, client.ErrAttestation) {
-			t.Fatalf("tampered attestation: %v", err)
+		// The downstream system checks the attestation offline, against the
+		// request it is about to execute.
+		want := client.AttestationCheck{Issuer: "clearance", Now: x.clock(), IntentHash: cyc.Decision.IntentHash,
+			GrantID: cyc.Decision.GrantId.String(), OrgID: x.o.ID}
+		a, err := client.VerifyAttestation(jwks, cyc.Claim.ClaimAttestation, want)
+		if err != nil || a.Binding.Scope != "s-commit" || a.GrantId != cyc.Claim.GrantId {
+			t.Fatalf("attestation: %+v, %v", a, err)
 		}
-		if _, err := client.VerifyAttestation(jwks, cyc.Claim.ClaimAttestation, client.AttestationCheck{Issuer: "other", Now: x.clock()}); !errors.Is(err, client.ErrAttestation) {
-			t.Fatalf("wrong issuer: %v", err)
+		// Refused: tampered, another issuer, another request, another org, no
+		// request named, the lease over.
+		bad := cyc.Claim.ClaimAttestation[:len(cyc.Claim.ClaimAttestation)-2] + "AA"
+		for name, c := range map[string]struct {
+			token string
+			check func(*client.AttestationCheck)
+		}{
+			"tampered":        {bad, func(*client.AttestationCheck) {}},
+			"issuer":          {cyc.Claim.ClaimAttestation, func(w *client.AttestationCheck) { w.Issuer = "other" }},
+			"intent hash":     {cyc.Claim.ClaimAttestation, func(w *client.AttestationCheck) { w.IntentHash = effectDigestOf("another request") }},
+			"org":             {cyc.Claim.ClaimAttestation, func(w *client.AttestationCheck) { w.OrgID = "another-org" }},
+			"no intent hash":  {cyc.Claim.ClaimAttestation, func(w *client.AttestationCheck) { w.IntentHash = "" }},
+			"lease over":      {cyc.Claim.ClaimAttestation, func(w *client.AttestationCheck) { w.Now = x.clock().Add(time.Hour) }},
+			"grant as attest": {*cyc.Decision.ExecutionToken, func(*client.AttestationCheck) {}},
+		} {
+			w := want
+			c.check(&w)
+			if _, err := client.VerifyAttestation(jwks, c.token, w); !errors.Is(err, client.ErrAttestation) {
+				t.Errorf("%s: %v", name, err)
+			}
 		}
 	})
 
@@ -107,6 +122,37 @@ func TestClientGuardedCycle(t *testing.T) {
 			return nil, boom
 		})
 		if !errors.Is(err, boom) || cyc.Outcome != client.ExecutionFinalizeRequestOutcomeFAILED || cyc.Finalized == nil || cyc.Finalized.Outcome != "FAILED" {
+			t.Fatalf("cycle %+v, err %v", cyc, err)
+		}
+	})
+
+	t.Run("may have acted: INDETERMINATE", func(t *testing.T) {
+		cyc, err := agent.Run(ctx, refundIntent("s-unknown", 100), func(context.Context, *client.ClaimResponse) (*client.EffectEvidence, error) {
+			return nil, fmt.Errorf("psp read timeout after the request was sent: %w", client.ErrIndeterminate)
+		})
+		if !errors.Is(err, client.ErrIndeterminate) || cyc.Outcome != client.ExecutionFinalizeRequestOutcomeINDETERMINATE ||
+			cyc.Finalized == nil || cyc.Finalized.Outcome != "INDETERMINATE" {
+			t.Fatalf("cycle %+v, err %v", cyc, err)
+		}
+	})
+
+	t.Run("the lease: too little left to start, outlived while running", func(t *testing.T) {
+		late := *agent
+		late.LeaseMargin = 31 * time.Second // more than the 30 s lease
+		cyc, err := late.Run(ctx, refundIntent("s-late", 100), func(context.Context, *client.ClaimResponse) (*client.EffectEvidence, error) {
+			t.Error("the action started with no time left to finalize")
+			return nil, nil
+		})
+		if !errors.Is(err, client.ErrNoTimeToAct) || cyc.Ran || cyc.Finalized == nil || cyc.Finalized.Outcome != "FAILED" {
+			t.Fatalf("cycle %+v, err %v", cyc, err)
+		}
+		slow := *agent
+		slow.LeaseMargin = 30*time.Second - 100*time.Millisecond // the action's context ends 0.1 s after the claim
+		cyc, err = slow.Run(ctx, refundIntent("s-slow", 100), func(ctx context.Context, _ *client.ClaimResponse) (*client.EffectEvidence, error) {
+			<-ctx.Done() // a slow refund, cut off at the lease's end
+			return nil, nil
+		})
+		if !errors.Is(err, client.ErrIndeterminate) || !cyc.Ran || cyc.Outcome != client.ExecutionFinalizeRequestOutcomeINDETERMINATE {
 			t.Fatalf("cycle %+v, err %v", cyc, err)
 		}
 	})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,6 +21,7 @@ type metrics struct {
 	decisions *prometheus.CounterVec
 
 	commitSeconds *prometheus.HistogramVec // by backend
+	commitObs     atomic.Pointer[commitObservers]
 	commitBatch   *prometheus.HistogramVec // by backend
 	claims        *prometheus.CounterVec   // outcome, code
 	claimsWon     prometheus.Counter
@@ -83,8 +85,20 @@ func (m *metrics) storeCommit(_ context.Context, c store.Commit) {
 	if !c.Lead {
 		return
 	}
-	m.commitSeconds.WithLabelValues(c.Backend).Observe(c.End.Sub(c.Start).Seconds())
-	m.commitBatch.WithLabelValues(c.Backend).Observe(float64(c.Batch))
+	o := m.commitObs.Load()
+	if o == nil || o.backend != c.Backend { // one backend per engine: resolved once
+		o = &commitObservers{backend: c.Backend, seconds: m.commitSeconds.WithLabelValues(c.Backend),
+			batch: m.commitBatch.WithLabelValues(c.Backend)}
+		m.commitObs.Store(o)
+	}
+	o.seconds.Observe(c.End.Sub(c.Start).Seconds())
+	o.batch.Observe(float64(c.Batch))
+}
+
+// commitObservers are the commit histograms' series of one backend.
+type commitObservers struct {
+	backend        string
+	seconds, batch prometheus.Observer
 }
 
 // grantVerificationCodes are the codes of a grant token refused by its

@@ -3,6 +3,7 @@ package server_test
 import (
 	"net/http"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/clearancehq/clearance/server"
@@ -85,4 +86,45 @@ func TestPlatformTenantRoutesIsolation(t *testing.T) {
 		t.Fatalf("foreign key: %s", r)
 	}
 	e.do("GET", "/v1/protocol/audit/ledger/verify", a.Key, nil, nil).want(t, http.StatusOK)
+}
+
+// Racing revocations of one key ledger it once: both answer 200 with the
+// key revoked, and the org's ledger grows by one entry.
+func TestPlatformRevocationRaceLedgersOnce(t *testing.T) {
+	e := newEnv(t, server.Options{RateLimit: -1})
+	a := e.createOrg("Alpha")
+	e.createKey(a, "audit:read")
+	r := e.do("GET", "/v1/platform/orgs/"+a.ID+"/api-keys", e.platform, nil, nil).want(t, http.StatusOK)
+	var keyID string
+	for _, k := range r.JSON["api_keys"].([]any) {
+		if id := k.(map[string]any)["key_id"].(string); id != a.KeyID {
+			keyID = id
+		}
+	}
+	before := e.head(a.Key)
+	const racers = 8
+	results := make(chan *result, racers)
+	errs := make(chan error, racers)
+	var start sync.WaitGroup
+	start.Add(1)
+	for range racers {
+		go func() {
+			start.Wait()
+			res, err := e.send("DELETE", "/v1/platform/orgs/"+a.ID+"/api-keys/"+keyID, e.platform, nil, nil)
+			results <- res
+			errs <- err
+		}()
+	}
+	start.Done()
+	for range racers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+		if res := <-results; res.Status != http.StatusOK || res.JSON["active"] != false {
+			t.Fatalf("racing revocation: %s", res)
+		}
+	}
+	if after := e.head(a.Key); after != before+1 {
+		t.Fatalf("ledger head %d -> %d: the revocation was ledgered %d times", before, after, after-before)
+	}
 }

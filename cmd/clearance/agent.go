@@ -220,13 +220,14 @@ const cycleUsage = `usage: clearance cycle [--key-file agent.key] [--org ORG_ID]
   the guarded cycle from a shell: sign the intent (as clearance intent sign), enforce and bind,
   claim the grant, run COMMAND only when the claim says should_execute, and finalize:
   COMMITTED when it exits 0, FAILED when it exits otherwise, INDETERMINATE when it is killed
-  or the cycle is interrupted (SIGINT, SIGTERM) or outlives the claim lease.
+  by a signal, the cycle is interrupted (SIGINT, SIGTERM) or it outlives the claim lease
+  (less 3 s kept for finalizing).
   COMMAND gets CLEARANCE_GRANT_ID, CLEARANCE_INTENT_HASH, CLEARANCE_CLAIM_ATTESTATION and
   CLEARANCE_EFFECT_EVIDENCE_FILE: JSON {"kind","status","effect_digest"} written there is sent
   as the effect evidence. The API key comes from CLEARANCE_API_KEY (or --api-key).
   Prints a JSON summary on stdout. Exit status: 0 committed; COMMAND's own status when it
   failed; 3 no grant (the decision was not ALLOW in ENFORCEMENT: COMMAND did not run); 4 the
-  claim was refused (did not run); 5 indeterminate; 1 any other error.
+  claim was refused or left no time to run (did not run); 5 indeterminate; 1 any other error.
 `
 
 // cycleResult is what `clearance cycle` prints.
@@ -311,7 +312,11 @@ func cycle(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cmd.WaitDelay = 5 * time.Second
 		if err := cmd.Run(); err != nil {
 			var ee *exec.ExitError
-			if errors.As(err, &ee) && ee.ExitCode() > 0 {
+			if errors.As(err, &ee) {
+				if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+					// Killed part way: whatever it did may have taken effect.
+					return nil, fmt.Errorf("%w: the command was killed by %v", client.ErrIndeterminate, ws.Signal())
+				}
 				exitStatus = ee.ExitCode()
 			}
 			return nil, err
@@ -325,14 +330,15 @@ func cycle(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			res.GrantID = d.GrantId.String()
 		}
 	}
+	granted := cyc.Decision != nil && cyc.Decision.ExecutionToken != nil && *cyc.Decision.ExecutionToken != ""
 	code := 0
 	switch {
-	case errors.Is(err, client.ErrNotGranted):
-		code = 3
-	case err != nil && !cyc.Ran && cyc.Decision != nil && cyc.Decision.ExecutionToken != nil:
-		code = 4 // the claim was refused
 	case cyc.Outcome == client.ExecutionFinalizeRequestOutcomeINDETERMINATE:
 		code = 5
+	case cyc.Decision != nil && !granted:
+		code = 3
+	case granted && !cyc.Ran:
+		code = 4 // the claim was refused, or came back too late to start
 	case cyc.Outcome == client.ExecutionFinalizeRequestOutcomeFAILED:
 		code = max(exitStatus, 1)
 	case err != nil:

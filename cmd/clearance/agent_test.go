@@ -113,6 +113,12 @@ func TestAgentCommands(t *testing.T) {
 	if code != 7 || !strings.Contains(out, `"finalized":"FAILED"`) {
 		t.Fatalf("failing command: exit %d, %q", code, out)
 	}
+	// Killed by a signal part way: nobody knows what it did, INDETERMINATE.
+	code, out, _ = runCLI(t, agentEnv, "cycle", "--key-file", keyFile, "--intent", refundIntentJSON(t, work, "killed", 120),
+		"--", "sh", "-c", "kill -9 $$")
+	if code != 5 || !strings.Contains(out, `"finalized":"INDETERMINATE"`) {
+		t.Fatalf("killed command: exit %d, %q", code, out)
+	}
 	// Evidence the command writes is sent with COMMITTED.
 	code, out, _ = runCLI(t, agentEnv, "cycle", "--key-file", keyFile, "--intent", refundIntentJSON(t, work, "evidence", 120),
 		"--", "sh", "-c", `printf '{"kind":"psp.refund","status":"CONFIRMED","effect_digest":"sha256:%064d"}' 0 > "$CLEARANCE_EFFECT_EVIDENCE_FILE"`)

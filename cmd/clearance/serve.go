@@ -136,7 +136,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&hooks.poll, "webhook-poll", 0, "how often the callback worker looks for due deliveries when no event wakes it; 0 means 1s")
 	var tracing tracingConfig
 	fs.StringVar(&tracing.endpoint, "otlp-endpoint", env("CLEARANCE_OTLP_ENDPOINT", ""), "OTLP/HTTP base URL that OpenTelemetry traces are exported to, e.g. http://localhost:4318 (spans go to its /v1/traces); empty means tracing is off unless OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set (env CLEARANCE_OTLP_ENDPOINT)")
-	fs.Float64Var(&tracing.sampleRatio, "trace-sample-ratio", 1, "share of new traces sampled, 0 to 1, when tracing is on; a request with a W3C traceparent follows its sampled flag")
+	fs.Float64Var(&tracing.sampleRatio, "trace-sample-ratio", 1, "share of traces sampled, 0 to 1, when tracing is on; a request with a W3C traceparent joins the caller's trace, unsampled when the caller's is, sampled at this ratio otherwise")
 	accessLog := fs.Bool("access-log", true, "log one info line per request (method, route pattern, status, duration, request id, org id, response bytes; never headers, query strings or bodies); --access-log=false turns it off (5xx answers are logged at warn level either way)")
 	configFile := addConfigFlags(fs)
 	if err := fs.Parse(args); err != nil {

@@ -284,7 +284,15 @@ func hideSecrets(flagName, v string) string {
 		return hidden
 	}
 	u, err := neturl.Parse(v)
-	if err != nil || u.Scheme == "" || u.Host == "" {
+	if err != nil {
+		// An unescaped character in a password breaks the parse: show the
+		// scheme only.
+		if scheme, _, ok := strings.Cut(v, "://"); ok {
+			return scheme + "://" + hidden
+		}
+		return v
+	}
+	if u.Scheme == "" {
 		return v
 	}
 	q, changed := u.Query(), false

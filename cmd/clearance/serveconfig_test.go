@@ -246,7 +246,10 @@ func TestCheckConfigHidesSecrets(t *testing.T) {
 		t.Fatalf("store %q, smtp-url %q", got["store"].value, got["smtp-url"].value)
 	}
 	for in, want := range map[string]string{"127.0.0.1:8080": "127.0.0.1:8080", "https://clearance.example.com": "https://clearance.example.com",
-		"https://u@approvals.example.com/x?token=t&a=b": "https://u@approvals.example.com/x?a=b&token=xxxxx"} {
+		"https://u@approvals.example.com/x?token=t&a=b": "https://u@approvals.example.com/x?a=b&token=xxxxx",
+		// A password that breaks the URL's parse, and a socket URL without a host.
+		"postgres://app:p/ss@db/x": "postgres://xxxxx", "postgres://app:p%zz@db/x": "postgres://xxxxx",
+		"postgres://app:pw@/db?host=/run/postgresql": "postgres://app:xxxxx@/db?host=/run/postgresql"} {
 		if got := hideSecrets("approval-url", in); got != want {
 			t.Errorf("hideSecrets(%q) = %q, want %q", in, got, want)
 		}

@@ -90,6 +90,9 @@ func newTracerProvider(ctx context.Context, c tracingConfig, getenv func(string)
 		return nil, nil, fmt.Errorf("trace resource: %w", err)
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res),
-		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(c.sampleRatio))))
+		// A caller's sampled traceparent is a wish, not an order: the ratio
+		// applies to it too, so that no client can make every request traced.
+		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(c.sampleRatio),
+			sdktrace.WithRemoteParentSampled(sdktrace.TraceIDRatioBased(c.sampleRatio)))))
 	return tp, tp.Shutdown, nil
 }

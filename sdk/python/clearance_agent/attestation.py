@@ -32,9 +32,9 @@ def verify_attestation(
     token: str,
     jwks: Mapping[str, Any] | str | bytes,
     *,
+    intent_hash: str,
     issuer: str = "clearance",
     grant_id: str | None = None,
-    intent_hash: str | None = None,
     now: float | None = None,
     max_future_iat: int = 60,
 ) -> dict[str, Any]:
@@ -46,9 +46,11 @@ def verify_attestation(
     the token); the signature verifies; the payload is a JSON object without
     repeated members whose aud is clearance-downstream and iss is issuer;
     ``now < exp`` with no leeway and iat at most max_future_iat seconds ahead;
-    the claims a grant binds are present and well formed. When grant_id or
-    intent_hash is given (it should be: the request about to execute), the
-    attestation must name exactly it.
+    the claims a grant binds are present and well formed; and it binds
+    intent_hash, the hash of the request about to execute (required: the
+    JWKS signs for every org of the deployment, so a signature alone says
+    nothing about which action was granted). When grant_id is given, the
+    attestation must name exactly it too.
 
     Raises AttestationError with a code saying which check failed.
     """
@@ -114,7 +116,9 @@ def verify_attestation(
         raise AttestationError("TOKEN_EXPIRED", f"the claim lease ended at {exp}")
     if grant_id is not None and claims["grant_id"] != grant_id:
         raise AttestationError("BINDING_MISMATCH", "the attestation names another grant")
-    if intent_hash is not None and binding["intent_hash"] != intent_hash:
+    if not isinstance(intent_hash, str) or not intent_hash:
+        raise AttestationError("BINDING_MISMATCH", "the intent hash of the request about to execute is required")
+    if binding["intent_hash"] != intent_hash:
         raise AttestationError("BINDING_MISMATCH", "the attestation is bound to another intent")
     return claims
 

@@ -37,6 +37,7 @@ class VerifyAttestation(unittest.TestCase):
 
     def refused(self, code, token, **kw):
         kw.setdefault("now", NOW)
+        kw.setdefault("intent_hash", HASH)
         with self.assertRaises(AttestationError) as cm:
             verify_attestation(token, self.jwks, **kw)
         self.assertEqual(cm.exception.code, code, str(cm.exception))
@@ -65,7 +66,7 @@ class VerifyAttestation(unittest.TestCase):
         self.refused("TOKEN_SIGNATURE", forged)
         twice = {"keys": self.jwks["keys"] * 2}
         with self.assertRaises(AttestationError) as cm:
-            verify_attestation(mint(self.key, claims()), twice, now=NOW)
+            verify_attestation(mint(self.key, claims()), twice, now=NOW, intent_hash=HASH)
         self.assertEqual(cm.exception.code, "TOKEN_UNKNOWN_KEY")
 
     def test_tampering(self):

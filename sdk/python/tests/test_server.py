@@ -214,6 +214,7 @@ class Attestations(unittest.TestCase):
         cls.jwks = CLIENT.jwks()
 
     def refused(self, code, token, jwks=None, **kw):
+        kw.setdefault("intent_hash", self.result.decision["intent_hash"])
         with self.assertRaises(AttestationError) as cm:
             verify_attestation(token, jwks or self.jwks, **kw)
         self.assertEqual(cm.exception.code, code, str(cm.exception))
