@@ -373,6 +373,9 @@ func TestBadInputOnEveryRoute(t *testing.T) {
 	for pattern, spec := range s.platformSpecs() {
 		specs[pattern] = spec
 	}
+	for pattern, spec := range s.consoleSpecs() {
+		specs[pattern] = spec
+	}
 	for pattern, spec := range s.shareTrioSpecs(dec.str("dossier_id"), decB.str("dossier_id")) {
 		specs[pattern] = spec
 	}
