@@ -22,3 +22,10 @@ func (c *Client) ConsoleActivity(ctx context.Context, opts ...CallOption) (*Cons
 	r, err := c.newRequest(http.MethodGet, "/v1/console/activity", nil, opts)
 	return call[ConsoleActivity](ctx, c, r, err)
 }
+
+// OpenEscalations lists the org's managed escalations that are not final,
+// oldest first (Query("limit", …)): GET /v1/console/escalations.
+func (c *Client) OpenEscalations(ctx context.Context, opts ...CallOption) (*OpenEscalations, error) {
+	r, err := c.newRequest(http.MethodGet, "/v1/console/escalations", nil, opts)
+	return call[OpenEscalations](ctx, c, r, err)
+}

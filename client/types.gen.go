@@ -5195,6 +5195,12 @@ type OnboardingVerified struct {
 	Workspace Workspace `json:"workspace"`
 }
 
+// OpenEscalations defines model for OpenEscalations.
+type OpenEscalations struct {
+	Escalations []ManagedEscalationStatus `json:"escalations"`
+	OrgId       openapi_types.UUID        `json:"org_id"`
+}
+
 // OrgPage defines model for OrgPage.
 type OrgPage struct {
 	// NextAfter The `after` of the next page; absent on the last page.
@@ -13255,6 +13261,17 @@ type ListConsoleDecisionsParams struct {
 	// Workflow A workflow key (its grammar; else 400 `INVALID_QUERY`).
 	Workflow *string `form:"workflow,omitempty" json:"workflow,omitempty"`
 	Limit    *int    `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// XRequestId Echoed when sent once with at most 128 visible ASCII characters; otherwise a new id is generated (a bad one is never echoed).
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// ListOpenEscalationsParams defines parameters for ListOpenEscalations.
+type ListOpenEscalationsParams struct {
+	// OrgId The org acted on. Required with the platform key (400 `ORG_ID_REQUIRED`; must be
+	// a UUID). An org key may omit it; a value other than the key's org is 403 `ORG_MISMATCH`.
+	OrgId *OrgIdQuery `form:"org_id,omitempty" json:"org_id,omitempty"`
+	Limit *int        `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// XRequestId Echoed when sent once with at most 128 visible ASCII characters; otherwise a new id is generated (a bad one is never echoed).
 	XRequestId *RequestId `json:"X-Request-Id,omitempty"`

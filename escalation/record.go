@@ -165,11 +165,31 @@ func put(ctx context.Context, tx store.Tx, r *record, now time.Time) error {
 		CreatedAt: r.CreatedAt, Body: body}); err != nil {
 		return err
 	}
+	if err := indexOpen(ctx, tx, r); err != nil {
+		return err
+	}
 	t := transition{EscalationID: r.EscalationID, State: r.State, Reason: r.Reason, At: now.Format(core.TimeFormat),
 		RequestID: r.RequestID, IntentHash: r.IntentHash, DecisionID: r.DecisionID, Deadline: r.Deadline.Format(core.TimeFormat),
 		Approval: r.Approval, ResolvedDecisionID: r.ResolvedDecisionID, GrantID: r.GrantID}
 	return artifact.RecordLedgered(ctx, tx, KindTransition, r.EscalationID+"/"+string(r.State), r.EscalationID,
 		ledgerKind(r.State), now, &t.LedgerSeq, &t)
+}
+
+// kindOpen indexes the org's escalations that are not final (ID: the
+// escalation's, Ref: refOpen), so that they are listed without a scan.
+const (
+	kindOpen = "escalation.open"
+	refOpen  = "open"
+)
+
+// indexOpen keeps r in the index of open escalations while it is not final.
+func indexOpen(ctx context.Context, tx store.Tx, r *record) error {
+	if r.State.Final() {
+		_, err := tx.DeleteArtifact(ctx, kindOpen, r.EscalationID)
+		return err
+	}
+	return tx.PutArtifact(ctx, artifact.Record{OrgID: r.OrgID, Kind: kindOpen, ID: r.EscalationID, Ref: refOpen,
+		CreatedAt: r.CreatedAt, Body: []byte(`{}`)})
 }
 
 // readIn reads the org's escalation id in tx.

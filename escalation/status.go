@@ -68,6 +68,44 @@ func (s *Service) Get(ctx context.Context, orgID, id string) (Status, error) {
 	return s.status(ctx, r)
 }
 
+// MaxOpenListed bounds how many open escalations Open lists.
+const MaxOpenListed = 500
+
+// Open lists the org's escalations that are not final (pending approval or
+// being verified), oldest first, at most limit (1 to MaxOpenListed; 0: all
+// up to it). Escalations opened before this index existed are not listed.
+func (s *Service) Open(ctx context.Context, orgID string, limit int) ([]Status, error) {
+	if limit == 0 {
+		limit = MaxOpenListed
+	}
+	if limit < 1 || limit > MaxOpenListed {
+		return nil, core.Invalid(core.CodeInvalidRequest, "limit", "limit must be 1 to %d", MaxOpenListed)
+	}
+	refs, err := s.d.Store.ArtifactsByRef(ctx, orgID, kindOpen, refOpen, limit)
+	if err != nil {
+		return nil, core.Unavailable("list escalations", err)
+	}
+	out := make([]Status, 0, len(refs))
+	for _, ref := range refs {
+		r, err := read(ctx, s.d.Store, orgID, ref.ID)
+		if core.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, core.Unavailable("list escalations", err)
+		}
+		if r.State.Final() { // finished between the two reads
+			continue
+		}
+		st, err := s.status(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
 // Cancel cancels the org's escalation id while it is pending (CANCELLED,
 // ledgered; the approval request is cancelled at the service afterwards,
 // best effort); a final one is returned as it stands.

@@ -173,3 +173,30 @@ func (m *metrics) latencySummary() latencySummary {
 	out.P50Ms, out.P95Ms, out.P99Ms = round(quantile(.5)), round(quantile(.95)), round(quantile(.99))
 	return out
 }
+
+func (s *Server) consoleEscalations(c *call) error {
+	org, err := c.queryOrg()
+	if err != nil {
+		return err
+	}
+	limitQ, err := c.query("limit")
+	if err != nil {
+		return err
+	}
+	limit := 0
+	if limitQ != "" {
+		if limit, err = strconv.Atoi(limitQ); err != nil || limit < 1 {
+			return badQuery("limit", "limit must be an integer from 1 to 500")
+		}
+	}
+	open, err := s.engine.Escalations.Open(c.r.Context(), org, limit)
+	if err != nil {
+		return err
+	}
+	// Open escalations carry no grant; cleared anyway, as the status route
+	// does for a key that may not act.
+	for i := range open {
+		open[i].ExecutionToken = ""
+	}
+	return c.writeJSON(http.StatusOK, map[string]any{"org_id": org, "escalations": open})
+}

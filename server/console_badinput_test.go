@@ -24,5 +24,16 @@ func (s *badSuite) consoleSpecs() map[string]routeSpec {
 			"limit=1.5", "limit=abc", "limit=1&limit=2")},
 		"GET /v1/console/activity": {org: orgQuery, extra: queries("bucket=week", "bucket=HOUR", "bucket=hour&bucket=day",
 			"bucket=hour&from=2025-01-01T00:00:00Z&to=2026-01-01T00:00:00Z")},
+		"GET /v1/console/escalations": {org: orgQuery, extra: func(q req) []badCase {
+			var out []badCase
+			for _, v := range []string{"limit=0", "limit=-1", "limit=501", "limit=abc", "limit=1.5", "limit=1&limit=2"} {
+				p := q
+				p.query = "?" + v
+				c := s.variant(p, catQuery, v, "", "INVALID_QUERY", "INVALID_REQUEST")
+				c.status = http.StatusBadRequest
+				out = append(out, c)
+			}
+			return out
+		}},
 	}
 }

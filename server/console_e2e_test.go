@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -138,4 +139,58 @@ func TestConsoleDecisionsAndActivity(t *testing.T) {
 	// A key without a decision read scope is refused.
 	writer := x.createKey(x.o, "policy:write")
 	x.req(t, "GET", pathConsoleActivity, writer, nil, nil).want(t, http.StatusForbidden)
+}
+
+// The console's escalations: the org's open ones, oldest first, with
+// deadlines and states; cancelled, denied and expired ones leave the list;
+// another org sees none.
+func TestConsoleOpenEscalations(t *testing.T) {
+	t.Parallel()
+	e := newEscEnv(t)
+	_, first := e.escalate(t, 2000)
+	e.advance(time.Minute)
+	_, second := e.escalate(t, 2100)
+	e.advance(time.Minute)
+	_, third := e.escalate(t, 2200)
+	open := func(key string) []string {
+		t.Helper()
+		r := e.req(t, "GET", "/v1/console/escalations", key, nil, nil).want(t, http.StatusOK)
+		var ids []string
+		for _, v := range r.JSON["escalations"].([]any) {
+			m := v.(map[string]any)
+			if m["status"] != "PENDING_APPROVAL" || m["expires_at"] == "" || m["execution_token"] != nil {
+				t.Fatalf("listed escalation %v", m)
+			}
+			ids = append(ids, m["escalation_id"].(string))
+		}
+		return ids
+	}
+	if got := open(e.o.Key); strings.Join(got, ",") != first+","+second+","+third {
+		t.Fatalf("open escalations %v", got)
+	}
+	c, err := client.New(e.srv.URL, e.o.Key, client.WithHTTPClient(e.client))
+	if err != nil {
+		t.Fatal(err)
+	}
+	typed, err := c.OpenEscalations(context.Background(), client.Query("limit", "2"))
+	if err != nil || len(typed.Escalations) != 2 || typed.Escalations[0].EscalationId.String() != first {
+		t.Fatalf("client: %+v, %v", typed, err)
+	}
+	e.req(t, "DELETE", pathEscalations+second, e.o.Key, nil, nil).want(t, http.StatusOK)
+	e.fake.Deny(e.requestOf(t, third), "bob")
+	e.complete(t, third).wantProblem(t, http.StatusConflict, "ESCALATION_CONCLUDED")
+	if got := open(e.o.Key); strings.Join(got, ",") != first {
+		t.Fatalf("after a cancel and a denial: %v", got)
+	}
+	other := e.createOrg("Other")
+	if got := open(other.Key); len(got) != 0 {
+		t.Fatalf("another org lists %v", got)
+	}
+	e.req(t, "GET", "/v1/console/escalations?org_id="+e.o.ID, other.Key, nil, nil).wantProblem(t, http.StatusForbidden, "ORG_MISMATCH")
+	e.advance(16 * time.Minute)
+	e.process(t)
+	if got := open(e.o.Key); len(got) != 0 {
+		t.Fatalf("after the deadline: %v", got)
+	}
+	e.req(t, "GET", "/v1/console/escalations?limit=0", e.o.Key, nil, nil).wantProblem(t, http.StatusBadRequest, "INVALID_QUERY")
 }

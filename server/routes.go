@@ -101,6 +101,7 @@ func (s *Server) routes() []route {
 		// activity over time.
 		{pattern: "GET /v1/console/decisions", auth: authKey, scopes: scopeDecisionRead, handle: (*Server).consoleDecisions},
 		{pattern: "GET /v1/console/activity", auth: authKey, scopes: scopeDecisionRead, handle: (*Server).consoleActivity},
+		{pattern: "GET /v1/console/escalations", auth: authKey, scopes: scopeExecRead, handle: (*Server).consoleEscalations},
 
 		// Agent-safe execution: grant → claim → finalize.
 		{pattern: "POST /v1/authority/enforce-and-bind", auth: authKey, scopes: scopeDecisionWrite, handle: (*Server).enforceAndBind},
