@@ -19,6 +19,18 @@ type (
 	OverrideRequest    = evidence.OverrideRequest
 	Override           = evidence.Override
 	OverrideTrail      = evidence.OverrideTrail
+	DecisionFilter     = evidence.DecisionFilter
+	DecisionSummary    = evidence.DecisionSummary
+	DecisionList       = evidence.DecisionList
+	Activity           = evidence.Activity
+	ActivityStep       = evidence.ActivityStep
+	ActivityBucket     = evidence.Bucket
+)
+
+// Activity buckets.
+const (
+	BucketHour = evidence.BucketHour
+	BucketDay  = evidence.BucketDay
 )
 
 // Override resolutions.

@@ -270,6 +270,24 @@ func (e ClaimResponseShouldExecute) Valid() bool {
 	}
 }
 
+// Defines values for ConsoleActivityBucket.
+const (
+	ConsoleActivityBucketDay  ConsoleActivityBucket = "day"
+	ConsoleActivityBucketHour ConsoleActivityBucket = "hour"
+)
+
+// Valid indicates whether the value is a known member of the ConsoleActivityBucket enum.
+func (e ConsoleActivityBucket) Valid() bool {
+	switch e {
+	case ConsoleActivityBucketDay:
+		return true
+	case ConsoleActivityBucketHour:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CreatedSignalConnectorStatus.
 const (
 	CreatedSignalConnectorStatusACTIVE  CreatedSignalConnectorStatus = "ACTIVE"
@@ -2634,6 +2652,24 @@ func (e OAuthResponseType) Valid() bool {
 	}
 }
 
+// Defines values for GetConsoleActivityParamsBucket.
+const (
+	GetConsoleActivityParamsBucketDay  GetConsoleActivityParamsBucket = "day"
+	GetConsoleActivityParamsBucketHour GetConsoleActivityParamsBucket = "hour"
+)
+
+// Valid indicates whether the value is a known member of the GetConsoleActivityParamsBucket enum.
+func (e GetConsoleActivityParamsBucket) Valid() bool {
+	switch e {
+	case GetConsoleActivityParamsBucketDay:
+		return true
+	case GetConsoleActivityParamsBucketHour:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PublishBundleAliasParamsActivate.
 const (
 	PublishBundleAliasParamsActivateFalse PublishBundleAliasParamsActivate = "false"
@@ -2866,6 +2902,13 @@ type ActivateRequest struct {
 	// ExpectedActiveVersion Change only while this version is the active one (else 409 `ACTIVE_VERSION_MISMATCH`).
 	// null, "" or another string than a version name is 400 `INVALID_POLICY_VERSION`.
 	ExpectedActiveVersion *string `json:"expected_active_version,omitempty"`
+}
+
+// ActivityStep defines model for ActivityStep.
+type ActivityStep struct {
+	ByMode    ModeTally    `json:"by_mode"`
+	ByOutcome OutcomeTally `json:"by_outcome"`
+	Start     time.Time    `json:"start"`
 }
 
 // Actor defines model for Actor.
@@ -3273,6 +3316,45 @@ type ClaimedWorkspace struct {
 	Workspace Workspace `json:"workspace"`
 }
 
+// ConsoleActivity defines model for ConsoleActivity.
+type ConsoleActivity struct {
+	Bucket ConsoleActivityBucket `json:"bucket"`
+
+	// Executions The org's grants by lifecycle state now.
+	Executions struct {
+		CLAIMED       int64 `json:"CLAIMED"`
+		COMMITTED     int64 `json:"COMMITTED"`
+		FAILED        int64 `json:"FAILED"`
+		INDETERMINATE int64 `json:"INDETERMINATE"`
+		ISSUED        int64 `json:"ISSUED"`
+	} `json:"executions"`
+
+	// ExecutionsCapped A state held more than 100,000 grants; its count stops there.
+	ExecutionsCapped *bool     `json:"executions_capped,omitempty"`
+	From             time.Time `json:"from"`
+
+	// Latency This server process's request latency, all routes and orgs.
+	Latency struct {
+		P50Ms    float64 `json:"p50_ms"`
+		P95Ms    float64 `json:"p95_ms"`
+		P99Ms    float64 `json:"p99_ms"`
+		Requests int64   `json:"requests"`
+	} `json:"latency"`
+	OrgId openapi_types.UUID `json:"org_id"`
+
+	// ReconciliationQueue Executions waiting to be reconciled (INDETERMINATE).
+	ReconciliationQueue int64          `json:"reconciliation_queue"`
+	Series              []ActivityStep `json:"series"`
+	To                  time.Time      `json:"to"`
+	Totals              struct {
+		ByMode    ModeTally    `json:"by_mode"`
+		ByOutcome OutcomeTally `json:"by_outcome"`
+	} `json:"totals"`
+}
+
+// ConsoleActivityBucket defines model for ConsoleActivity.Bucket.
+type ConsoleActivityBucket string
+
 // CreateAPIKeyRequest defines model for CreateAPIKeyRequest.
 type CreateAPIKeyRequest struct {
 	// Scopes At least one; unknown scopes are 400; repeats are dropped.
@@ -3402,6 +3484,17 @@ type DecisionContext struct {
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
+// DecisionList defines model for DecisionList.
+type DecisionList struct {
+	Decisions []DecisionSummary  `json:"decisions"`
+	From      time.Time          `json:"from"`
+	OrgId     openapi_types.UUID `json:"org_id"`
+	To        time.Time          `json:"to"`
+
+	// Truncated More decisions matched than `limit`.
+	Truncated bool `json:"truncated"`
+}
+
 // DecisionRequest The one input shape policies see. Unknown members are 400 `UNKNOWN_MEMBER`.
 // `action.amount` is also the `amount`; when both are given they must be
 // numerically equal (400 `AMOUNT_CONFLICT`).
@@ -3498,6 +3591,19 @@ type DecisionResolvedEventReconciliationStatus string
 
 // DecisionResolvedEventType defines model for DecisionResolvedEvent.Type.
 type DecisionResolvedEventType string
+
+// DecisionSummary A decision as the console lists it (from the dossier index).
+type DecisionSummary struct {
+	CreatedAt    time.Time          `json:"created_at"`
+	DecisionId   openapi_types.UUID `json:"decision_id"`
+	DecisionType string             `json:"decision_type"`
+	DossierId    openapi_types.UUID `json:"dossier_id"`
+	Mode         Mode               `json:"mode"`
+
+	// Outcome From least to most restrictive.
+	Outcome     Outcome `json:"outcome"`
+	WorkflowKey string  `json:"workflow_key"`
+}
 
 // DeploymentBundle defines model for DeploymentBundle.
 type DeploymentBundle struct {
@@ -5018,6 +5124,12 @@ type MappingSessionRequest struct {
 // Mode defines model for Mode.
 type Mode string
 
+// ModeTally defines model for ModeTally.
+type ModeTally struct {
+	ENFORCEMENT int64 `json:"ENFORCEMENT"`
+	SHADOW      int64 `json:"SHADOW"`
+}
+
 // NewAutomationWebhook A registration's answer, the only one that holds the signing secret.
 type NewAutomationWebhook struct {
 	// Active False once the credential that registered the callback was revoked (by the owner's
@@ -5102,6 +5214,14 @@ type Outcome string
 
 // OutcomeCounts defines model for OutcomeCounts.
 type OutcomeCounts struct {
+	ALLOW          int64 `json:"ALLOW"`
+	BLOCK          int64 `json:"BLOCK"`
+	ESCALATE       int64 `json:"ESCALATE"`
+	REVIEWREQUIRED int64 `json:"REVIEW_REQUIRED"`
+}
+
+// OutcomeTally defines model for OutcomeTally.
+type OutcomeTally struct {
 	ALLOW          int64 `json:"ALLOW"`
 	BLOCK          int64 `json:"BLOCK"`
 	ESCALATE       int64 `json:"ESCALATE"`
@@ -13093,6 +13213,48 @@ type CloudAgentVerifyParams struct {
 	// never echoed); recorded in the dossier and echoed on the response. Hook bodies may carry it as
 	// `correlation_id`; if both are given they must agree (400 `HEADER_BODY_MISMATCH`).
 	XCorrelationId *CorrelationId `json:"X-Correlation-Id,omitempty"`
+
+	// XRequestId Echoed when sent once with at most 128 visible ASCII characters; otherwise a new id is generated (a bad one is never echoed).
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// GetConsoleActivityParams defines parameters for GetConsoleActivity.
+type GetConsoleActivityParams struct {
+	// OrgId The org acted on. Required with the platform key (400 `ORG_ID_REQUIRED`; must be
+	// a UUID). An org key may omit it; a value other than the key's org is 403 `ORG_MISMATCH`.
+	OrgId *OrgIdQuery `form:"org_id,omitempty" json:"org_id,omitempty"`
+
+	// From Window start, RFC 3339 (default `to` minus 24 hours). Unparsable → 400 `INVALID_QUERY`.
+	From *From `form:"from,omitempty" json:"from,omitempty"`
+
+	// To Window end (exclusive), RFC 3339 (default now). Unparsable → 400 `INVALID_QUERY`.
+	To     *To                             `form:"to,omitempty" json:"to,omitempty"`
+	Bucket *GetConsoleActivityParamsBucket `form:"bucket,omitempty" json:"bucket,omitempty"`
+
+	// XRequestId Echoed when sent once with at most 128 visible ASCII characters; otherwise a new id is generated (a bad one is never echoed).
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// GetConsoleActivityParamsBucket defines parameters for GetConsoleActivity.
+type GetConsoleActivityParamsBucket string
+
+// ListConsoleDecisionsParams defines parameters for ListConsoleDecisions.
+type ListConsoleDecisionsParams struct {
+	// OrgId The org acted on. Required with the platform key (400 `ORG_ID_REQUIRED`; must be
+	// a UUID). An org key may omit it; a value other than the key's org is 403 `ORG_MISMATCH`.
+	OrgId *OrgIdQuery `form:"org_id,omitempty" json:"org_id,omitempty"`
+
+	// From Window start, RFC 3339 (default `to` minus 24 hours). Unparsable → 400 `INVALID_QUERY`.
+	From *From `form:"from,omitempty" json:"from,omitempty"`
+
+	// To Window end (exclusive), RFC 3339 (default now). Unparsable → 400 `INVALID_QUERY`.
+	To      *To      `form:"to,omitempty" json:"to,omitempty"`
+	Outcome *Outcome `form:"outcome,omitempty" json:"outcome,omitempty"`
+	Mode    *Mode    `form:"mode,omitempty" json:"mode,omitempty"`
+
+	// Workflow A workflow key (its grammar; else 400 `INVALID_QUERY`).
+	Workflow *string `form:"workflow,omitempty" json:"workflow,omitempty"`
+	Limit    *int    `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// XRequestId Echoed when sent once with at most 128 visible ASCII characters; otherwise a new id is generated (a bad one is never echoed).
 	XRequestId *RequestId `json:"X-Request-Id,omitempty"`

@@ -84,23 +84,13 @@ func Between(from, to time.Time) Window { return Window{From: &from, To: &to} }
 // ShadowReport counts the org's SHADOW decisions in the window by outcome
 // and by workflow (workflows sorted by key).
 func (s *Service) ShadowReport(ctx context.Context, orgID string, w Window) (ShadowReport, error) {
-	to := s.d.Now()
-	if w.To != nil {
-		to = *w.To
-	}
-	from := to.Add(-DefaultShadowWindow)
-	if w.From != nil {
-		from = *w.From
-	}
-	if !from.Before(to) {
-		return ShadowReport{}, core.Invalid(core.CodeInvalidRequest, "from", "from must be before to")
-	}
-	if to.Sub(from) > MaxShadowWindow {
-		return ShadowReport{}, core.Invalid(core.CodeInvalidRequest, "from", "the window may span at most 366 days")
+	from, to, err := s.window(w)
+	if err != nil {
+		return ShadowReport{}, err
 	}
 	rep := ShadowReport{OrgID: orgID, From: from.UTC(), To: to.UTC(), ByOutcome: zeroOutcomes(), ByWorkflow: []WorkflowShadow{}}
 	byWF := map[string]*WorkflowShadow{}
-	err := s.d.Store.DossierSummaries(ctx, orgID, from, to, func(s dossier.Summary) bool {
+	err = s.d.Store.DossierSummaries(ctx, orgID, from, to, func(s dossier.Summary) bool {
 		if s.Mode != string(policy.ModeShadow) {
 			return true
 		}

@@ -367,13 +367,16 @@ func TestBadInputOnEveryRoute(t *testing.T) {
 	for pattern, spec := range s.readerSpecs(specArgs{dossierID: dec.str("dossier_id")}) {
 		specs[pattern] = spec
 	}
-	for pattern, spec := range s.consoleSpecs() {
+	for pattern, spec := range s.consolePageSpecs() {
 		specs[pattern] = spec
 	}
 	for pattern, spec := range s.privacySpecs() {
 		specs[pattern] = spec
 	}
 	for pattern, spec := range s.platformSpecs() {
+		specs[pattern] = spec
+	}
+	for pattern, spec := range s.consoleSpecs() {
 		specs[pattern] = spec
 	}
 	for pattern, spec := range s.shareTrioSpecs(dec.str("dossier_id"), decB.str("dossier_id")) {

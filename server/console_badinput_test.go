@@ -1,26 +1,28 @@
 package server_test
 
-// The console's routes in the bad-input suite. Both are public and hold no
-// data; a file name the console does not serve is 404 ROUTE_NOT_FOUND,
-// whatever it tries to reach.
+import "net/http"
+
+// consoleSpecs are the bad-input cases of the console's data routes: the
+// shadow report's window cases, and each filter's bad values.
 func (s *badSuite) consoleSpecs() map[string]routeSpec {
+	queries := func(values ...string) func(q req) []badCase {
+		return func(q req) []badCase {
+			out := s.shadowQueries(q)
+			for _, v := range values {
+				p := q
+				p.query = "?" + v
+				c := s.variant(p, catQuery, v, "", "INVALID_QUERY", "INVALID_REQUEST")
+				c.status = http.StatusBadRequest
+				out = append(out, c)
+			}
+			return out
+		}
+	}
 	return map[string]routeSpec{
-		"GET /console": {},
-		"GET /console/assets/{file}": {params: map[string]string{"file": "app.js"}, paramCodes: []string{"ROUTE_NOT_FOUND"},
-			extra: func(q req) []badCase {
-				var out []badCase
-				for _, c := range []struct{ name, file string }{
-					{"the page as an asset", "index.html"},
-					{"an unknown file", "app.map"},
-					{"a Go source file", "console.go"},
-					{"a climb out of the folder", "..%2Fconsole.go"},
-					{"a different case", "APP.JS"},
-				} {
-					p := q
-					p.path = "/console/assets/" + c.file
-					out = append(out, s.variant(p, catPath, c.name, "", "ROUTE_NOT_FOUND"))
-				}
-				return out
-			}},
+		"GET /v1/console/decisions": {org: orgQuery, extra: queries("outcome=allow", "outcome=MAYBE", "outcome=ALLOW&outcome=BLOCK",
+			"mode=LIVE", "mode=shadow", "workflow=%20refunds", "workflow=a%00b", "limit=0", "limit=-1", "limit=201",
+			"limit=1.5", "limit=abc", "limit=1&limit=2")},
+		"GET /v1/console/activity": {org: orgQuery, extra: queries("bucket=week", "bucket=HOUR", "bucket=hour&bucket=day",
+			"bucket=hour&from=2025-01-01T00:00:00Z&to=2026-01-01T00:00:00Z")},
 	}
 }

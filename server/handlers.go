@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -345,28 +344,9 @@ func (s *Server) shadowReport(c *call) error {
 	if err != nil {
 		return err
 	}
-	toQ, err := c.query("to")
+	w, err := c.queryWindow()
 	if err != nil {
 		return err
-	}
-	fromQ, err := c.query("from")
-	if err != nil {
-		return err
-	}
-	var w clearance.Window
-	if toQ != "" {
-		to, err := time.Parse(time.RFC3339, toQ)
-		if err != nil {
-			return badQuery("to", "to must be an RFC 3339 timestamp")
-		}
-		w.To = &to
-	}
-	if fromQ != "" {
-		from, err := time.Parse(time.RFC3339, fromQ)
-		if err != nil {
-			return badQuery("from", "from must be an RFC 3339 timestamp")
-		}
-		w.From = &from
 	}
 	rep, err := s.engine.Evidence.ShadowReport(c.r.Context(), org, w)
 	if err != nil {

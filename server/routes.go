@@ -97,6 +97,10 @@ func (s *Server) routes() []route {
 		{pattern: "POST /v1/cloud/agent/extensions/verify", auth: authKey, scopes: scopeDecisionWrite, handle: (*Server).cloudAgentVerify},
 		{pattern: "GET /v1/protocol/reason-codes", auth: authKey, handle: (*Server).reasonCodes},
 		{pattern: "GET /v1/protocol/shadow-reports", auth: authKey, scopes: scopeDecisionRead, handle: (*Server).shadowReport},
+		// The operator console's reads (extensions): decisions filtered,
+		// activity over time.
+		{pattern: "GET /v1/console/decisions", auth: authKey, scopes: scopeDecisionRead, handle: (*Server).consoleDecisions},
+		{pattern: "GET /v1/console/activity", auth: authKey, scopes: scopeDecisionRead, handle: (*Server).consoleActivity},
 
 		// Agent-safe execution: grant → claim → finalize.
 		{pattern: "POST /v1/authority/enforce-and-bind", auth: authKey, scopes: scopeDecisionWrite, handle: (*Server).enforceAndBind},
