@@ -234,13 +234,13 @@
     const org = encodeURIComponent(d.org_id);
     verify(mine, $("verify-packet"), "/v1/protocol/dossiers/" + id + "/proof-packet?org_id=" + org);
     verify(mine, $("verify-capsule"), "/v1/protocol/dossiers/" + id + "/agent-action-capsule?org_id=" + org);
-    listInto(mine, "dossier-chain", d.chain_id ? "/v1/protocol/decision-chains/" + d.chain_id : "", "members",
+    listInto(mine, "dossier-chain", d.chain_id ? "/v1/protocol/decision-chains/" + d.chain_id + "?org_id=" + org : "", "members",
       (m) => [el("a", { href: "#/dossiers/" + m.dossier_id }, m.outcome + " " + m.mode), " " + (m.route || "") + " at " + m.created_at + (m.dossier_id === id ? " (this one)" : "")],
       "No chain.");
-    listInto(mine, "dossier-overrides", "/v1/protocol/dossiers/" + id + "/overrides", "overrides",
+    listInto(mine, "dossier-overrides", "/v1/protocol/dossiers/" + id + "/overrides?org_id=" + org, "overrides",
       (o) => [o.resolution + " by " + (o.actor && o.actor.id) + " at " + o.created_at + (o.reason_code ? " (" + o.reason_code + ")" : "") + (o.note ? ": " + o.note : "")],
       "No overrides.");
-    listInto(mine, "dossier-dispatches", "/v1/protocol/dossiers/" + id + "/dispatches", "dispatches",
+    listInto(mine, "dossier-dispatches", "/v1/protocol/dossiers/" + id + "/dispatches?org_id=" + org, "dispatches",
       (x) => [(x.target || "") + " dispatched at " + x.dispatched_at],
       "No dispatches.", (ans) => ans.grant_state ? "Grant " + ans.grant_state + ". " : "");
   }

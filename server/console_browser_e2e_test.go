@@ -228,6 +228,11 @@ func TestConsoleInBrowser(t *testing.T) {
 	if got := eval(`Array.from(document.querySelectorAll('#dossier-reasons code')).map(c => c.textContent).join(' ')`); !strings.Contains(got, "TOO_BIG") {
 		t.Errorf("reason codes shown: %q", got)
 	}
+	waitFor("the chain", `document.querySelectorAll('#dossier-chain li').length > 0 ? 'ok' : false`)
+	if got := eval(`document.getElementById('dossier-chain').textContent + '|' + document.getElementById('dossier-overrides').textContent`); !strings.Contains(got, "BLOCK ENFORCEMENT") ||
+		!strings.Contains(got, "(this one)") || !strings.HasSuffix(got, "|No overrides.") {
+		t.Errorf("chain | overrides shown: %q", got)
+	}
 	accessible("a sealed dossier")
 	shot("console-dossier-sealed.png")
 
