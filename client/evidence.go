@@ -241,3 +241,23 @@ func (c *Client) ReaderPage(ctx context.Context, opts ...CallOption) ([]byte, er
 	}
 	return raw(ctx, c, r, err)
 }
+
+// ConsolePage is the operator console's HTML page: GET /console. The page
+// holds no data; it reads the API with the key the operator signs in with.
+func (c *Client) ConsolePage(ctx context.Context, opts ...CallOption) ([]byte, error) {
+	r, err := c.newRequest(http.MethodGet, "/console", nil, opts)
+	if err == nil {
+		r.header.Set("Accept", "text/html")
+	}
+	return raw(ctx, c, r, err)
+}
+
+// ConsoleAsset is a file the console page loads (app.js or app.css):
+// GET /console/assets/{file}. Any other name is a 404 ROUTE_NOT_FOUND.
+func (c *Client) ConsoleAsset(ctx context.Context, file string, opts ...CallOption) ([]byte, error) {
+	r, err := c.newRequest(http.MethodGet, "/console/assets/"+escape(file), nil, opts)
+	if err == nil {
+		r.header.Set("Accept", "*/*")
+	}
+	return raw(ctx, c, r, err)
+}

@@ -367,6 +367,9 @@ func TestBadInputOnEveryRoute(t *testing.T) {
 	for pattern, spec := range s.readerSpecs(specArgs{dossierID: dec.str("dossier_id")}) {
 		specs[pattern] = spec
 	}
+	for pattern, spec := range s.consolePageSpecs() {
+		specs[pattern] = spec
+	}
 	for pattern, spec := range s.privacySpecs() {
 		specs[pattern] = spec
 	}

@@ -169,6 +169,10 @@ func (s *Server) routes() []route {
 		// verifies, on a page or as JSON.
 		{pattern: "POST /v1/reader/verify", auth: authPublic, throttle: (*Server).throttleReader, handle: (*Server).verifyArtifact},
 		{pattern: "GET /reader", auth: authPublic, handle: (*Server).readerPage},
+		// The operator console (extension): a static page that reads the
+		// API with the operator's key; it holds no data, so it is public.
+		{pattern: "GET /console", auth: authPublic, handle: (*Server).consolePage},
+		{pattern: "GET /console/assets/{file}", auth: authPublic, handle: (*Server).consoleAsset},
 
 		// Inbound signals: the org's connectors, and the ingress they post
 		// to, authenticated by the connector's secret (no API key).

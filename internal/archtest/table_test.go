@@ -77,6 +77,9 @@ var packages = map[string]rule{
 
 	// reader verifies what an auditor posts with the verifiers above.
 	"reader": {layer: pure, peers: []string{"proof", "capsule", "pack", "ledger"}},
+	// console is the operator console's static page, script and style
+	// (go:embed): standard library only.
+	"console": {layer: pure},
 
 	// Records keep the pure discipline; their state is the consumer's Tx.
 	"tenant": {layer: records, pure: true, deny: []string{"policy", "grant", "ledger"}},
