@@ -13068,6 +13068,18 @@ type GetReportingJWKSParams struct {
 	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
 }
 
+// ConsolePageParams defines parameters for ConsolePage.
+type ConsolePageParams struct {
+	// XRequestId Echoed when sent once with at most 128 visible ASCII characters; otherwise a new id is generated (a bad one is never echoed).
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// ConsoleAssetParams defines parameters for ConsoleAsset.
+type ConsoleAssetParams struct {
+	// XRequestId Echoed when sent once with at most 128 visible ASCII characters; otherwise a new id is generated (a bad one is never echoed).
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
 // GetMetricsParams defines parameters for GetMetrics.
 type GetMetricsParams struct {
 	// XRequestId Echoed when sent once with at most 128 visible ASCII characters; otherwise a new id is generated (a bad one is never echoed).
