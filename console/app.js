@@ -108,13 +108,15 @@
 
   // ---- views -----------------------------------------------------------
 
-  // views maps a route to its section and loader. Escalations, policies
-  // and the ledger join here in later increments.
+  // views maps a route to its section and loader.
   const views = {
     signin: { section: "view-signin" },
     decisions: { section: "view-decisions", nav: "decisions", load: () => { if (!decisionsLoaded) loadDecisions(); } },
     dossier: { section: "view-dossier", nav: "decisions", load: (id) => loadDossier(id) },
     activity: { section: "view-activity", nav: "activity", load: () => { if (!activityLoaded) loadActivity(); } },
+    escalations: { section: "view-escalations", nav: "escalations", load: () => loadEscalations() },
+    policies: { section: "view-policies", nav: "policies", load: () => loadPolicies() },
+    ledger: { section: "view-ledger", nav: "ledger", load: () => loadLedger() },
   };
 
   function show(name, arg) {
@@ -137,6 +139,9 @@
     let m;
     if ((m = /^#\/dossiers\/([0-9a-f-]{36})$/.exec(h))) show("dossier", m[1]);
     else if (h === "#/activity") show("activity");
+    else if (h === "#/escalations") show("escalations");
+    else if (h === "#/policies") show("policies");
+    else if (h === "#/ledger") show("ledger");
     else show("decisions");
   }
 
@@ -295,15 +300,7 @@
       const rep = await vr.json().catch(() => null);
       if (mine !== view) return;
       if (!vr.ok) throw new APIError(vr.status, rep);
-      for (const c of rep.checks || []) {
-        const li = el("li", { class: c.ok ? "pass" : "fail", "data-check": c.name, "data-ok": String(c.ok) },
-          el("span", { class: "mark", "aria-hidden": "true" }, c.ok ? "✓" : "✗"),
-          el("span", { class: "visually-hidden" }, c.ok ? "Passed: " : "Failed: "),
-          el("span", { class: "name" }, c.name));
-        if (!c.ok && c.reason) li.append(" ", el("code", { class: "reason" }, c.reason));
-        if (c.detail) li.append(el("span", { class: "detail" }, c.detail));
-        checks.append(li);
-      }
+      for (const c of rep.checks || []) checks.append(checkItem(c.name, c.ok, c.reason, c.detail));
       say(rep.valid ? "valid" : "invalid", rep.valid ? "Valid: every check passed." : "Not valid: see the failed checks.");
     } catch (err) {
       if (mine === view) say("error", "Could not verify: " + describe(err));
@@ -419,6 +416,461 @@
     }
   }
 
+  // ---- checks shown as ticks and crosses --------------------------------
+
+  function checkItem(name, ok, reason, detail) {
+    const li = el("li", { class: ok ? "pass" : "fail", "data-check": name, "data-ok": String(ok) },
+      el("span", { class: "mark", "aria-hidden": "true" }, ok ? "✓" : "✗"),
+      el("span", { class: "visually-hidden" }, ok ? "Passed: " : "Failed: "),
+      el("span", { class: "name" }, name));
+    if (!ok && reason) li.append(" ", el("code", { class: "reason" }, reason));
+    if (detail) li.append(el("span", { class: "detail" }, detail));
+    return li;
+  }
+
+  // num is a number shown outside the charts, with its exact value for a
+  // test (data-field, not data-metric: the charts' test reads those).
+  function num(field, value) {
+    return el("span", { class: "num", "data-field": field, "data-value": String(value) }, String(value));
+  }
+
+  // ---- escalations -----------------------------------------------------
+
+  // secondsLeft is the time to a deadline by this browser's clock.
+  function secondsLeft(at) { return Math.round((Date.parse(at) - Date.now()) / 1000); }
+  function duration(s) {
+    const a = Math.abs(s), h = Math.floor(a / 3600), m = Math.floor((a % 3600) / 60), sec = a % 60;
+    const text = (h ? h + " h " : "") + (h || m ? m + " min " : "") + sec + " s";
+    return s >= 0 ? text + " left" : "passed " + text + " ago";
+  }
+
+  async function loadEscalations() {
+    const mine = view;
+    const status = $("escalations-status");
+    status.textContent = "Loading open escalations…";
+    status.dataset.state = "loading";
+    try {
+      const ans = await getJSON("/v1/console/escalations");
+      if (mine !== view) return;
+      const rows = clear($("escalations-rows"));
+      for (const x of ans.escalations || []) {
+        const left = secondsLeft(x.expires_at);
+        const transitions = el("ol", { class: "transitions" });
+        for (const tr of x.transitions || []) {
+          transitions.append(el("li", { "data-status": tr.status }, tr.status + " at ", el("time", { datetime: tr.at }, tr.at),
+            tr.reason ? " (" + tr.reason + ")" : ""));
+        }
+        const note = el("span", { class: "row-note", role: "status" });
+        const cancel = el("button", { type: "button", class: "secondary", "aria-label": "Cancel escalation " + x.escalation_id }, "Cancel");
+        const tr = el("tr", { "data-escalation-id": x.escalation_id, "data-status": x.status, "data-intent-id": x.intent_id,
+          "data-created-at": x.created_at, "data-expires-at": x.expires_at },
+          el("td", {}, el("span", { class: "badge pending" }, x.status)),
+          el("td", {}, el("code", {}, x.intent_id)),
+          el("td", {}, el("time", { datetime: x.created_at }, x.created_at)),
+          el("td", {}, el("time", { datetime: x.expires_at }, x.expires_at), el("br", {}),
+            el("span", { class: "num left", "data-seconds-left": String(left) }, duration(left))),
+          el("td", {}, transitions),
+          el("td", {}, cancel, " ", note));
+        cancel.addEventListener("click", () => cancelEscalation(x.escalation_id, tr, cancel, note));
+        rows.append(tr);
+      }
+      const n = (ans.escalations || []).length;
+      status.textContent = n === 0 ? "No open escalations." : n + " open escalation" + (n === 1 ? "" : "s") + ", oldest first.";
+      status.dataset.state = "done";
+      status.dataset.count = String(n);
+    } catch (err) {
+      if (mine !== view) return;
+      status.textContent = "Could not load escalations: " + describe(err);
+      status.dataset.state = "error";
+    }
+  }
+
+  // cancelEscalation cancels one escalation; the row leaves the list once
+  // the server says so, and focus moves to the status line.
+  async function cancelEscalation(id, row, button, note) {
+    const status = $("escalations-status");
+    button.disabled = true;
+    note.textContent = "Cancelling…";
+    try {
+      const res = await call("/v1/authority/escalations/" + encodeURIComponent(id), { method: "DELETE" });
+      const body = await res.json().catch(() => null);
+      if (res.status === 403) {
+        note.textContent = "This key may not cancel escalations: it needs decision:write.";
+        row.dataset.cancel = "forbidden";
+        button.disabled = false;
+        return;
+      }
+      if (!res.ok) throw new APIError(res.status, body);
+      row.remove();
+      const left = $("escalations-rows").children.length;
+      status.textContent = "Escalation " + id + " is " + ((body && body.status) || "cancelled") + ". " +
+        (left === 0 ? "No open escalations." : left + " open escalation" + (left === 1 ? "" : "s") + ".");
+      status.dataset.count = String(left);
+      status.dataset.cancelled = id;
+      status.focus();
+    } catch (err) {
+      note.textContent = "Could not cancel: " + describe(err);
+      row.dataset.cancel = "error";
+      button.disabled = false;
+    }
+  }
+
+  // ---- policies --------------------------------------------------------
+
+  async function loadPolicies() {
+    const mine = view;
+    const status = $("policies-status");
+    status.textContent = "Loading policy versions…";
+    status.dataset.state = "loading";
+    try {
+      const ans = await getJSON("/v1/policies");
+      if (mine !== view) return;
+      const rows = clear($("policies-rows"));
+      const from = clear($("d-from")), to = clear($("d-to"));
+      const bundles = ans.bundles || [];
+      for (const b of bundles) {
+        rows.append(el("tr", { "data-version": b.version, "data-active": String(!!b.active) },
+          el("th", { scope: "row" }, el("code", {}, b.version)),
+          el("td", {}, b.active ? el("span", { class: "badge active" }, "Active") : ""),
+          el("td", {}, b.bundle_id),
+          el("td", {}, b.mode),
+          el("td", {}, num("rule_count", b.rule_count)),
+          el("td", {}, el("time", { datetime: b.published_at }, b.published_at)),
+          el("td", {}, el("code", { class: "digest" }, b.bundle_digest))));
+        for (const sel of [from, to]) sel.append(el("option", { value: b.version }, b.version + (b.active ? " (active)" : "")));
+      }
+      // By default the diff compares the active version with the newest
+      // other one.
+      const newest = (bundles[bundles.length - 1] || {}).version;
+      const active = ans.active_version || newest;
+      const other = bundles.map((b) => b.version).filter((v) => v !== active).pop();
+      if (other) { from.value = other; to.value = active; }
+      $("policy-diff").hidden = bundles.length < 2;
+      status.textContent = bundles.length + " version" + (bundles.length === 1 ? "" : "s") +
+        (ans.active_version ? "; active: " + ans.active_version + "." : "; none active.");
+      status.dataset.state = "done";
+    } catch (err) {
+      if (mine !== view) return;
+      status.textContent = "Could not load policies: " + describe(err);
+      status.dataset.state = "error";
+    }
+  }
+
+  function outcomeText(d) {
+    return d ? (d.outcome || "—") + ((d.reason_codes || []).length ? " [" + d.reason_codes.join(", ") + "]" : "") : "—";
+  }
+
+  async function loadDiff(ev) {
+    ev.preventDefault();
+    const mine = view;
+    const status = $("diff-status");
+    const out = $("diff-result");
+    out.hidden = true;
+    status.textContent = "Comparing…";
+    status.dataset.state = "loading";
+    const q = new URLSearchParams({ from: $("d-from").value, to: $("d-to").value });
+    try {
+      const d = await getJSON("/v1/policies/diff?" + q);
+      if (mine !== view) return;
+      const dl = clear($("diff-summary"));
+      fact(dl, "From", d.from);
+      fact(dl, "To", d.to);
+      fact(dl, "Identical", d.identical ? "yes" : "no");
+      fact(dl, "Bundle id", d.bundle_id ? d.bundle_id.from + " → " + d.bundle_id.to : "unchanged");
+      fact(dl, "Mode", d.mode ? d.mode.from + " → " + d.mode.to : "unchanged");
+      fact(dl, "Default", d.default ? outcomeText(d.default.from) + " → " + outcomeText(d.default.to) : "unchanged");
+      fact(dl, "Rule order", d.reordered ? "changed" : "unchanged");
+      dl.dataset.identical = String(!!d.identical);
+      dl.dataset.defaultChanged = String(!!d.default);
+      const ruleList = (id, ids, none) => {
+        const list = clear($(id));
+        for (const r of ids) list.append(el("li", { "data-rule": r }, el("code", {}, r)));
+        if (ids.length === 0) list.append(el("li", { class: "none" }, none));
+      };
+      ruleList("diff-added", d.rules_added || [], "None added.");
+      ruleList("diff-removed", d.rules_removed || [], "None removed.");
+      const changed = clear($("diff-changed"));
+      for (const c of d.rules_changed || []) {
+        const li = el("li", { "data-rule": c.rule_id, "data-fields": (c.fields || []).join(",") }, el("code", {}, c.rule_id), ": " + (c.fields || []).join(", "));
+        if ((c.fields || []).includes("outcome")) li.append(" (" + c.from.outcome + " → " + c.to.outcome + ")");
+        changed.append(li);
+      }
+      if ((d.rules_changed || []).length === 0) changed.append(el("li", { class: "none" }, "None changed."));
+      for (const [id, n] of [["diff-added-count", (d.rules_added || []).length], ["diff-removed-count", (d.rules_removed || []).length], ["diff-changed-count", (d.rules_changed || []).length]]) {
+        $(id).dataset.value = String(n);
+        $(id).textContent = String(n);
+      }
+      out.hidden = false;
+      status.textContent = d.identical ? "The two versions decide alike." : "The versions differ.";
+      status.dataset.state = "done";
+    } catch (err) {
+      if (mine !== view) return;
+      status.textContent = "Could not compare: " + describe(err);
+      status.dataset.state = "error";
+    }
+  }
+
+  // ---- ledger ----------------------------------------------------------
+
+  // ledger holds what the ledger view shows, which is exactly what
+  // "Verify in my browser" checks.
+  const ledger = { checkpoint: null, key: "", entry: null, proof: null };
+
+  async function loadLedger() {
+    const mine = view;
+    const status = $("ledger-status");
+    status.textContent = "Loading the ledger…";
+    status.dataset.state = "loading";
+    for (const id of ["ledger-head", "ledger-checkpoint"]) clear($(id));
+    try {
+      const [page, cp, key] = await Promise.all([
+        getJSON("/v1/protocol/audit/ledger?limit=1"),
+        getJSON("/v1/protocol/audit/ledger/checkpoint").catch((err) => { if (err.status === 404) return null; throw err; }),
+        call("/.well-known/clearance-ledger-key", { anonymous: true, headers: { Accept: "text/plain" } }).then(async (res) => {
+          if (!res.ok) throw new APIError(res.status, await res.json().catch(() => null));
+          return (await res.text()).trim();
+        }),
+      ]);
+      if (mine !== view) return;
+      ledger.checkpoint = cp;
+      ledger.key = key;
+      const head = $("ledger-head");
+      head.append(el("dt", {}, "Entries"), el("dd", {}, num("head.seq", page.head.seq)));
+      fact(head, "Newest entry hash", page.head.entry_hash);
+      const c = $("ledger-checkpoint");
+      if (cp) {
+        c.append(el("dt", {}, "Tree size"), el("dd", {}, num("checkpoint.tree_size", cp.tree_size)));
+        fact(c, "Root hash", cp.root_hash);
+        fact(c, "Origin", cp.origin);
+        $("ledger-note").textContent = cp.checkpoint;
+        if (!$("l-seq").value) $("l-seq").value = String(cp.tree_size);
+        $("l-seq").max = String(cp.tree_size);
+      } else {
+        fact(c, "Checkpoint", "None signed yet: entries are proven once the ledger is sealed.");
+        $("ledger-note").textContent = "";
+      }
+      $("ledger-key").textContent = key;
+      status.textContent = "";
+      status.dataset.state = "done";
+    } catch (err) {
+      if (mine !== view) return;
+      status.textContent = "Could not load the ledger: " + describe(err);
+      status.dataset.state = "error";
+    }
+  }
+
+  async function fetchProof(ev) {
+    ev.preventDefault();
+    const mine = view;
+    const status = $("proof-status");
+    const seq = parseInt($("l-seq").value, 10), size = $("l-size").value.trim();
+    ledger.entry = ledger.proof = null;
+    $("verify-browser").disabled = true;
+    $("proof-result").hidden = true;
+    resetBrowserChecks();
+    if (!(seq >= 1)) {
+      status.textContent = "Enter an entry number from 1.";
+      status.dataset.state = "error";
+      $("l-seq").setAttribute("aria-invalid", "true");
+      $("l-seq").focus();
+      return;
+    }
+    $("l-seq").removeAttribute("aria-invalid");
+    status.textContent = "Fetching entry " + seq + " and its proof…";
+    status.dataset.state = "loading";
+    const q = new URLSearchParams({ seq: String(seq) });
+    if (size) q.set("tree_size", size);
+    try {
+      const [page, proof] = await Promise.all([
+        getJSON("/v1/protocol/audit/ledger?" + new URLSearchParams({ after_seq: String(seq - 1), limit: "1" })),
+        getJSON("/v1/protocol/audit/ledger/proofs/inclusion?" + q),
+      ]);
+      if (mine !== view) return;
+      const entry = (page.entries || [])[0];
+      if (!entry || entry.seq !== seq) throw new Error("the ledger has no entry " + seq);
+      ledger.entry = entry;
+      ledger.proof = proof;
+      $("proof-entry").textContent = JSON.stringify(entry, null, 2);
+      const dl = clear($("proof-facts"));
+      dl.append(el("dt", {}, "Entry"), el("dd", {}, num("proof.seq", proof.seq)));
+      dl.append(el("dt", {}, "In a tree of"), el("dd", {}, num("proof.tree_size", proof.tree_size), " entries"));
+      fact(dl, "Leaf hash (server's)", proof.leaf_hash);
+      dl.append(el("dt", {}, "Proof hashes"), el("dd", {}, num("proof.length", (proof.proof || []).length)));
+      const hashes = clear($("proof-hashes"));
+      for (const h of proof.proof || []) hashes.append(el("li", {}, el("code", {}, h)));
+      $("proof-result").hidden = false;
+      $("verify-browser").disabled = !ledger.checkpoint;
+      status.textContent = ledger.checkpoint ? "Fetched. Verify it here against the checkpoint above and the published key."
+        : "Fetched, but there is no checkpoint to verify it against.";
+      status.dataset.state = "done";
+    } catch (err) {
+      if (mine !== view) return;
+      status.textContent = "Could not fetch the proof: " + describe(err);
+      status.dataset.state = "error";
+    }
+  }
+
+  function resetBrowserChecks() {
+    clear($("browser-checks"));
+    const v = $("browser-verdict");
+    v.textContent = "";
+    v.dataset.state = "";
+  }
+
+  // Byte helpers for the checks below; WebCrypto does the hashing and the
+  // signature, nothing else is trusted.
+  const utf8 = new TextEncoder();
+  async function sha256(...parts) { return new Uint8Array(await crypto.subtle.digest("SHA-256", concat(...parts))); }
+  function concat(...parts) {
+    const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+    let i = 0;
+    for (const p of parts) { out.set(p, i); i += p.length; }
+    return out;
+  }
+  function unbase64(s) {
+    if (!/^[A-Za-z0-9+/]*={0,2}$/.test(s) || s.length % 4 !== 0) throw new Error("not standard base64");
+    return Uint8Array.from(atob(s), (c) => c.charCodeAt(0));
+  }
+  function hex(b) { return Array.from(b, (x) => x.toString(16).padStart(2, "0")).join(""); }
+  function sameBytes(a, b) { return a.length === b.length && a.every((x, i) => x === b[i]); }
+
+  // canonicalJSON is RFC 8785 for the JSON types: members sorted by UTF-16
+  // code units, ECMAScript number and string forms, no whitespace.
+  function canonicalJSON(v) {
+    if (v === null || typeof v === "boolean") return JSON.stringify(v);
+    if (typeof v === "number") {
+      if (!Number.isFinite(v)) throw new Error("a number JSON cannot hold");
+      return JSON.stringify(v);
+    }
+    if (typeof v === "string") {
+      if (!v.isWellFormed()) throw new Error("a string with a lone surrogate");
+      return JSON.stringify(v);
+    }
+    if (Array.isArray(v)) return "[" + v.map(canonicalJSON).join(",") + "]";
+    if (typeof v === "object") {
+      return "{" + Object.keys(v).sort().map((k) => canonicalJSON(k) + ":" + canonicalJSON(v[k])).join(",") + "}";
+    }
+    throw new Error("not a JSON value");
+  }
+
+  // parseVerifierKey reads a signed-note verifier key, name+hash+base64(0x01
+  // || Ed25519 public key), and checks its key hash: the first four bytes,
+  // big-endian, of SHA-256(name || "\n" || 0x01 || public key).
+  async function parseVerifierKey(text) {
+    const m = /^([^+\s]+)\+([0-9a-f]{8})\+([A-Za-z0-9+/=]+)$/.exec(text);
+    if (!m) throw Object.assign(new Error("not name+hash+key"), { reason: "KEY_MALFORMED" });
+    const raw = unbase64(m[3]);
+    if (raw.length !== 33 || raw[0] !== 1) throw Object.assign(new Error("not an Ed25519 key"), { reason: "KEY_NOT_ED25519" });
+    const sum = await sha256(utf8.encode(m[1] + "\n"), raw);
+    if (hex(sum.subarray(0, 4)) !== m[2]) throw Object.assign(new Error("the key hash " + m[2] + " is not the key's " + hex(sum.subarray(0, 4))), { reason: "KEY_HASH_MISMATCH" });
+    const key = await crypto.subtle.importKey("raw", raw.subarray(1), { name: "Ed25519" }, false, ["verify"]);
+    return { name: m[1], hash: m[2], key };
+  }
+
+  // openNote splits a signed note into its text (ending in "\n") and its
+  // signature lines "— name base64(key hash || signature)".
+  function openNote(note) {
+    const i = note.lastIndexOf("\n\n");
+    if (i < 0 || !note.endsWith("\n")) throw new Error("no signature block");
+    const sigs = note.slice(i + 2, -1).split("\n").map((line) => {
+      const m = /^\u2014 (\S+) (\S+)$/.exec(line);
+      if (!m) throw new Error("malformed signature line");
+      return { name: m[1], raw: unbase64(m[2]) };
+    });
+    return { text: note.slice(0, i + 1), sigs };
+  }
+
+  // recordRoot runs an RFC 9162 inclusion proof as golang.org/x/mod's tlog
+  // lays it out (the sibling nearest the root last) for leaf n of the tree
+  // [lo, hi), returning the root it leads to.
+  async function recordRoot(proof, lo, hi, n, leaf) {
+    if (hi - lo === 1) {
+      if (proof.length !== 0) throw new Error("the proof has more hashes than a tree of this size needs");
+      return leaf;
+    }
+    if (proof.length === 0) throw new Error("the proof has fewer hashes than a tree of this size needs");
+    let k = 1;
+    while (k * 2 < hi - lo) k *= 2;
+    const last = proof[proof.length - 1], rest = proof.slice(0, -1);
+    if (n < lo + k) return sha256(Uint8Array.of(1), await recordRoot(rest, lo, lo + k, n, leaf), last);
+    return sha256(Uint8Array.of(1), last, await recordRoot(rest, lo + k, hi, n, leaf));
+  }
+
+  // verifyInBrowser checks, here, that the entry shown is in the tree the
+  // checkpoint shown signs, and that the published ledger key signed it.
+  async function verifyInBrowser() {
+    const mine = view;
+    const list = clear($("browser-checks")), verdict = $("browser-verdict");
+    const say = (state, text) => { verdict.dataset.state = state; verdict.textContent = text; };
+    const { checkpoint: cp, key: keyText, entry, proof } = ledger;
+    if (!cp || !entry || !proof) { say("error", "Fetch an entry's proof first."); return; }
+    say("loading", "Verifying in this browser…");
+    let allOK = true;
+    const check = (name, ok, reason, detail) => { allOK = allOK && ok; list.append(checkItem(name, ok, reason, detail)); };
+    try {
+      // 1. The published key.
+      let vk = null;
+      try {
+        vk = await parseVerifierKey(keyText);
+        check("ledger key", true, "", "Ed25519 key " + vk.name + "+" + vk.hash + ", from /.well-known/clearance-ledger-key.");
+      } catch (err) {
+        check("ledger key", false, err.reason || "KEY_MALFORMED", String(err.message));
+      }
+      // 2. The checkpoint's signature and body.
+      let size = -1, root = null;
+      try {
+        const note = openNote(cp.checkpoint);
+        const sig = vk && note.sigs.find((s) => s.name === vk.name && s.raw.length === 68 && hex(s.raw.subarray(0, 4)) === vk.hash);
+        if (!vk) check("checkpoint signature", false, "NO_KEY", "There is no key to check it with.");
+        else if (!sig) check("checkpoint signature", false, "NO_SIGNATURE_BY_KEY", "No signature line of " + vk.name + "+" + vk.hash + ".");
+        else if (await crypto.subtle.verify({ name: "Ed25519" }, vk.key, sig.raw.subarray(4), utf8.encode(note.text))) {
+          check("checkpoint signature", true, "", "Ed25519 signature by " + vk.name + " over the checkpoint's text.");
+        } else check("checkpoint signature", false, "SIGNATURE_INVALID", "The signature does not verify with the published key.");
+        const lines = note.text.slice(0, -1).split("\n");
+        if (lines.length < 3 || !/^(0|[1-9][0-9]*)$/.test(lines[1])) throw new Error("the text is not origin, size, root");
+        const r = unbase64(lines[2]);
+        if (r.length !== 32) throw new Error("the root is not a SHA-256 hash");
+        size = Number(lines[1]);
+        root = r;
+        const same = lines[0] === cp.origin && size === cp.tree_size && lines[2] === cp.root_hash;
+        check("checkpoint body", same, same ? "" : "CHECKPOINT_MISMATCH",
+          "Origin " + lines[0] + ", " + size + " entries, root " + lines[2] + (same ? "." : "; the page was told otherwise."));
+      } catch (err) {
+        check("checkpoint signature", false, "NOTE_MALFORMED", String(err.message));
+      }
+      // 3. The entry: its hash, and its leaf hash, recomputed here.
+      const withoutHash = Object.assign({}, entry);
+      delete withoutHash.entry_hash;
+      const entryHash = "sha256:" + hex(await sha256(utf8.encode(canonicalJSON(withoutHash))));
+      check("entry hash", entryHash === entry.entry_hash, entryHash === entry.entry_hash ? "" : "ENTRY_HASH_MISMATCH",
+        "SHA-256 of the entry's RFC 8785 form without entry_hash: " + entryHash + ".");
+      const leaf = await sha256(Uint8Array.of(0), utf8.encode(canonicalJSON(entry)));
+      const leafOK = proof.leaf_hash === base64(leaf) && proof.seq === entry.seq;
+      check("leaf hash", leafOK, leafOK ? "" : "LEAF_HASH_MISMATCH",
+        "SHA-256(0x00 || RFC 8785 form of entry " + entry.seq + ") = " + base64(leaf) + (leafOK ? ", as the proof says." : "; the proof says " + proof.leaf_hash + " for entry " + proof.seq + "."));
+      // 4. The path from that leaf to the checkpoint's root.
+      if (root === null) {
+        check("inclusion", false, "NO_CHECKPOINT", "There is no readable checkpoint to reach.");
+      } else if (entry.seq < 1 || entry.seq > size) {
+        check("inclusion", false, "OUT_OF_TREE", "Entry " + entry.seq + " is not in a tree of " + size + " entries.");
+      } else {
+        let got = null, why = "";
+        try {
+          got = await recordRoot((proof.proof || []).map(unbase64), 0, size, entry.seq - 1, leaf);
+        } catch (err) { why = err.message; }
+        const ok = got !== null && sameBytes(got, root);
+        const sizes = proof.tree_size === size ? "" : " The proof is for a tree of " + proof.tree_size + " entries; the checkpoint signs " + size + ".";
+        check("inclusion", ok, ok ? "" : (got === null ? "PROOF_MALFORMED" : "ROOT_MISMATCH"),
+          ok ? "The " + (proof.proof || []).length + " proof hashes lead from the leaf to the checkpoint's root." :
+            (got === null ? "The proof cannot be run for this tree: " + why + "." : "The proof leads to " + base64(got) + ", not to the checkpoint's root.") + sizes);
+      }
+      if (mine !== view) return;
+      say(allOK ? "valid" : "invalid", allOK ? "Valid: every check passed, in this browser." : "Not valid: see the failed checks.");
+    } catch (err) {
+      if (mine === view) say("error", "Could not verify: " + describe(err));
+    }
+  }
+
   // ---- start -----------------------------------------------------------
 
   document.addEventListener("DOMContentLoaded", () => {
@@ -426,6 +878,10 @@
     $("signout").addEventListener("click", () => { location.hash = ""; signOut(""); });
     $("decision-filters").addEventListener("submit", (ev) => { ev.preventDefault(); view++; loadDecisions(); });
     $("activity-filters").addEventListener("submit", (ev) => { ev.preventDefault(); view++; loadActivity(); });
+    $("escalations-refresh").addEventListener("click", () => { view++; loadEscalations(); });
+    $("diff-form").addEventListener("submit", loadDiff);
+    $("proof-form").addEventListener("submit", fetchProof);
+    $("verify-browser").addEventListener("click", verifyInBrowser);
     window.addEventListener("hashchange", () => { route(); $("main").focus({ preventScroll: true }); });
     route();
   });

@@ -334,3 +334,305 @@ func compareMetrics(t *testing.T, what string, drawn, api map[string]float64, sk
 		t.Errorf("the charts against %s:\n%s", what, strings.Join(diffs, "\n"))
 	}
 }
+
+// consoleTab is one Chromium tab on the console, with the steps the
+// browser tests take in it.
+type consoleTab struct {
+	t        *testing.T
+	tab      context.Context
+	dir      string
+	axe      []byte
+	injected bool
+}
+
+// openConsole starts Chromium on the console at base; it skips (or fails
+// with CLEARANCE_REQUIRE_BROWSER=1) without Chromium or axe-core.
+func openConsole(ctx context.Context, t *testing.T, base string) *consoleTab {
+	t.Helper()
+	browsertest.Chromium(t)
+	axe, err := os.ReadFile(axeScript)
+	if err != nil {
+		if os.Getenv("CLEARANCE_REQUIRE_BROWSER") == "1" {
+			t.Fatalf("axe-core is missing (run: npm ci --prefix console/testdata/axe): %v", err)
+		}
+		t.Skipf("axe-core is missing: run `npm ci --prefix console/testdata/axe`: %v", err)
+	}
+	c := &consoleTab{t: t, tab: browsertest.Start(ctx, t).Ctx, dir: t.TempDir(), axe: axe}
+	c.do("the viewport", chromedp.EmulateViewport(1280, 800))
+	if _, err := chromedp.Run(c.tab, chromedp.NavigateResponse(base+"/console")); err != nil {
+		t.Fatalf("open the console: %v", err)
+	}
+	c.do("the sign-in form", chromedp.WaitVisible(chromedp.CSS("#apikey")))
+	return c
+}
+
+func (c *consoleTab) do(what string, steps ...chromedp.Action[chromedp.Void]) {
+	c.t.Helper()
+	if err := chromedp.Do(c.tab, steps...); err != nil {
+		c.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+func (c *consoleTab) eval(expr string) string {
+	c.t.Helper()
+	v, err := chromedp.Run(c.tab, chromedp.Evaluate[string](expr))
+	if err != nil {
+		c.t.Fatalf("%s: %v", expr, err)
+	}
+	return v
+}
+
+func (c *consoleTab) waitFor(what, expr string) string {
+	c.t.Helper()
+	v, err := chromedp.Run(c.tab, chromedp.Poll[string](expr, chromedp.WithPollingTimeout(30*time.Second)))
+	if err != nil {
+		c.t.Fatalf("waiting for %s: %v (the page says %q)", what, err, c.eval(`document.getElementById('main').innerText.slice(0, 2000)`))
+	}
+	return v
+}
+
+func (c *consoleTab) shot(name string) {
+	c.t.Helper()
+	png, err := chromedp.Run(c.tab, chromedp.FullScreenshot(100))
+	if err != nil {
+		c.t.Fatalf("screenshot %s: %v", name, err)
+	}
+	p := filepath.Join(c.dir, name)
+	if err := os.WriteFile(p, png, 0o600); err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Logf("screenshot: %s", p)
+}
+
+// accessible fails on any serious or critical axe-core violation.
+func (c *consoleTab) accessible(view string) {
+	c.t.Helper()
+	if !c.injected {
+		if _, err := chromedp.Run(c.tab, chromedp.Evaluate[bool](string(c.axe)+"; true")); err != nil {
+			c.t.Fatalf("inject axe-core: %v", err)
+		}
+		c.injected = true
+	}
+	got, err := chromedp.Run(c.tab, chromedp.Evaluate[string](`axe.run(document, {resultTypes: ['violations']}).then(r => JSON.stringify(
+		r.violations.filter(v => v.impact === 'serious' || v.impact === 'critical').map(v => ({id: v.id, impact: v.impact, help: v.help,
+		nodes: v.nodes.map(n => n.target.join(' ')).slice(0, 5)}))))`, chromedp.EvalAsValue, chromedp.EvalAwaitPromise))
+	if err != nil {
+		c.t.Fatalf("axe on %s: %v", view, err)
+	}
+	if got != "[]" {
+		c.t.Errorf("accessibility of %s: serious or critical violations: %s", view, got)
+	}
+}
+
+// signIn signs in with key from the sign-in view.
+func (c *consoleTab) signIn(key string) {
+	c.t.Helper()
+	c.eval(`document.getElementById('apikey').value = '', 'ok'`)
+	c.do("sign in", chromedp.SendKeys(chromedp.CSS("#apikey"), key), chromedp.Click(chromedp.CSS("#signin-submit")))
+	c.waitFor("the decisions view", `!document.getElementById('view-decisions').hidden ? 'ok' : false`)
+}
+
+func (c *consoleTab) signOut() {
+	c.t.Helper()
+	c.do("sign out", chromedp.Click(chromedp.CSS("#signout")))
+	c.waitFor("the sign-in view", `!document.getElementById('view-signin').hidden ? 'ok' : false`)
+}
+
+// open opens a view by its link in the navigation, from the keyboard.
+func (c *consoleTab) open(view string) {
+	c.t.Helper()
+	c.do("focus "+view, chromedp.Focus(chromedp.CSS(`#nav a[data-view="`+view+`"]`)))
+	c.eval(`document.activeElement.click(), 'ok'`)
+	c.waitFor(view, `!document.getElementById('view-`+view+`').hidden && document.querySelector('#nav a[data-view="`+view+`"]').getAttribute('aria-current') === 'page' ? 'ok' : false`)
+}
+
+// TestConsoleEscalationsPoliciesLedger drives the console's escalations,
+// policies and ledger views in headless Chromium against a real server
+// with a fake approval service: the open escalations shown equal the
+// API's, a key without decision:write is told it may not cancel, the org
+// key cancels one from the page and the API then says CANCELLED; the
+// policy versions and the diff of two equal the API's; a ledger entry's
+// inclusion proof is verified in the page with WebCrypto (every check
+// ticked), and a proof for an older tree checked against the latest
+// checkpoint is crossed. axe-core runs on each view; screenshots are
+// saved under the test's temporary directory.
+func TestConsoleEscalationsPoliciesLedger(t *testing.T) {
+	browsertest.Chromium(t) // skip before setting anything up
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	e := newEscEnv(t)
+	var open []string
+	for _, amount := range []float64{2000, 2100, 2200} {
+		_, id := e.escalate(t, amount)
+		open = append(open, id)
+		e.advance(time.Minute)
+	}
+	older := e.req(t, "POST", pathSeal, e.o.Key, `{}`, nil).want(t, http.StatusOK)
+	e.req(t, "POST", pathBundles, e.o.Key, `{"bundle_id":"esc","version":"v2","mode":"ENFORCEMENT","rules":[
+ {"id":"needs-approval","match":[{"field":"amount","op":"ge","value":500},{"field":"approval.verified","op":"eq","value":false}],"outcome":"ESCALATE","reason_codes":["NEEDS_APPROVAL"]},
+ {"id":"weekend","match":[{"field":"amount","op":"ge","value":100000}],"outcome":"REVIEW_REQUIRED","reason_codes":["HUGE"]}],
+ "default":{"outcome":"BLOCK","reason_codes":["UNMATCHED"]}}`, nil).want(t, http.StatusCreated)
+	reader := e.createKey(e.o, "decision:read")
+
+	c := openConsole(ctx, t, e.srv.URL)
+
+	// Escalations: a read-only key sees them and may not cancel.
+	escalationRows := func() string {
+		return c.eval(`Array.from(document.querySelectorAll('#escalations-rows tr')).map(r => [r.dataset.escalationId, r.dataset.status, r.dataset.intentId, r.dataset.createdAt, r.dataset.expiresAt].join(' ')).join('\n')`)
+	}
+	apiEscalations := func() string {
+		ans := e.req(t, "GET", "/v1/console/escalations", e.o.Key, nil, nil).want(t, http.StatusOK)
+		var lines []string
+		for _, v := range lookup(ans.JSON, "escalations").([]any) {
+			m := v.(map[string]any)
+			lines = append(lines, fmt.Sprint(m["escalation_id"], " ", m["status"], " ", m["intent_id"], " ", m["created_at"], " ", m["expires_at"]))
+		}
+		return strings.Join(lines, "\n")
+	}
+	c.signIn(reader)
+	c.open("escalations")
+	c.waitFor("the escalations", `document.getElementById('escalations-status').dataset.state === 'done' ? 'ok' : false`)
+	if got, want := escalationRows(), apiEscalations(); got != want || strings.Count(want, "\n") != 2 || !strings.HasPrefix(want, open[0]+" PENDING_APPROVAL") {
+		t.Fatalf("escalations shown:\n%s\nthe API's:\n%s", got, want)
+	}
+	if got := c.eval(`Array.from(document.querySelectorAll('#escalations-rows [data-seconds-left]')).filter(s => /^-?[0-9]+$/.test(s.dataset.secondsLeft)).length + ' ' +
+		document.querySelectorAll('#escalations-rows ol.transitions li[data-status="PENDING_APPROVAL"]').length`); got != "3 3" {
+		t.Errorf("time left | transitions shown: %q", got)
+	}
+	c.do("cancel without decision:write", chromedp.Focus(chromedp.CSS(`#escalations-rows tr[data-escalation-id="`+open[1]+`"] button`)))
+	c.eval(`document.activeElement.click(), 'ok'`)
+	c.waitFor("the refusal", `document.querySelector('#escalations-rows tr[data-escalation-id="`+open[1]+`"]').dataset.cancel === 'forbidden' ? 'ok' : false`)
+	if got := c.eval(`document.querySelector('#escalations-rows tr[data-escalation-id="` + open[1] + `"] .row-note').textContent`); !strings.Contains(got, "may not cancel") {
+		t.Errorf("the refusal says %q", got)
+	}
+	if s := e.status(t, open[1]).want(t, http.StatusOK).str("status"); s != "PENDING_APPROVAL" {
+		t.Fatalf("after a refused cancel: %s", s)
+	}
+	c.signOut()
+
+	// The org key cancels it; the row leaves and the API says CANCELLED.
+	c.signIn(e.o.Key)
+	c.open("escalations")
+	c.waitFor("the escalations", `document.getElementById('escalations-status').dataset.state === 'done' && document.querySelectorAll('#escalations-rows tr').length === 3 ? 'ok' : false`)
+	c.accessible("the escalations view")
+	c.shot("console-escalations.png")
+	c.do("cancel", chromedp.Focus(chromedp.CSS(`#escalations-rows tr[data-escalation-id="`+open[1]+`"] button`)))
+	c.eval(`document.activeElement.click(), 'ok'`)
+	c.waitFor("the row gone", `document.getElementById('escalations-status').dataset.cancelled === '`+open[1]+`' ? 'ok' : false`)
+	if got := c.eval(`Array.from(document.querySelectorAll('#escalations-rows tr')).map(r => r.dataset.escalationId).join(',') + ' ' + document.activeElement.id`); got != open[0]+","+open[2]+" escalations-status" {
+		t.Errorf("rows left | focus after the cancel: %q", got)
+	}
+	if s := e.status(t, open[1]).want(t, http.StatusOK).str("status"); s != "CANCELLED" {
+		t.Fatalf("the API says %s after the page cancelled", s)
+	}
+	if got, want := escalationRows(), apiEscalations(); got != want {
+		t.Errorf("after the cancel, shown:\n%s\nthe API's:\n%s", got, want)
+	}
+	c.shot("console-escalations-cancelled.png")
+
+	// Policies: the versions and the diff of two, as the API answers them.
+	c.open("policies")
+	c.waitFor("the versions", `document.getElementById('policies-status').dataset.state === 'done' ? 'ok' : false`)
+	list := e.req(t, "GET", pathPolicies, e.o.Key, nil, nil).want(t, http.StatusOK)
+	var versions []string
+	for _, b := range lookup(list.JSON, "bundles").([]any) {
+		m := b.(map[string]any)
+		versions = append(versions, fmt.Sprint(m["version"], " ", m["active"], " ", m["rule_count"]))
+	}
+	if got, want := c.eval(`Array.from(document.querySelectorAll('#policies-rows tr')).map(r => [r.dataset.version, r.dataset.active, r.querySelector('[data-field="rule_count"]').dataset.value].join(' ')).join('\n')`),
+		strings.Join(versions, "\n"); got != want || len(versions) != 2 || !strings.Contains(want, "v2 true 2") {
+		t.Fatalf("versions shown:\n%s\nthe API's:\n%s", got, want)
+	}
+	if got := c.eval(`document.getElementById('d-from').value + ' ' + document.getElementById('d-to').value`); got != "v1 v2" {
+		t.Errorf("the diff's default choice: %q", got)
+	}
+	c.do("compare", chromedp.Click(chromedp.CSS("#d-apply")))
+	c.waitFor("the diff", `document.getElementById('diff-status').dataset.state === 'done' ? 'ok' : false`)
+	diff := e.req(t, "GET", "/v1/policies/diff?from=v1&to=v2", e.o.Key, nil, nil).want(t, http.StatusOK)
+	ids := func(path string) string {
+		var out []string
+		for _, v := range lookup(diff.JSON, path).([]any) {
+			switch r := v.(type) {
+			case string:
+				out = append(out, r)
+			case map[string]any:
+				var fields []string
+				for _, f := range r["fields"].([]any) {
+					fields = append(fields, f.(string))
+				}
+				out = append(out, r["rule_id"].(string)+":"+strings.Join(fields, ","))
+			}
+		}
+		return strings.Join(out, " ")
+	}
+	wantDiff := fmt.Sprintf("%s|%s|%s|%v|%v", ids("rules_added"), ids("rules_removed"), ids("rules_changed"), diff.JSON["default"] != nil, diff.JSON["identical"])
+	gotDiff := c.eval(`['diff-added', 'diff-removed'].map(id => Array.from(document.querySelectorAll('#' + id + ' li[data-rule]')).map(li => li.dataset.rule).join(' ')).join('|') + '|' +
+		Array.from(document.querySelectorAll('#diff-changed li[data-rule]')).map(li => li.dataset.rule + ':' + li.dataset.fields).join(' ') + '|' +
+		document.getElementById('diff-summary').dataset.defaultChanged + '|' + document.getElementById('diff-summary').dataset.identical`)
+	if gotDiff != wantDiff || wantDiff != "weekend|too-big|needs-approval:match|true|false" {
+		t.Errorf("diff shown %q, the API's %q", gotDiff, wantDiff)
+	}
+	if got := c.eval(`document.getElementById('diff-summary').textContent`); !strings.Contains(got, "ALLOW [OK] → BLOCK [UNMATCHED]") {
+		t.Errorf("the default change shown: %q", got)
+	}
+	c.accessible("the policies view")
+	c.shot("console-policies.png")
+
+	// Ledger: sealed again, so the latest checkpoint is bigger than older.
+	latest := e.req(t, "POST", pathSeal, e.o.Key, `{}`, nil).want(t, http.StatusOK)
+	oldSize, newSize := lookup(older.JSON, "tree_size").(float64), lookup(latest.JSON, "tree_size").(float64)
+	if newSize <= oldSize || oldSize < 3 {
+		t.Fatalf("checkpoints of %v then %v entries", oldSize, newSize)
+	}
+	c.open("ledger")
+	c.waitFor("the ledger", `document.getElementById('ledger-status').dataset.state === 'done' ? 'ok' : false`)
+	head := e.req(t, "GET", "/v1/protocol/audit/ledger?limit=1", e.o.Key, nil, nil).want(t, http.StatusOK)
+	if got, want := c.eval(`document.querySelector('[data-field="head.seq"]').dataset.value + ' ' + document.querySelector('[data-field="checkpoint.tree_size"]').dataset.value + ' ' +
+		document.getElementById('ledger-key').textContent`), fmt.Sprint(lookup(head.JSON, "head.seq"), " ", newSize, " ", e.publishedLedgerKey(t)); got != want {
+		t.Fatalf("head, checkpoint, key shown %q, the API's %q", got, want)
+	}
+	checks := func() string {
+		return c.eval(`Array.from(document.querySelectorAll('#browser-checks li')).map(li => li.dataset.check + ' ' + li.dataset.ok + (li.querySelector('.reason') ? ' ' + li.querySelector('.reason').textContent : '')).join('\n')`)
+	}
+	prove := func(seq int, treeSize string) {
+		t.Helper()
+		c.eval(`document.getElementById('l-seq').value = '` + strconv.Itoa(seq) + `', document.getElementById('l-size').value = '` + treeSize + `', 'ok'`)
+		c.do("fetch the proof", chromedp.Click(chromedp.CSS("#proof-fetch")))
+		c.waitFor("the proof", `document.getElementById('proof-status').dataset.state === 'done' && !document.getElementById('verify-browser').disabled ? 'ok' : false`)
+		c.do("verify in the browser", chromedp.Focus(chromedp.CSS("#verify-browser")))
+		c.eval(`document.activeElement.click(), 'ok'`)
+		c.waitFor("the verdict", `['valid', 'invalid', 'error'].includes(document.getElementById('browser-verdict').dataset.state) ? 'ok' : false`)
+	}
+	// An entry in the middle of the tree: every check ticked.
+	seq := int(oldSize) - 1
+	prove(seq, "")
+	proof := e.req(t, "GET", "/v1/protocol/audit/ledger/proofs/inclusion?seq="+strconv.Itoa(seq), e.o.Key, nil, nil).want(t, http.StatusOK)
+	if got, want := c.eval(`['proof.seq', 'proof.tree_size', 'proof.length'].map(f => document.querySelector('[data-field="' + f + '"]').dataset.value).join(' ')`),
+		fmt.Sprint(seq, " ", newSize, " ", len(lookup(proof.JSON, "proof").([]any))); got != want {
+		t.Errorf("proof shown %q, the API's %q", got, want)
+	}
+	wantTicks := "ledger key true\ncheckpoint signature true\ncheckpoint body true\nentry hash true\nleaf hash true\ninclusion true"
+	if got := checks(); got != wantTicks {
+		t.Fatalf("checks in the browser:\n%s\nwant:\n%s", got, wantTicks)
+	}
+	if v := c.eval(`document.getElementById('browser-verdict').textContent`); !strings.HasPrefix(v, "Valid") {
+		t.Errorf("verdict %q", v)
+	}
+	c.accessible("the ledger view")
+	c.shot("console-ledger-verified.png")
+
+	// The proof of the same entry in the older tree does not lead to the
+	// latest checkpoint's root: crossed, the rest still ticked.
+	prove(seq, strconv.Itoa(int(oldSize)))
+	got := checks()
+	if !strings.HasPrefix(got, "ledger key true\ncheckpoint signature true\ncheckpoint body true\nentry hash true\nleaf hash true\ninclusion false ") ||
+		!(strings.HasSuffix(got, "ROOT_MISMATCH") || strings.HasSuffix(got, "PROOF_MALFORMED")) {
+		t.Errorf("an older tree's proof against the latest checkpoint:\n%s", got)
+	}
+	if v := c.eval(`document.getElementById('browser-verdict').textContent + ' ' + document.querySelector('#browser-checks li[data-check="inclusion"] .detail').textContent`); !strings.HasPrefix(v, "Not valid") ||
+		!strings.Contains(v, fmt.Sprintf("a tree of %v entries; the checkpoint signs %v", oldSize, newSize)) {
+		t.Errorf("the cross says %q", v)
+	}
+	c.shot("console-ledger-crossed.png")
+}
