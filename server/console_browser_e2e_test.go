@@ -151,6 +151,10 @@ func TestConsoleInBrowser(t *testing.T) {
 		['header', 'nav', 'main'].filter(s => !document.querySelector(s)).join(',') + '|' + document.querySelector('a.skip').getAttribute('href')`); got != "0||#main" {
 		t.Fatalf("unlabelled controls | missing landmarks | skip link: %q", got)
 	}
+	// Signed out, neither the navigation nor the sign-out button shows.
+	if got := eval(`getComputedStyle(document.getElementById('who')).display + '|' + getComputedStyle(document.getElementById('nav')).display`); got != "none|none" {
+		t.Fatalf("signed out, the header shows: %q", got)
+	}
 	accessible("the sign-in view")
 	shot("console-signin.png")
 
