@@ -346,8 +346,10 @@
     clear(container).append(chart);
   }
 
-  // hbars draws one horizontal bar per item: [{label, value, path, text}].
-  function hbars(container, items, label) {
+  // hbars draws one horizontal bar per item: [{label, value, path, text}];
+  // mark writes each number into the page (metric, or num outside the
+  // activity answer).
+  function hbars(container, items, label, mark) {
     const W = 420, row = 30, padL = 130, H = items.length * row + 6;
     const max = Math.max(1, ...items.map((i) => i.value));
     const chart = svg("svg", { viewBox: "0 0 " + W + " " + H, role: "img", class: "hbars", "aria-label": label });
@@ -358,7 +360,7 @@
       chart.append(svg("rect", { x: padL, y: y + 4, width: Math.max(it.value > 0 ? 2 : 0, w).toFixed(2), height: 18, fill: COLORS[it.key] || "#0969da",
         "data-key": it.key, "data-count": String(it.value) }));
       chart.append(svg("text", { x: padL + w + 6, y: y + 17, class: "tick" }, it.text || String(it.value)));
-      list.append(el("li", {}, it.label + ": ", metric(it.path, it.value, it.text)));
+      list.append(el("li", {}, it.label + ": ", (mark || metric)(it.path, it.value, it.text)));
     });
     clear(container).append(chart, list);
   }
@@ -407,11 +409,49 @@
       });
       $("activity-charts").hidden = false;
       activityLoaded = true;
+      loadShadowReport(mine, a.from, a.to);
       status.textContent = "From " + a.from + " to " + a.to + ", by " + a.bucket + ".";
       status.dataset.state = "done";
     } catch (err) {
       if (mine !== view) return;
       status.textContent = "Could not load activity: " + describe(err);
+      status.dataset.state = "error";
+    }
+  }
+
+  // loadShadowReport shows what the org's SHADOW decisions in the activity
+  // window would have been under enforcement. Its numbers carry data-field
+  // "shadow.<path in the report>", apart from the activity's data-metric.
+  async function loadShadowReport(mine, from, to) {
+    const status = $("shadow-status");
+    status.textContent = "Loading the shadow report…";
+    status.dataset.state = "loading";
+    clear($("chart-shadow"));
+    clear($("shadow-rows"));
+    const total = clear($("shadow-total"));
+    try {
+      const r = await getJSON("/v1/protocol/shadow-reports?" + new URLSearchParams({ from, to }));
+      if (mine !== view) return;
+      const shadowNum = (field, value, text) => num("shadow." + field, value, text);
+      total.dataset.field = "shadow.total";
+      total.dataset.value = String(r.total);
+      total.textContent = String(r.total);
+      hbars($("chart-shadow"), OUTCOMES.map((o) => ({ key: o, label: o, value: (r.by_outcome || {})[o] || 0, path: "by_outcome." + o })),
+        "Shadow decisions by the outcome enforcement would have given", shadowNum);
+      const rows = $("shadow-rows");
+      (r.by_workflow || []).forEach((w, i) => {
+        const tr = el("tr", { "data-workflow": w.workflow_key }, el("th", { scope: "row" }, w.workflow_key || "(none)"),
+          el("td", {}, num("shadow.by_workflow." + i + ".total", w.total)));
+        for (const o of OUTCOMES) tr.append(el("td", {}, num("shadow.by_workflow." + i + ".by_outcome." + o, (w.by_outcome || {})[o] || 0)));
+        rows.append(tr);
+      });
+      if ((r.by_workflow || []).length === 0) rows.append(el("tr", {}, el("td", { colspan: "6" }, "No shadow decisions in this window.")));
+      const blocked = (r.by_outcome || {}).BLOCK || 0;
+      status.textContent = blocked + " of " + r.total + " shadow decision" + (r.total === 1 ? "" : "s") + " would have been blocked, from " + r.from + " to " + r.to + ".";
+      status.dataset.state = "done";
+    } catch (err) {
+      if (mine !== view) return;
+      status.textContent = "Could not load the shadow report: " + describe(err);
       status.dataset.state = "error";
     }
   }
@@ -430,8 +470,8 @@
 
   // num is a number shown outside the charts, with its exact value for a
   // test (data-field, not data-metric: the charts' test reads those).
-  function num(field, value) {
-    return el("span", { class: "num", "data-field": field, "data-value": String(value) }, String(value));
+  function num(field, value, text) {
+    return el("span", { class: "num", "data-field": field, "data-value": String(value) }, text === undefined ? String(value) : text);
   }
 
   // ---- escalations -----------------------------------------------------

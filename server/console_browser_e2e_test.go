@@ -278,6 +278,18 @@ func TestConsoleInBrowser(t *testing.T) {
 		if drawn["totals.by_outcome.BLOCK"] < 4 || drawn["executions.COMMITTED"] != 1 || drawn["totals.by_mode.SHADOW"] != 2 {
 			t.Errorf("the charts miss the decisions made: %v", drawn)
 		}
+		// The shadow report, for the same window: every number shown equals
+		// the API's.
+		waitFor("the shadow report", `document.getElementById('shadow-status').dataset.state === 'done' ? 'ok' : false`)
+		shown := map[string]float64{}
+		if err := json.Unmarshal([]byte(eval(`JSON.stringify(Object.fromEntries(Array.from(document.querySelectorAll('[data-field^="shadow."]')).map(e => [e.dataset.field.slice(7), Number(e.dataset.value)])))`)), &shown); err != nil {
+			t.Fatal(err)
+		}
+		shadow := x.req(t, "GET", "/v1/protocol/shadow-reports?from="+pageGot["from"].(string)+"&to="+pageGot["to"].(string), x.o.Key, nil, nil).want(t, http.StatusOK)
+		compareMetrics(t, "the shadow report", shown, flattenNumbers(shadow.JSON, ""), nil)
+		if shown["total"] != 2 || shown["by_outcome.BLOCK"] != 1 || len(lookup(shadow.JSON, "by_workflow").([]any)) == 0 {
+			t.Errorf("the shadow report misses the SHADOW decisions made: %v", shown)
+		}
 		accessible("the activity view")
 		shot("console-activity.png")
 	}
