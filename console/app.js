@@ -563,6 +563,7 @@
     status.textContent = "Loading policy versions…";
     status.dataset.state = "loading";
     try {
+      loadDrafts(mine);
       const ans = await getJSON("/v1/policies");
       if (mine !== view) return;
       const rows = clear($("policies-rows"));
@@ -648,6 +649,118 @@
       status.textContent = "Could not compare: " + describe(err);
       status.dataset.state = "error";
     }
+  }
+
+  // ---- replays --------------------------------------------------------
+
+  const FORBIDDEN_REPLAY = "This key may not read drafts or run replays: it needs policy:read.";
+
+  // loadDrafts fills the replay form's list of drafts.
+  async function loadDrafts(mine) {
+    const status = $("drafts-status"), form = $("replay-form");
+    status.textContent = "Loading drafts…";
+    status.dataset.state = "loading";
+    try {
+      const ans = await getJSON("/v1/policies/drafts");
+      if (mine !== view) return;
+      const sel = $("r-draft"), keep = sel.value;
+      clear(sel);
+      for (const d of ans.drafts || []) sel.append(el("option", { value: d.name }, d.name + " (revision " + d.revision + ")"));
+      if (keep && (ans.drafts || []).some((d) => d.name === keep)) sel.value = keep;
+      // By default the window is the last 24 hours by this computer's clock.
+      if (!$("r-from").value) $("r-from").value = new Date(Date.now() - 864e5).toISOString().slice(0, 19);
+      const n = (ans.drafts || []).length;
+      form.hidden = n === 0;
+      status.textContent = n === 0 ? "No drafts: put one with PUT /v1/policies/drafts/{name} to replay it." : n + " draft" + (n === 1 ? "" : "s") + ".";
+      status.dataset.state = "done";
+    } catch (err) {
+      if (mine !== view) return;
+      form.hidden = true;
+      status.textContent = err.status === 403 ? FORBIDDEN_REPLAY : "Could not load drafts: " + describe(err);
+      status.dataset.state = err.status === 403 ? "forbidden" : "error";
+    }
+  }
+
+  // runReplay starts a replay of the chosen draft; a big window is queued
+  // by the server (202) and its status is read again until it is done.
+  async function runReplay(ev) {
+    ev.preventDefault();
+    const mine = view;
+    const status = $("replay-status"), out = $("replay-result"), button = $("r-run");
+    const say = (state, text) => { status.dataset.state = state; status.textContent = text; };
+    const from = rfc3339($("r-from").value), to = rfc3339($("r-to").value);
+    if (!from) {
+      say("error", "Enter the time to replay from.");
+      $("r-from").setAttribute("aria-invalid", "true");
+      $("r-from").focus();
+      return;
+    }
+    $("r-from").removeAttribute("aria-invalid");
+    const body = { draft: $("r-draft").value, from, examples: 5 };
+    if (to) body.to = to;
+    out.hidden = true;
+    button.disabled = true;
+    say("loading", "Starting the replay of " + body.draft + "…");
+    try {
+      const res = await call("/v1/policies/replays", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+      let r = await res.json().catch(() => null);
+      if (!res.ok) throw new APIError(res.status, r);
+      while (r.status === "queued" || r.status === "running") {
+        if (mine !== view) return;
+        say("running", "Replaying: " + r.processed + " of " + r.total + " decisions…");
+        await new Promise((done) => setTimeout(done, 1000));
+        if (mine !== view) return;
+        r = await getJSON("/v1/policies/replays/" + encodeURIComponent(r.replay_id));
+      }
+      if (mine !== view) return;
+      if (r.status !== "done") throw new Error("the replay failed: " + (r.failure || r.status));
+      showReplay(r);
+      const x = r.result;
+      say("done", "The draft " + body.draft + " would change " + x.changed + " of " + x.replayed + " replayed outcome" + (x.replayed === 1 ? "" : "s") +
+        " (" + x.more_restrictive + " more restrictive, " + x.less_restrictive + " less)" + (x.skipped ? "; " + x.skipped + " could not be replayed." : "."));
+      status.focus();
+    } catch (err) {
+      if (mine !== view) return;
+      say(err.status === 403 ? "forbidden" : "error", err.status === 403 ? FORBIDDEN_REPLAY : "Could not replay: " + describe(err));
+    } finally {
+      button.disabled = false;
+    }
+  }
+
+  // showReplay draws a done replay; every number carries data-field
+  // "replay.<path in its result>".
+  function showReplay(r) {
+    const x = r.result, at = (field, value) => num("replay." + field, value);
+    const out = $("replay-result");
+    out.dataset.replayId = r.replay_id;
+    const dl = clear($("replay-summary"));
+    fact(dl, "Draft", (r.candidate && r.candidate.draft) + " (as version " + r.policy_version + ")");
+    fact(dl, "Window (UTC)", r.from + " to " + r.to);
+    for (const [label, f] of [["Decisions in the window", "total"], ["Replayed", "replayed"], ["Not replayable", "skipped"], ["Outcome changed", "changed"],
+      ["Outcome unchanged", "unchanged"], ["More restrictive", "more_restrictive"], ["Less restrictive", "less_restrictive"], ["Same outcome, other reasons", "reason_codes_changed"]]) {
+      dl.append(el("dt", {}, label), el("dd", {}, at(f, x[f])));
+    }
+    for (const k of Object.keys(x.skipped_by_reason || {}).sort()) dl.append(el("dt", {}, "Not replayable: " + k), el("dd", {}, at("skipped_by_reason." + k, x.skipped_by_reason[k])));
+    const dirs = clear($("replay-direction-rows"));
+    for (const k of Object.keys(x.by_direction || {}).sort()) {
+      dirs.append(el("tr", { "data-direction": k }, el("th", { scope: "row" }, k.replace("->", " → ")), el("td", {}, at("by_direction." + k, x.by_direction[k]))));
+    }
+    if (dirs.children.length === 0) dirs.append(el("tr", {}, el("td", { colspan: "2" }, "No outcome would change.")));
+    const wfs = clear($("replay-workflow-rows"));
+    for (const k of Object.keys(x.by_workflow || {}).sort()) {
+      const w = x.by_workflow[k], list = el("ul", { class: "directions" });
+      for (const d of Object.keys(w.by_direction || {}).sort()) list.append(el("li", {}, d.replace("->", " → ") + ": ", at("by_workflow." + k + ".by_direction." + d, w.by_direction[d])));
+      wfs.append(el("tr", { "data-workflow": k }, el("th", { scope: "row" }, k || "(none)"), el("td", {}, at("by_workflow." + k + ".replayed", w.replayed)),
+        el("td", {}, at("by_workflow." + k + ".changed", w.changed)), el("td", {}, list)));
+    }
+    if (wfs.children.length === 0) wfs.append(el("tr", {}, el("td", { colspan: "4" }, "No decisions replayed.")));
+    const ex = clear($("replay-examples"));
+    for (const e of x.examples || []) {
+      ex.append(el("li", { "data-dossier-id": e.dossier_id }, el("a", { href: "#/dossiers/" + e.dossier_id }, e.dossier_id.slice(0, 8) + "…"),
+        " " + (e.workflow_key || "(no workflow)") + ": " + outcomeText(e.recorded) + " → " + outcomeText(e.replayed)));
+    }
+    if (ex.children.length === 0) ex.append(el("li", { class: "none" }, "None changed."));
+    out.hidden = false;
   }
 
   // ---- ledger ----------------------------------------------------------
@@ -920,6 +1033,7 @@
     $("activity-filters").addEventListener("submit", (ev) => { ev.preventDefault(); view++; loadActivity(); });
     $("escalations-refresh").addEventListener("click", () => { view++; loadEscalations(); });
     $("diff-form").addEventListener("submit", loadDiff);
+    $("replay-form").addEventListener("submit", runReplay);
     $("proof-form").addEventListener("submit", fetchProof);
     $("verify-browser").addEventListener("click", verifyInBrowser);
     window.addEventListener("hashchange", () => { route(); $("main").focus({ preventScroll: true }); });

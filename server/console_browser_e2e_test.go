@@ -652,3 +652,75 @@ func TestConsoleEscalationsPoliciesLedger(t *testing.T) {
 	}
 	c.shot("console-ledger-crossed.png")
 }
+
+// TestConsoleReplayAndLiveDecisions drives the console's replay of a
+// policy draft and its live decisions list in headless Chromium against a
+// real server: with an ENFORCEMENT bundle published, decisions made and a
+// stricter draft put, a key without policy:read is told it may not
+// replay; the org key runs the replay in the page and every number shown
+// equals the API's replay result. axe-core runs on each view; screenshots
+// are saved under the test's temporary directory.
+func TestConsoleReplayAndLiveDecisions(t *testing.T) {
+	browsertest.Chromium(t) // skip before setting anything up
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	x := newExecEnv(t, bandsBundle)
+	from := x.clock()
+	for _, body := range []string{`{"amount":20,"workflow_key":"refunds"}`, `{"amount":2000,"workflow_key":"refunds"}`,
+		`{"amount":20000,"workflow_key":"payouts"}`, `{"amount":40,"workflow_key":"payouts"}`} {
+		x.req(t, "POST", pathEvaluate, x.o.Key, body, nil).want(t, http.StatusOK)
+		x.advance(time.Minute)
+	}
+	// The draft escalates everything: three of the four outcomes change.
+	x.req(t, "PUT", "/v1/policies/drafts/stricter", x.o.Key, stricterBundle, nil).want(t, http.StatusCreated)
+	reader := x.createKey(x.o, "decision:read")
+
+	c := openConsole(ctx, t, x.srv.URL)
+
+	// A key without policy:read is told so, and offered no form.
+	c.signIn(reader)
+	c.open("policies")
+	c.waitFor("the refusal", `document.getElementById('drafts-status').dataset.state === 'forbidden' ? 'ok' : false`)
+	if got := c.eval(`document.getElementById('drafts-status').textContent + '|' + document.getElementById('replay-form').hidden`); !strings.HasSuffix(got, "needs policy:read.|true") {
+		t.Errorf("without policy:read the replay says %q", got)
+	}
+	c.signOut()
+
+	// The org key replays the draft over the decisions made.
+	c.signIn(x.o.Key)
+	c.open("policies")
+	c.waitFor("the drafts", `document.getElementById('drafts-status').dataset.state === 'done' ? 'ok' : false`)
+	if got := c.eval(`document.getElementById('r-draft').value`); got != "stricter" {
+		t.Fatalf("the draft offered: %q", got)
+	}
+	c.eval(`document.getElementById('r-from').value = '` + from.Format("2006-01-02T15:04:05") + `', 'ok'`)
+	c.do("replay", chromedp.Focus(chromedp.CSS("#r-run")))
+	c.eval(`document.activeElement.click(), 'ok'`)
+	c.waitFor("the replay", `document.getElementById('replay-status').dataset.state === 'done' ? 'ok' : false`)
+	id := c.eval(`document.getElementById('replay-result').dataset.replayId`)
+	replay := x.req(t, "GET", "/v1/policies/replays/"+id, x.o.Key, nil, nil).want(t, http.StatusOK)
+	if replay.str("status") != "done" || replay.str("candidate.draft") != "stricter" {
+		t.Fatalf("the page's replay: %s", replay)
+	}
+	api := flattenNumbers(lookup(replay.JSON, "result"), "")
+	for k := range api {
+		if strings.HasPrefix(k, "by_decision_type.") { // not shown
+			delete(api, k)
+		}
+	}
+	shown := map[string]float64{}
+	if err := json.Unmarshal([]byte(c.eval(`JSON.stringify(Object.fromEntries(Array.from(document.querySelectorAll('[data-field^="replay."]')).map(e => [e.dataset.field.slice(7), Number(e.dataset.value)])))`)), &shown); err != nil {
+		t.Fatal(err)
+	}
+	compareMetrics(t, "the replay's result", shown, api, nil)
+	if shown["replayed"] != 4 || shown["changed"] != 3 || shown["by_direction.ALLOW->ESCALATE"] != 2 || shown["by_direction.BLOCK->ESCALATE"] != 1 ||
+		shown["by_workflow.payouts.changed"] != 2 || shown["by_workflow.refunds.changed"] != 1 {
+		t.Errorf("the replay shown misses the decisions made: %v", shown)
+	}
+	if got := c.eval(`document.querySelectorAll('#replay-examples li[data-dossier-id]').length + ' ' + document.activeElement.id`); got != "3 replay-status" {
+		t.Errorf("examples shown | focus after the replay: %q", got)
+	}
+	c.accessible("the policies view with a replay")
+	c.shot("console-policies-replay.png")
+}
