@@ -99,6 +99,8 @@
     apiKey = "";
     sessionStorage.removeItem(KEY_STORE);
     decisionsLoaded = activityLoaded = false;
+    stopLive();
+    lastDecisionsQuery = null;
     clear($("decisions-rows"));
     $("signin-error").textContent = typeof message === "string" ? message : "";
     view++;
@@ -154,8 +156,50 @@
     return isNaN(d) ? "" : d.toISOString();
   }
 
-  async function loadDecisions() {
+  // The live list re-runs the last query shown (not filters being edited)
+  // every LIVE_MS, one request at a time.
+  const LIVE_MS = 10000;
+  let liveTimer = 0, liveBusy = false, lastDecisionsQuery = null;
+
+  function setLive() {
+    clearInterval(liveTimer);
+    liveTimer = 0;
+    const on = $("f-live").checked;
+    if (on) liveTimer = setInterval(refreshLive, LIVE_MS);
+    $("decisions-live").textContent = on ? "The list refreshes every 10 seconds." : "The list no longer refreshes.";
+  }
+
+  async function refreshLive() {
+    if (liveBusy || !apiKey || $("view-decisions").hidden || !lastDecisionsQuery) return;
+    liveBusy = true;
+    try { await loadDecisions(true); } finally { liveBusy = false; }
+  }
+
+  function stopLive() {
+    clearInterval(liveTimer);
+    liveTimer = 0;
+    $("f-live").checked = false;
+    $("decisions-live").textContent = "";
+  }
+
+  async function loadDecisions(live) {
     const mine = view;
+    const status = $("decisions-status");
+    if (live === true) {
+      // Quietly: only new rows are announced, in the live region.
+      try {
+        const ans = await getJSON("/v1/console/decisions?" + lastDecisionsQuery);
+        if (mine !== view || !$("f-live").checked) return;
+        const fresh = showDecisions(ans, true);
+        status.dataset.state = "done";
+        if (fresh > 0) $("decisions-live").textContent = fresh + " new decision" + (fresh === 1 ? "" : "s") + " at " + new Date().toISOString().slice(11, 19) + " UTC.";
+      } catch (err) {
+        if (mine !== view) return;
+        status.textContent = "Could not refresh decisions: " + describe(err);
+        status.dataset.state = "error";
+      }
+      return;
+    }
     const q = new URLSearchParams();
     const outcome = $("f-outcome").value, mode = $("f-mode").value, workflow = $("f-workflow").value.trim();
     if (outcome) q.set("outcome", outcome);
@@ -165,22 +209,13 @@
     if (from) q.set("from", from);
     if (to) q.set("to", to);
     q.set("limit", $("f-limit").value || "50");
-    const status = $("decisions-status");
     status.textContent = "Loading decisions…";
     status.dataset.state = "loading";
     try {
       const ans = await getJSON("/v1/console/decisions?" + q);
       if (mine !== view) return;
-      const rows = clear($("decisions-rows"));
-      for (const d of ans.decisions) {
-        rows.append(el("tr", { "data-dossier-id": d.dossier_id, "data-outcome": d.outcome, "data-mode": d.mode, "data-workflow": d.workflow_key },
-          el("td", {}, el("time", { datetime: d.created_at }, d.created_at)),
-          el("td", {}, el("span", { class: "badge " + d.outcome.toLowerCase() }, d.outcome)),
-          el("td", {}, d.mode),
-          el("td", {}, d.workflow_key || "—"),
-          el("td", {}, d.decision_type || "—"),
-          el("td", {}, el("a", { href: "#/dossiers/" + d.dossier_id, "aria-label": "Open dossier " + d.dossier_id }, d.dossier_id.slice(0, 8) + "…"))));
-      }
+      lastDecisionsQuery = q.toString();
+      showDecisions(ans, false);
       decisionsLoaded = true;
       status.textContent = ans.decisions.length + " decision" + (ans.decisions.length === 1 ? "" : "s") +
         " from " + ans.from + " to " + ans.to + (ans.truncated ? "; more match: narrow the filters or raise the rows." : ".");
@@ -190,6 +225,32 @@
       status.textContent = "Could not load decisions: " + describe(err);
       status.dataset.state = "error";
     }
+  }
+
+  // showDecisions draws the rows and returns how many are new since the
+  // last drawing (when marking them). Focus on a row's link stays on it.
+  function showDecisions(ans, markNew) {
+    const rows = $("decisions-rows");
+    const before = new Set(Array.from(rows.children, (r) => r.dataset.dossierId));
+    const focused = document.activeElement && rows.contains(document.activeElement) ? document.activeElement.closest("tr").dataset.dossierId : "";
+    clear(rows);
+    let fresh = 0;
+    for (const d of ans.decisions) {
+      const isNew = markNew && !before.has(d.dossier_id);
+      if (isNew) fresh++;
+      rows.append(el("tr", { "data-dossier-id": d.dossier_id, "data-outcome": d.outcome, "data-mode": d.mode, "data-workflow": d.workflow_key, "data-new": isNew ? "true" : null },
+        el("td", {}, el("time", { datetime: d.created_at }, d.created_at)),
+        el("td", {}, el("span", { class: "badge " + d.outcome.toLowerCase() }, d.outcome)),
+        el("td", {}, d.mode),
+        el("td", {}, d.workflow_key || "—"),
+        el("td", {}, d.decision_type || "—"),
+        el("td", {}, el("a", { href: "#/dossiers/" + d.dossier_id, "aria-label": "Open dossier " + d.dossier_id }, d.dossier_id.slice(0, 8) + "…"))));
+    }
+    if (focused) {
+      const again = rows.querySelector('tr[data-dossier-id="' + focused + '"] a');
+      if (again) again.focus({ preventScroll: true });
+    }
+    return fresh;
   }
 
   // ---- a dossier -------------------------------------------------------
@@ -1034,6 +1095,7 @@
     $("escalations-refresh").addEventListener("click", () => { view++; loadEscalations(); });
     $("diff-form").addEventListener("submit", loadDiff);
     $("replay-form").addEventListener("submit", runReplay);
+    $("f-live").addEventListener("change", setLive);
     $("proof-form").addEventListener("submit", fetchProof);
     $("verify-browser").addEventListener("click", verifyInBrowser);
     window.addEventListener("hashchange", () => { route(); $("main").focus({ preventScroll: true }); });

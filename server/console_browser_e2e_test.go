@@ -658,8 +658,12 @@ func TestConsoleEscalationsPoliciesLedger(t *testing.T) {
 // real server: with an ENFORCEMENT bundle published, decisions made and a
 // stricter draft put, a key without policy:read is told it may not
 // replay; the org key runs the replay in the page and every number shown
-// equals the API's replay result. axe-core runs on each view; screenshots
-// are saved under the test's temporary directory.
+// equals the API's replay result. Then, with the decisions filtered and
+// "Refresh every 10 s" turned on from the keyboard, a decision made
+// through the API appears on its own (one of another workflow does not),
+// announced in the live region, with focus left where it was. axe-core
+// runs on each view; screenshots are saved under the test's temporary
+// directory.
 func TestConsoleReplayAndLiveDecisions(t *testing.T) {
 	browsertest.Chromium(t) // skip before setting anything up
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -723,4 +727,49 @@ func TestConsoleReplayAndLiveDecisions(t *testing.T) {
 	}
 	c.accessible("the policies view with a replay")
 	c.shot("console-policies-replay.png")
+
+	// The live list: filtered to payouts, refreshing, a new payout appears
+	// on its own, a new refund does not, and focus stays where it was.
+	c.open("decisions")
+	c.waitFor("the decisions", `document.getElementById('decisions-status').dataset.state === 'done' ? 'ok' : false`)
+	c.eval(`document.getElementById('f-workflow').value = 'payouts', 'ok'`)
+	c.do("filter payouts", chromedp.Click(chromedp.CSS("#f-apply")))
+	c.waitFor("the payouts", `document.getElementById('decisions-status').dataset.state === 'done' &&
+		Array.from(document.querySelectorAll('#decisions-rows tr')).every(r => r.dataset.workflow === 'payouts') ? 'ok' : false`)
+	if n := c.eval(`String(document.querySelectorAll('#decisions-rows tr').length)`); n != "2" {
+		t.Fatalf("%s payout rows, want 2", n)
+	}
+	if got := c.eval(`String(document.getElementById('f-live').checked)`); got != "false" {
+		t.Fatalf("the live list is on by default")
+	}
+	c.do("turn the live list on from the keyboard", chromedp.Focus(chromedp.CSS("#f-live")), chromedp.KeyEvent(" "))
+	if got := c.eval(`document.getElementById('f-live').checked + ' ' + document.getElementById('decisions-live').textContent`); got != "true The list refreshes every 10 seconds." {
+		t.Fatalf("after turning it on: %q", got)
+	}
+	focused := c.eval(`document.querySelector('#decisions-rows tr:last-child').dataset.dossierId`)
+	c.do("focus a row", chromedp.Focus(chromedp.CSS(`#decisions-rows tr[data-dossier-id="`+focused+`"] a`)))
+	refund := x.req(t, "POST", pathEvaluate, x.o.Key, `{"amount":30,"workflow_key":"refunds"}`, nil).want(t, http.StatusOK).str("dossier_id")
+	payout := x.req(t, "POST", pathEvaluate, x.o.Key, `{"amount":25000,"workflow_key":"payouts"}`, nil).want(t, http.StatusOK).str("dossier_id")
+	x.advance(time.Minute) // the default window ends now, exclusive
+	c.waitFor("the new payout", `document.querySelector('#decisions-rows tr[data-dossier-id="`+payout+`"][data-new="true"]') ? 'ok' : false`)
+	ans := x.req(t, "GET", "/v1/console/decisions?workflow=payouts&limit=50", x.o.Key, nil, nil).want(t, http.StatusOK)
+	var want []string
+	for _, d := range lookup(ans.JSON, "decisions").([]any) {
+		want = append(want, d.(map[string]any)["dossier_id"].(string))
+	}
+	if got := c.eval(`Array.from(document.querySelectorAll('#decisions-rows tr')).map(r => r.dataset.dossierId).join(' ')`); got != strings.Join(want, " ") || len(want) != 3 || strings.Contains(got, refund) {
+		t.Errorf("rows after the refresh %q, the API's %q (the refund %s must not show)", got, want, refund)
+	}
+	if got := c.eval(`document.activeElement.closest('tr') ? document.activeElement.closest('tr').dataset.dossierId : document.activeElement.id`); got != focused {
+		t.Errorf("focus after the refresh is on %q, was on row %s", got, focused)
+	}
+	if got := c.eval(`document.getElementById('decisions-live').textContent + '|' + document.getElementById('f-workflow').value`); !strings.HasPrefix(got, "1 new decision at ") || !strings.HasSuffix(got, "|payouts") {
+		t.Errorf("live region | filter after the refresh: %q", got)
+	}
+	c.accessible("the live decisions view")
+	c.shot("console-decisions-live.png")
+	c.do("turn the live list off", chromedp.Focus(chromedp.CSS("#f-live")), chromedp.KeyEvent(" "))
+	if got := c.eval(`document.getElementById('decisions-live').textContent`); got != "The list no longer refreshes." {
+		t.Errorf("after turning it off: %q", got)
+	}
 }
