@@ -1,6 +1,7 @@
 package clearance
 
 import (
+	"github.com/clearancehq/clearance/escalation"
 	"github.com/clearancehq/clearance/evidence"
 	"github.com/clearancehq/clearance/policy"
 )
@@ -25,6 +26,13 @@ type (
 	Activity           = evidence.Activity
 	ActivityStep       = evidence.ActivityStep
 	ActivityBucket     = evidence.Bucket
+)
+
+// Console pages.
+const (
+	MaxDecisionsPage = evidence.MaxDecisionsPage
+	// MaxOpenEscalationsListed bounds GET /v1/console/escalations.
+	MaxOpenEscalationsListed = escalation.MaxOpenListed
 )
 
 // Activity buckets.

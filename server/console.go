@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"math"
 	"net/http"
 	"strconv"
@@ -15,6 +16,20 @@ import (
 
 // The operator console's data routes (extensions): an org's decisions
 // filtered, and its activity over time.
+
+// limitQuery reads the limit query parameter: 0 when absent, else an
+// integer from 1 to most (400 INVALID_QUERY otherwise).
+func (c *call) limitQuery(most int) (int, error) {
+	q, err := c.query("limit")
+	if err != nil || q == "" {
+		return 0, err
+	}
+	n, err := strconv.Atoi(q)
+	if err != nil || n < 1 || n > most {
+		return 0, badQuery("limit", fmt.Sprintf("limit must be an integer from 1 to %d", most))
+	}
+	return n, nil
+}
 
 // queryWindow reads the from and to query parameters (RFC 3339; absent:
 // the engine's default window).
@@ -51,7 +66,10 @@ func (s *Server) consoleDecisions(c *call) error {
 	}
 	f := clearance.DecisionFilter{Window: w}
 	q := map[string]string{}
-	for _, name := range []string{"outcome", "mode", "workflow", "limit"} {
+	if f.Limit, err = c.limitQuery(clearance.MaxDecisionsPage); err != nil {
+		return err
+	}
+	for _, name := range []string{"outcome", "mode", "workflow"} {
 		if q[name], err = c.query(name); err != nil {
 			return err
 		}
@@ -71,11 +89,6 @@ func (s *Server) consoleDecisions(c *call) error {
 			return badQuery("workflow", "workflow must be a workflow key")
 		}
 		f.WorkflowKey = v
-	}
-	if v := q["limit"]; v != "" {
-		if f.Limit, err = strconv.Atoi(v); err != nil || f.Limit < 1 {
-			return badQuery("limit", "limit must be an integer from 1 to 200")
-		}
 	}
 	list, err := s.engine.Evidence.Decisions(c.r.Context(), org, f)
 	if err != nil {
@@ -179,15 +192,9 @@ func (s *Server) consoleEscalations(c *call) error {
 	if err != nil {
 		return err
 	}
-	limitQ, err := c.query("limit")
+	limit, err := c.limitQuery(clearance.MaxOpenEscalationsListed)
 	if err != nil {
 		return err
-	}
-	limit := 0
-	if limitQ != "" {
-		if limit, err = strconv.Atoi(limitQ); err != nil || limit < 1 {
-			return badQuery("limit", "limit must be an integer from 1 to 500")
-		}
 	}
 	open, err := s.engine.Escalations.Open(c.r.Context(), org, limit)
 	if err != nil {

@@ -2,7 +2,6 @@ package server
 
 import (
 	"net/http"
-	"strconv"
 	"strings"
 )
 
@@ -20,15 +19,12 @@ func (s *Server) listOrgs(c *call) error {
 	if len(after) > 255 || strings.ContainsFunc(after, func(r rune) bool { return r < 0x21 || r > 0x7e }) {
 		return badQuery("after", "after must be an org id: 1 to 255 visible ASCII characters")
 	}
-	limitQ, err := c.query("limit")
+	limit, err := c.limitQuery(maxOrgsPage)
 	if err != nil {
 		return err
 	}
-	limit := 100
-	if limitQ != "" {
-		if limit, err = strconv.Atoi(limitQ); err != nil || limit < 1 || limit > maxOrgsPage {
-			return badQuery("limit", "limit must be an integer from 1 to 1000")
-		}
+	if limit == 0 {
+		limit = 100
 	}
 	orgs, err := s.engine.Admin.Orgs(c.r.Context(), after, limit+1)
 	if err != nil {

@@ -14,18 +14,8 @@ func (s *badSuite) platformSpecs() map[string]routeSpec {
 	spare := x.do("POST", "/v1/platform/orgs/"+s.a.ID+"/api-keys", x.platform, map[string]any{"scopes": []string{"audit:read"}}, nil).
 		want(t, http.StatusCreated).str("key_id")
 	return map[string]routeSpec{
-		"GET /v1/platform/orgs": {extra: func(q req) []badCase {
-			var out []badCase
-			for _, v := range []string{"limit=0", "limit=-1", "limit=abc", "limit=1001", "limit=1.5", "limit=1&limit=2",
-				"after=a&after=b", "after=%00", "after=" + strings.Repeat("a", 256), "after=a%20b", "limit=%zz"} {
-				p := q
-				p.query = "?" + v
-				c := s.variant(p, catQuery, v, "", "INVALID_QUERY", "INVALID_REQUEST")
-				c.status = http.StatusBadRequest
-				out = append(out, c)
-			}
-			return out
-		}},
+		"GET /v1/platform/orgs": {extra: s.badQueries("limit=0", "limit=-1", "limit=abc", "limit=1001", "limit=1.5", "limit=1&limit=2",
+			"after=a&after=b", "after=%00", "after="+strings.Repeat("a", 256), "after=a%20b", "limit=%zz")},
 		"GET /v1/platform/orgs/{orgId}/api-keys": {params: map[string]string{"orgId": s.a.ID}, paramCodes: []string{"ORG_NOT_FOUND"}},
 		"DELETE /v1/platform/orgs/{orgId}/api-keys/{keyId}": {params: map[string]string{"orgId": s.a.ID, "keyId": spare},
 			paramCodes: []string{"ORG_NOT_FOUND", "API_KEY_NOT_FOUND"},
