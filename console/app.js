@@ -135,6 +135,8 @@
   }
 
   function route() {
+    // The skip link's #main moves focus to the content; it is not a view.
+    if (location.hash === "#main") return;
     view++;
     if (!apiKey) { show("signin"); return; }
     const h = location.hash;
@@ -1046,9 +1048,13 @@
         if (r.length !== 32) throw new Error("the root is not a SHA-256 hash");
         size = Number(lines[1]);
         root = r;
-        const same = lines[0] === cp.origin && size === cp.tree_size && lines[2] === cp.root_hash;
-        check("checkpoint body", same, same ? "" : "CHECKPOINT_MISMATCH",
-          "Origin " + lines[0] + ", " + size + " entries, root " + lines[2] + (same ? "." : "; the page was told otherwise."));
+        // One ledger key signs every org's checkpoints: the origin line
+        // ("<issuer>/ledger/<org_id>") says whose log this is.
+        const ours = lines[0].endsWith("/ledger/" + entry.org_id);
+        const same = ours && lines[0] === cp.origin && size === cp.tree_size && lines[2] === cp.root_hash;
+        check("checkpoint body", same, same ? "" : (ours ? "CHECKPOINT_MISMATCH" : "CHECKPOINT_OF_ANOTHER_LOG"),
+          "Origin " + lines[0] + ", " + size + " entries, root " + lines[2] +
+          (same ? "." : ours ? "; the page was told otherwise." : "; it is not the ledger of the entry's org " + entry.org_id + "."));
       } catch (err) {
         check("checkpoint signature", false, "NOTE_MALFORMED", String(err.message));
       }

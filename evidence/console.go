@@ -2,7 +2,6 @@ package evidence
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/clearancehq/clearance/claim"
@@ -68,29 +67,25 @@ func (s *Service) Decisions(ctx context.Context, orgID string, f DecisionFilter)
 		return DecisionList{}, core.Invalid(core.CodeInvalidRequest, "limit", "limit must be 1 to %d", MaxDecisionsPage)
 	}
 	out := DecisionList{OrgID: orgID, From: from.UTC(), To: to.UTC(), Decisions: []DecisionSummary{}}
-	// The index is oldest first: keep the newest limit+1 in a ring.
-	ring := make([]dossier.Summary, 0, limit+1)
+	// The index is oldest first: keep the newest limit+1 in a ring, the
+	// match number i at i mod (limit+1).
+	ring := make([]dossier.Summary, limit+1)
 	matched := 0
 	err = s.d.Store.DossierSummaries(ctx, orgID, from, to, func(d dossier.Summary) bool {
 		if (f.Outcome != "" && d.Outcome != string(f.Outcome)) || (f.Mode != "" && d.Mode != string(f.Mode)) ||
 			(f.WorkflowKey != "" && d.WorkflowKey != f.WorkflowKey) {
 			return true
 		}
+		ring[matched%(limit+1)] = d
 		matched++
-		if len(ring) == limit+1 {
-			ring = append(ring[:0], ring[1:]...)
-		}
-		ring = append(ring, d)
 		return true
 	})
 	if err != nil {
 		return DecisionList{}, core.Unavailable("list decisions", err)
 	}
 	out.Truncated = matched > limit
-	if out.Truncated {
-		ring = ring[1:]
-	}
-	for _, d := range slices.Backward(ring) {
+	for i := matched - 1; i >= 0 && i >= matched-limit; i-- {
+		d := ring[i%(limit+1)]
 		out.Decisions = append(out.Decisions, DecisionSummary{DossierID: d.DossierID, DecisionID: d.DecisionID,
 			CreatedAt: d.CreatedAt.UTC(), Outcome: d.Outcome, Mode: d.Mode, WorkflowKey: d.WorkflowKey, DecisionType: d.DecisionType})
 	}
