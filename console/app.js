@@ -5,6 +5,8 @@
 
 (function () {
   const KEY_STORE = "clearance.console.key";
+  // MESSAGE_STORE carries why the operator was signed out across the reload.
+  const MESSAGE_STORE = "clearance.console.signout";
   const OUTCOMES = ["ALLOW", "ESCALATE", "REVIEW_REQUIRED", "BLOCK"];
   const MODES = ["SHADOW", "ENFORCEMENT"];
   const EXECUTIONS = ["COMMITTED", "FAILED", "INDETERMINATE", "CLAIMED", "ISSUED"];
@@ -96,16 +98,13 @@
   }
 
   function signOut(message) {
+    stopLive();
     apiKey = "";
     sessionStorage.removeItem(KEY_STORE);
-    decisionsLoaded = activityLoaded = false;
-    stopLive();
-    lastDecisionsQuery = null;
-    clear($("decisions-rows"));
-    $("signin-error").textContent = typeof message === "string" ? message : "";
-    view++;
-    show("signin");
-    $("apikey").focus();
+    if (typeof message === "string" && message) sessionStorage.setItem(MESSAGE_STORE, message);
+    // A fresh page keeps nothing of the org's data (rows, charts, a ledger
+    // entry) for whoever uses the tab next.
+    location.replace(location.pathname);
   }
 
   // ---- views -----------------------------------------------------------
@@ -249,7 +248,7 @@
         el("td", {}, el("a", { href: "#/dossiers/" + d.dossier_id, "aria-label": "Open dossier " + d.dossier_id }, d.dossier_id.slice(0, 8) + "…"))));
     }
     if (focused) {
-      const again = rows.querySelector('tr[data-dossier-id="' + focused + '"] a');
+      const again = rows.querySelector('tr[data-dossier-id="' + CSS.escape(focused) + '"] a');
       if (again) again.focus({ preventScroll: true });
     }
     return fresh;
@@ -1076,7 +1075,9 @@
       } else {
         let got = null, why = "";
         try {
-          got = await recordRoot((proof.proof || []).map(unbase64), 0, size, entry.seq - 1, leaf);
+          const path = (proof.proof || []).map(unbase64);
+          if (path.some((h) => h.length !== 32)) throw new Error("a proof hash is not 32 bytes");
+          got = await recordRoot(path, 0, size, entry.seq - 1, leaf);
         } catch (err) { why = err.message; }
         const ok = got !== null && sameBytes(got, root);
         const sizes = proof.tree_size === size ? "" : " The proof is for a tree of " + proof.tree_size + " entries; the checkpoint signs " + size + ".";
@@ -1105,6 +1106,10 @@
     $("proof-form").addEventListener("submit", fetchProof);
     $("verify-browser").addEventListener("click", verifyInBrowser);
     window.addEventListener("hashchange", () => { route(); $("main").focus({ preventScroll: true }); });
+    const why = sessionStorage.getItem(MESSAGE_STORE);
+    sessionStorage.removeItem(MESSAGE_STORE);
+    if (why) $("signin-error").textContent = why;
     route();
+    if (!apiKey) $("apikey").focus();
   });
 })();

@@ -295,8 +295,12 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 
 	// Signing out forgets the key.
-	do("sign out", chromedp.Click(chromedp.CSS("#signout")))
+	do("sign out", chromedp.Click(chromedp.CSS("#signout")), chromedp.WaitVisible(chromedp.CSS("#apikey")))
 	waitFor("the sign-in view", `!document.getElementById('view-signin').hidden && sessionStorage.length === 0 ? 'ok' : false`)
+	// Nothing of the org's data stays in the page for the tab's next user.
+	if got := eval(`String(document.getElementById('decisions-rows').children.length)`); got != "0" {
+		t.Fatalf("after sign-out the page still holds %s decision rows", got)
+	}
 }
 
 // flattenNumbers maps each number of v to its dotted path (arrays by index).
@@ -450,8 +454,9 @@ func (c *consoleTab) signIn(key string) {
 
 func (c *consoleTab) signOut() {
 	c.t.Helper()
-	c.do("sign out", chromedp.Click(chromedp.CSS("#signout")))
-	c.waitFor("the sign-in view", `!document.getElementById('view-signin').hidden ? 'ok' : false`)
+	c.do("sign out", chromedp.Click(chromedp.CSS("#signout")), chromedp.WaitVisible(chromedp.CSS("#apikey")))
+	c.waitFor("the sign-in view", `!document.getElementById('view-signin').hidden && `+
+		`document.getElementById('escalations-rows').children.length === 0 && document.getElementById('browser-checks').children.length === 0 ? 'ok' : false`)
 }
 
 // open opens a view by its link in the navigation, from the keyboard.
