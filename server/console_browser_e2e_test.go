@@ -239,6 +239,12 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	accessible("a sealed dossier")
 	shot("console-dossier-sealed.png")
+	// The skip link moves focus to the content and leaves the view as it is.
+	do("the skip link", chromedp.Focus(chromedp.CSS("a.skip")), chromedp.KeyEvent("\r"))
+	waitFor("focus on the content", `location.hash === '#main' && document.activeElement.id === 'main' ? 'ok' : false`)
+	if got := eval(`String(!document.getElementById('view-dossier').hidden)`); got != "true" {
+		t.Errorf("the skip link left the dossier: shown %q", got)
+	}
 
 	// A dossier the ledger has not sealed yet says so.
 	eval(`location.hash = '#/dossiers/` + unsealed.str("dossier_id") + `', 'ok'`)
