@@ -98,6 +98,15 @@ func (c *Client) RevokeWorkspaceCredentials(ctx context.Context, session *http.C
 	return call[RevokedCredentials](ctx, c, r, err)
 }
 
+// IssueConsoleKey trades the account session for the operator console's
+// org key for one of its workspaces (an hour at most, revoked when the
+// session signs out):
+// POST /v1/public/auth/workspaces/{orgId}/console-key.
+func (c *Client) IssueConsoleKey(ctx context.Context, session *http.Cookie, orgID string, opts ...CallOption) (*ConsoleKey, error) {
+	r, err := c.newRequest(http.MethodPost, "/v1/public/auth/workspaces/"+escape(orgID)+"/console-key", nil, append(opts, withSession(session), csrf))
+	return call[ConsoleKey](ctx, c, r, err)
+}
+
 // ProvisionWorkspace starts a provisional workspace (SHADOW only, decision
 // scopes, 72 hours) without a credential; its claim code goes to the owner:
 // POST /v1/public/workspaces/provisional.

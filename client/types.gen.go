@@ -2802,6 +2802,21 @@ func (e ClaimWorkspaceParamsXClearanceCSRF) Valid() bool {
 	}
 }
 
+// Defines values for IssueConsoleKeyParamsXClearanceCSRF.
+const (
+	IssueConsoleKeyParamsXClearanceCSRFN1 IssueConsoleKeyParamsXClearanceCSRF = "1"
+)
+
+// Valid indicates whether the value is a known member of the IssueConsoleKeyParamsXClearanceCSRF enum.
+func (e IssueConsoleKeyParamsXClearanceCSRF) Valid() bool {
+	switch e {
+	case IssueConsoleKeyParamsXClearanceCSRFN1:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for RevokeWorkspaceCredentialsParamsXClearanceCSRF.
 const (
 	RevokeWorkspaceCredentialsParamsXClearanceCSRFN1 RevokeWorkspaceCredentialsParamsXClearanceCSRF = "1"
@@ -3354,6 +3369,21 @@ type ConsoleActivity struct {
 
 // ConsoleActivityBucket defines model for ConsoleActivity.Bucket.
 type ConsoleActivityBucket string
+
+// ConsoleKey The operator console's org key; its `api_key` is shown only in this answer.
+type ConsoleKey struct {
+	// ApiKey The key's secret (`clr_org_…`), sent as the bearer credential.
+	ApiKey string `json:"api_key"`
+
+	// ExpiresAt When the key stops working (an hour, or the session's end if sooner).
+	ExpiresAt time.Time          `json:"expires_at"`
+	KeyId     openapi_types.UUID `json:"key_id"`
+	OrgId     openapi_types.UUID `json:"org_id"`
+	Scopes    []string           `json:"scopes"`
+}
+
+// ConsoleKeyRequest None, or an empty object.
+type ConsoleKeyRequest = map[string]interface{}
 
 // CreateAPIKeyRequest defines model for CreateAPIKeyRequest.
 type CreateAPIKeyRequest struct {
@@ -5766,7 +5796,8 @@ type PresenceAuthorityCompletion struct {
 //     (409: an org opens at most 25 mapping sessions)
 //   - account sign-in: `SIGN_IN_REQUIRED` (401: no live account session cookie),
 //     `CSRF_HEADER_REQUIRED` (403: a signed-in change without `X-Clearance-CSRF: 1`),
-//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none)
+//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none),
+//     `CONSOLE_KEY_LIMIT_REACHED` (409: a session has been issued its 48 console keys)
 //   - provisional workspaces: `TOO_MANY_WORKSPACES` (429 with `Retry-After`: 3 starts an hour
 //     per source, 100 in all), `CLAIM_CODE_INVALID` (404: a claim code unknown, expired or
 //     spent by another account), `WORKSPACE_ALREADY_CLAIMED` (409: claimed once; nothing
@@ -7348,7 +7379,8 @@ type VersionPath = string
 //     (409: an org opens at most 25 mapping sessions)
 //   - account sign-in: `SIGN_IN_REQUIRED` (401: no live account session cookie),
 //     `CSRF_HEADER_REQUIRED` (403: a signed-in change without `X-Clearance-CSRF: 1`),
-//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none)
+//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none),
+//     `CONSOLE_KEY_LIMIT_REACHED` (409: a session has been issued its 48 console keys)
 //   - provisional workspaces: `TOO_MANY_WORKSPACES` (429 with `Retry-After`: 3 starts an hour
 //     per source, 100 in all), `CLAIM_CODE_INVALID` (404: a claim code unknown, expired or
 //     spent by another account), `WORKSPACE_ALREADY_CLAIMED` (409: claimed once; nothing
@@ -7502,7 +7534,8 @@ type AnalyticsOrgNotFound = Problem
 //     (409: an org opens at most 25 mapping sessions)
 //   - account sign-in: `SIGN_IN_REQUIRED` (401: no live account session cookie),
 //     `CSRF_HEADER_REQUIRED` (403: a signed-in change without `X-Clearance-CSRF: 1`),
-//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none)
+//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none),
+//     `CONSOLE_KEY_LIMIT_REACHED` (409: a session has been issued its 48 console keys)
 //   - provisional workspaces: `TOO_MANY_WORKSPACES` (429 with `Retry-After`: 3 starts an hour
 //     per source, 100 in all), `CLAIM_CODE_INVALID` (404: a claim code unknown, expired or
 //     spent by another account), `WORKSPACE_ALREADY_CLAIMED` (409: claimed once; nothing
@@ -7656,7 +7689,8 @@ type AuditExportNotFound = Problem
 //     (409: an org opens at most 25 mapping sessions)
 //   - account sign-in: `SIGN_IN_REQUIRED` (401: no live account session cookie),
 //     `CSRF_HEADER_REQUIRED` (403: a signed-in change without `X-Clearance-CSRF: 1`),
-//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none)
+//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none),
+//     `CONSOLE_KEY_LIMIT_REACHED` (409: a session has been issued its 48 console keys)
 //   - provisional workspaces: `TOO_MANY_WORKSPACES` (429 with `Retry-After`: 3 starts an hour
 //     per source, 100 in all), `CLAIM_CODE_INVALID` (404: a claim code unknown, expired or
 //     spent by another account), `WORKSPACE_ALREADY_CLAIMED` (409: claimed once; nothing
@@ -7822,7 +7856,8 @@ type BundleWithContent = BundleInfo
 //     (409: an org opens at most 25 mapping sessions)
 //   - account sign-in: `SIGN_IN_REQUIRED` (401: no live account session cookie),
 //     `CSRF_HEADER_REQUIRED` (403: a signed-in change without `X-Clearance-CSRF: 1`),
-//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none)
+//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none),
+//     `CONSOLE_KEY_LIMIT_REACHED` (409: a session has been issued its 48 console keys)
 //   - provisional workspaces: `TOO_MANY_WORKSPACES` (429 with `Retry-After`: 3 starts an hour
 //     per source, 100 in all), `CLAIM_CODE_INVALID` (404: a claim code unknown, expired or
 //     spent by another account), `WORKSPACE_ALREADY_CLAIMED` (409: claimed once; nothing
@@ -7976,7 +8011,8 @@ type CandidateNotFound = Problem
 //     (409: an org opens at most 25 mapping sessions)
 //   - account sign-in: `SIGN_IN_REQUIRED` (401: no live account session cookie),
 //     `CSRF_HEADER_REQUIRED` (403: a signed-in change without `X-Clearance-CSRF: 1`),
-//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none)
+//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none),
+//     `CONSOLE_KEY_LIMIT_REACHED` (409: a session has been issued its 48 console keys)
 //   - provisional workspaces: `TOO_MANY_WORKSPACES` (429 with `Retry-After`: 3 starts an hour
 //     per source, 100 in all), `CLAIM_CODE_INVALID` (404: a claim code unknown, expired or
 //     spent by another account), `WORKSPACE_ALREADY_CLAIMED` (409: claimed once; nothing
@@ -8135,7 +8171,8 @@ type ClaimConflictApplicationJSON = FailedClaim
 //     (409: an org opens at most 25 mapping sessions)
 //   - account sign-in: `SIGN_IN_REQUIRED` (401: no live account session cookie),
 //     `CSRF_HEADER_REQUIRED` (403: a signed-in change without `X-Clearance-CSRF: 1`),
-//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none)
+//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none),
+//     `CONSOLE_KEY_LIMIT_REACHED` (409: a session has been issued its 48 console keys)
 //   - provisional workspaces: `TOO_MANY_WORKSPACES` (429 with `Retry-After`: 3 starts an hour
 //     per source, 100 in all), `CLAIM_CODE_INVALID` (404: a claim code unknown, expired or
 //     spent by another account), `WORKSPACE_ALREADY_CLAIMED` (409: claimed once; nothing
@@ -8297,7 +8334,8 @@ type ClaimUnavailableApplicationJSON = FailedClaim
 //     (409: an org opens at most 25 mapping sessions)
 //   - account sign-in: `SIGN_IN_REQUIRED` (401: no live account session cookie),
 //     `CSRF_HEADER_REQUIRED` (403: a signed-in change without `X-Clearance-CSRF: 1`),
-//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none)
+//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none),
+//     `CONSOLE_KEY_LIMIT_REACHED` (409: a session has been issued its 48 console keys)
 //   - provisional workspaces: `TOO_MANY_WORKSPACES` (429 with `Retry-After`: 3 starts an hour
 //     per source, 100 in all), `CLAIM_CODE_INVALID` (404: a claim code unknown, expired or
 //     spent by another account), `WORKSPACE_ALREADY_CLAIMED` (409: claimed once; nothing
@@ -8451,7 +8489,8 @@ type ClaimUnavailableApplicationProblemPlusJSON = Problem
 //     (409: an org opens at most 25 mapping sessions)
 //   - account sign-in: `SIGN_IN_REQUIRED` (401: no live account session cookie),
 //     `CSRF_HEADER_REQUIRED` (403: a signed-in change without `X-Clearance-CSRF: 1`),
-//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none)
+//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none),
+//     `CONSOLE_KEY_LIMIT_REACHED` (409: a session has been issued its 48 console keys)
 //   - provisional workspaces: `TOO_MANY_WORKSPACES` (429 with `Retry-After`: 3 starts an hour
 //     per source, 100 in all), `CLAIM_CODE_INVALID` (404: a claim code unknown, expired or
 //     spent by another account), `WORKSPACE_ALREADY_CLAIMED` (409: claimed once; nothing
@@ -8605,7 +8644,8 @@ type Conflict = Problem
 //     (409: an org opens at most 25 mapping sessions)
 //   - account sign-in: `SIGN_IN_REQUIRED` (401: no live account session cookie),
 //     `CSRF_HEADER_REQUIRED` (403: a signed-in change without `X-Clearance-CSRF: 1`),
-//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none)
+//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none),
+//     `CONSOLE_KEY_LIMIT_REACHED` (409: a session has been issued its 48 console keys)
 //   - provisional workspaces: `TOO_MANY_WORKSPACES` (429 with `Retry-After`: 3 starts an hour
 //     per source, 100 in all), `CLAIM_CODE_INVALID` (404: a claim code unknown, expired or
 //     spent by another account), `WORKSPACE_ALREADY_CLAIMED` (409: claimed once; nothing
@@ -8766,7 +8806,8 @@ type DossierOK = Dossier
 //     (409: an org opens at most 25 mapping sessions)
 //   - account sign-in: `SIGN_IN_REQUIRED` (401: no live account session cookie),
 //     `CSRF_HEADER_REQUIRED` (403: a signed-in change without `X-Clearance-CSRF: 1`),
-//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none)
+//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none),
+//     `CONSOLE_KEY_LIMIT_REACHED` (409: a session has been issued its 48 console keys)
 //   - provisional workspaces: `TOO_MANY_WORKSPACES` (429 with `Retry-After`: 3 starts an hour
 //     per source, 100 in all), `CLAIM_CODE_INVALID` (404: a claim code unknown, expired or
 //     spent by another account), `WORKSPACE_ALREADY_CLAIMED` (409: claimed once; nothing
@@ -8920,7 +8961,8 @@ type DraftConflict = Problem
 //     (409: an org opens at most 25 mapping sessions)
 //   - account sign-in: `SIGN_IN_REQUIRED` (401: no live account session cookie),
 //     `CSRF_HEADER_REQUIRED` (403: a signed-in change without `X-Clearance-CSRF: 1`),
-//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none)
+//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none),
+//     `CONSOLE_KEY_LIMIT_REACHED` (409: a session has been issued its 48 console keys)
 //   - provisional workspaces: `TOO_MANY_WORKSPACES` (429 with `Retry-After`: 3 starts an hour
 //     per source, 100 in all), `CLAIM_CODE_INVALID` (404: a claim code unknown, expired or
 //     spent by another account), `WORKSPACE_ALREADY_CLAIMED` (409: claimed once; nothing
@@ -9077,7 +9119,8 @@ type DraftOK = Draft
 //     (409: an org opens at most 25 mapping sessions)
 //   - account sign-in: `SIGN_IN_REQUIRED` (401: no live account session cookie),
 //     `CSRF_HEADER_REQUIRED` (403: a signed-in change without `X-Clearance-CSRF: 1`),
-//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none)
+//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none),
+//     `CONSOLE_KEY_LIMIT_REACHED` (409: a session has been issued its 48 console keys)
 //   - provisional workspaces: `TOO_MANY_WORKSPACES` (429 with `Retry-After`: 3 starts an hour
 //     per source, 100 in all), `CLAIM_CODE_INVALID` (404: a claim code unknown, expired or
 //     spent by another account), `WORKSPACE_ALREADY_CLAIMED` (409: claimed once; nothing
@@ -9231,7 +9274,8 @@ type EntryNotYetSealed = Problem
 //     (409: an org opens at most 25 mapping sessions)
 //   - account sign-in: `SIGN_IN_REQUIRED` (401: no live account session cookie),
 //     `CSRF_HEADER_REQUIRED` (403: a signed-in change without `X-Clearance-CSRF: 1`),
-//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none)
+//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none),
+//     `CONSOLE_KEY_LIMIT_REACHED` (409: a session has been issued its 48 console keys)
 //   - provisional workspaces: `TOO_MANY_WORKSPACES` (429 with `Retry-After`: 3 starts an hour
 //     per source, 100 in all), `CLAIM_CODE_INVALID` (404: a claim code unknown, expired or
 //     spent by another account), `WORKSPACE_ALREADY_CLAIMED` (409: claimed once; nothing
@@ -9385,7 +9429,8 @@ type ExecutionBadRequest = Problem
 //     (409: an org opens at most 25 mapping sessions)
 //   - account sign-in: `SIGN_IN_REQUIRED` (401: no live account session cookie),
 //     `CSRF_HEADER_REQUIRED` (403: a signed-in change without `X-Clearance-CSRF: 1`),
-//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none)
+//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none),
+//     `CONSOLE_KEY_LIMIT_REACHED` (409: a session has been issued its 48 console keys)
 //   - provisional workspaces: `TOO_MANY_WORKSPACES` (429 with `Retry-After`: 3 starts an hour
 //     per source, 100 in all), `CLAIM_CODE_INVALID` (404: a claim code unknown, expired or
 //     spent by another account), `WORKSPACE_ALREADY_CLAIMED` (409: claimed once; nothing
@@ -9539,7 +9584,8 @@ type ExecutionUnavailable = Problem
 //     (409: an org opens at most 25 mapping sessions)
 //   - account sign-in: `SIGN_IN_REQUIRED` (401: no live account session cookie),
 //     `CSRF_HEADER_REQUIRED` (403: a signed-in change without `X-Clearance-CSRF: 1`),
-//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none)
+//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none),
+//     `CONSOLE_KEY_LIMIT_REACHED` (409: a session has been issued its 48 console keys)
 //   - provisional workspaces: `TOO_MANY_WORKSPACES` (429 with `Retry-After`: 3 starts an hour
 //     per source, 100 in all), `CLAIM_CODE_INVALID` (404: a claim code unknown, expired or
 //     spent by another account), `WORKSPACE_ALREADY_CLAIMED` (409: claimed once; nothing
@@ -9693,7 +9739,8 @@ type Forbidden = Problem
 //     (409: an org opens at most 25 mapping sessions)
 //   - account sign-in: `SIGN_IN_REQUIRED` (401: no live account session cookie),
 //     `CSRF_HEADER_REQUIRED` (403: a signed-in change without `X-Clearance-CSRF: 1`),
-//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none)
+//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none),
+//     `CONSOLE_KEY_LIMIT_REACHED` (409: a session has been issued its 48 console keys)
 //   - provisional workspaces: `TOO_MANY_WORKSPACES` (429 with `Retry-After`: 3 starts an hour
 //     per source, 100 in all), `CLAIM_CODE_INVALID` (404: a claim code unknown, expired or
 //     spent by another account), `WORKSPACE_ALREADY_CLAIMED` (409: claimed once; nothing
@@ -9850,7 +9897,8 @@ type GateOK = GateEnvelope
 //     (409: an org opens at most 25 mapping sessions)
 //   - account sign-in: `SIGN_IN_REQUIRED` (401: no live account session cookie),
 //     `CSRF_HEADER_REQUIRED` (403: a signed-in change without `X-Clearance-CSRF: 1`),
-//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none)
+//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none),
+//     `CONSOLE_KEY_LIMIT_REACHED` (409: a session has been issued its 48 console keys)
 //   - provisional workspaces: `TOO_MANY_WORKSPACES` (429 with `Retry-After`: 3 starts an hour
 //     per source, 100 in all), `CLAIM_CODE_INVALID` (404: a claim code unknown, expired or
 //     spent by another account), `WORKSPACE_ALREADY_CLAIMED` (409: claimed once; nothing
@@ -10004,7 +10052,8 @@ type IntegrationNotFound = Problem
 //     (409: an org opens at most 25 mapping sessions)
 //   - account sign-in: `SIGN_IN_REQUIRED` (401: no live account session cookie),
 //     `CSRF_HEADER_REQUIRED` (403: a signed-in change without `X-Clearance-CSRF: 1`),
-//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none)
+//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none),
+//     `CONSOLE_KEY_LIMIT_REACHED` (409: a session has been issued its 48 console keys)
 //   - provisional workspaces: `TOO_MANY_WORKSPACES` (429 with `Retry-After`: 3 starts an hour
 //     per source, 100 in all), `CLAIM_CODE_INVALID` (404: a claim code unknown, expired or
 //     spent by another account), `WORKSPACE_ALREADY_CLAIMED` (409: claimed once; nothing
@@ -10158,7 +10207,8 @@ type InternalError = Problem
 //     (409: an org opens at most 25 mapping sessions)
 //   - account sign-in: `SIGN_IN_REQUIRED` (401: no live account session cookie),
 //     `CSRF_HEADER_REQUIRED` (403: a signed-in change without `X-Clearance-CSRF: 1`),
-//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none)
+//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none),
+//     `CONSOLE_KEY_LIMIT_REACHED` (409: a session has been issued its 48 console keys)
 //   - provisional workspaces: `TOO_MANY_WORKSPACES` (429 with `Retry-After`: 3 starts an hour
 //     per source, 100 in all), `CLAIM_CODE_INVALID` (404: a claim code unknown, expired or
 //     spent by another account), `WORKSPACE_ALREADY_CLAIMED` (409: claimed once; nothing
@@ -10312,7 +10362,8 @@ type KeyBadRequest = Problem
 //     (409: an org opens at most 25 mapping sessions)
 //   - account sign-in: `SIGN_IN_REQUIRED` (401: no live account session cookie),
 //     `CSRF_HEADER_REQUIRED` (403: a signed-in change without `X-Clearance-CSRF: 1`),
-//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none)
+//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none),
+//     `CONSOLE_KEY_LIMIT_REACHED` (409: a session has been issued its 48 console keys)
 //   - provisional workspaces: `TOO_MANY_WORKSPACES` (429 with `Retry-After`: 3 starts an hour
 //     per source, 100 in all), `CLAIM_CODE_INVALID` (404: a claim code unknown, expired or
 //     spent by another account), `WORKSPACE_ALREADY_CLAIMED` (409: claimed once; nothing
@@ -10469,7 +10520,8 @@ type KeyListOK = KeyList
 //     (409: an org opens at most 25 mapping sessions)
 //   - account sign-in: `SIGN_IN_REQUIRED` (401: no live account session cookie),
 //     `CSRF_HEADER_REQUIRED` (403: a signed-in change without `X-Clearance-CSRF: 1`),
-//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none)
+//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none),
+//     `CONSOLE_KEY_LIMIT_REACHED` (409: a session has been issued its 48 console keys)
 //   - provisional workspaces: `TOO_MANY_WORKSPACES` (429 with `Retry-After`: 3 starts an hour
 //     per source, 100 in all), `CLAIM_CODE_INVALID` (404: a claim code unknown, expired or
 //     spent by another account), `WORKSPACE_ALREADY_CLAIMED` (409: claimed once; nothing
@@ -10632,7 +10684,8 @@ type KeyUnchanged = RegisteredKey
 //     (409: an org opens at most 25 mapping sessions)
 //   - account sign-in: `SIGN_IN_REQUIRED` (401: no live account session cookie),
 //     `CSRF_HEADER_REQUIRED` (403: a signed-in change without `X-Clearance-CSRF: 1`),
-//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none)
+//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none),
+//     `CONSOLE_KEY_LIMIT_REACHED` (409: a session has been issued its 48 console keys)
 //   - provisional workspaces: `TOO_MANY_WORKSPACES` (429 with `Retry-After`: 3 starts an hour
 //     per source, 100 in all), `CLAIM_CODE_INVALID` (404: a claim code unknown, expired or
 //     spent by another account), `WORKSPACE_ALREADY_CLAIMED` (409: claimed once; nothing
@@ -10786,7 +10839,8 @@ type LedgerBroken = Problem
 //     (409: an org opens at most 25 mapping sessions)
 //   - account sign-in: `SIGN_IN_REQUIRED` (401: no live account session cookie),
 //     `CSRF_HEADER_REQUIRED` (403: a signed-in change without `X-Clearance-CSRF: 1`),
-//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none)
+//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none),
+//     `CONSOLE_KEY_LIMIT_REACHED` (409: a session has been issued its 48 console keys)
 //   - provisional workspaces: `TOO_MANY_WORKSPACES` (429 with `Retry-After`: 3 starts an hour
 //     per source, 100 in all), `CLAIM_CODE_INVALID` (404: a claim code unknown, expired or
 //     spent by another account), `WORKSPACE_ALREADY_CLAIMED` (409: claimed once; nothing
@@ -10940,7 +10994,8 @@ type NotFound = Problem
 //     (409: an org opens at most 25 mapping sessions)
 //   - account sign-in: `SIGN_IN_REQUIRED` (401: no live account session cookie),
 //     `CSRF_HEADER_REQUIRED` (403: a signed-in change without `X-Clearance-CSRF: 1`),
-//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none)
+//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none),
+//     `CONSOLE_KEY_LIMIT_REACHED` (409: a session has been issued its 48 console keys)
 //   - provisional workspaces: `TOO_MANY_WORKSPACES` (429 with `Retry-After`: 3 starts an hour
 //     per source, 100 in all), `CLAIM_CODE_INVALID` (404: a claim code unknown, expired or
 //     spent by another account), `WORKSPACE_ALREADY_CLAIMED` (409: claimed once; nothing
@@ -11094,7 +11149,8 @@ type NotReproducible = Problem
 //     (409: an org opens at most 25 mapping sessions)
 //   - account sign-in: `SIGN_IN_REQUIRED` (401: no live account session cookie),
 //     `CSRF_HEADER_REQUIRED` (403: a signed-in change without `X-Clearance-CSRF: 1`),
-//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none)
+//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none),
+//     `CONSOLE_KEY_LIMIT_REACHED` (409: a session has been issued its 48 console keys)
 //   - provisional workspaces: `TOO_MANY_WORKSPACES` (429 with `Retry-After`: 3 starts an hour
 //     per source, 100 in all), `CLAIM_CODE_INVALID` (404: a claim code unknown, expired or
 //     spent by another account), `WORKSPACE_ALREADY_CLAIMED` (409: claimed once; nothing
@@ -11248,7 +11304,8 @@ type OrgNotFound = Problem
 //     (409: an org opens at most 25 mapping sessions)
 //   - account sign-in: `SIGN_IN_REQUIRED` (401: no live account session cookie),
 //     `CSRF_HEADER_REQUIRED` (403: a signed-in change without `X-Clearance-CSRF: 1`),
-//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none)
+//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none),
+//     `CONSOLE_KEY_LIMIT_REACHED` (409: a session has been issued its 48 console keys)
 //   - provisional workspaces: `TOO_MANY_WORKSPACES` (429 with `Retry-After`: 3 starts an hour
 //     per source, 100 in all), `CLAIM_CODE_INVALID` (404: a claim code unknown, expired or
 //     spent by another account), `WORKSPACE_ALREADY_CLAIMED` (409: claimed once; nothing
@@ -11405,7 +11462,8 @@ type PolicyActivationResponse = PolicyActivation
 //     (409: an org opens at most 25 mapping sessions)
 //   - account sign-in: `SIGN_IN_REQUIRED` (401: no live account session cookie),
 //     `CSRF_HEADER_REQUIRED` (403: a signed-in change without `X-Clearance-CSRF: 1`),
-//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none)
+//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none),
+//     `CONSOLE_KEY_LIMIT_REACHED` (409: a session has been issued its 48 console keys)
 //   - provisional workspaces: `TOO_MANY_WORKSPACES` (429 with `Retry-After`: 3 starts an hour
 //     per source, 100 in all), `CLAIM_CODE_INVALID` (404: a claim code unknown, expired or
 //     spent by another account), `WORKSPACE_ALREADY_CLAIMED` (409: claimed once; nothing
@@ -11565,7 +11623,8 @@ type PromotionOK = Promotion
 //     (409: an org opens at most 25 mapping sessions)
 //   - account sign-in: `SIGN_IN_REQUIRED` (401: no live account session cookie),
 //     `CSRF_HEADER_REQUIRED` (403: a signed-in change without `X-Clearance-CSRF: 1`),
-//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none)
+//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none),
+//     `CONSOLE_KEY_LIMIT_REACHED` (409: a session has been issued its 48 console keys)
 //   - provisional workspaces: `TOO_MANY_WORKSPACES` (429 with `Retry-After`: 3 starts an hour
 //     per source, 100 in all), `CLAIM_CODE_INVALID` (404: a claim code unknown, expired or
 //     spent by another account), `WORKSPACE_ALREADY_CLAIMED` (409: claimed once; nothing
@@ -11719,7 +11778,8 @@ type ReplayNotFound = Problem
 //     (409: an org opens at most 25 mapping sessions)
 //   - account sign-in: `SIGN_IN_REQUIRED` (401: no live account session cookie),
 //     `CSRF_HEADER_REQUIRED` (403: a signed-in change without `X-Clearance-CSRF: 1`),
-//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none)
+//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none),
+//     `CONSOLE_KEY_LIMIT_REACHED` (409: a session has been issued its 48 console keys)
 //   - provisional workspaces: `TOO_MANY_WORKSPACES` (429 with `Retry-After`: 3 starts an hour
 //     per source, 100 in all), `CLAIM_CODE_INVALID` (404: a claim code unknown, expired or
 //     spent by another account), `WORKSPACE_ALREADY_CLAIMED` (409: claimed once; nothing
@@ -11873,7 +11933,8 @@ type ServiceUnavailable = Problem
 //     (409: an org opens at most 25 mapping sessions)
 //   - account sign-in: `SIGN_IN_REQUIRED` (401: no live account session cookie),
 //     `CSRF_HEADER_REQUIRED` (403: a signed-in change without `X-Clearance-CSRF: 1`),
-//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none)
+//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none),
+//     `CONSOLE_KEY_LIMIT_REACHED` (409: a session has been issued its 48 console keys)
 //   - provisional workspaces: `TOO_MANY_WORKSPACES` (429 with `Retry-After`: 3 starts an hour
 //     per source, 100 in all), `CLAIM_CODE_INVALID` (404: a claim code unknown, expired or
 //     spent by another account), `WORKSPACE_ALREADY_CLAIMED` (409: claimed once; nothing
@@ -12027,7 +12088,8 @@ type ShareLinkInvalid = Problem
 //     (409: an org opens at most 25 mapping sessions)
 //   - account sign-in: `SIGN_IN_REQUIRED` (401: no live account session cookie),
 //     `CSRF_HEADER_REQUIRED` (403: a signed-in change without `X-Clearance-CSRF: 1`),
-//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none)
+//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none),
+//     `CONSOLE_KEY_LIMIT_REACHED` (409: a session has been issued its 48 console keys)
 //   - provisional workspaces: `TOO_MANY_WORKSPACES` (429 with `Retry-After`: 3 starts an hour
 //     per source, 100 in all), `CLAIM_CODE_INVALID` (404: a claim code unknown, expired or
 //     spent by another account), `WORKSPACE_ALREADY_CLAIMED` (409: claimed once; nothing
@@ -12181,7 +12243,8 @@ type ShareLinksUnavailable = Problem
 //     (409: an org opens at most 25 mapping sessions)
 //   - account sign-in: `SIGN_IN_REQUIRED` (401: no live account session cookie),
 //     `CSRF_HEADER_REQUIRED` (403: a signed-in change without `X-Clearance-CSRF: 1`),
-//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none)
+//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none),
+//     `CONSOLE_KEY_LIMIT_REACHED` (409: a session has been issued its 48 console keys)
 //   - provisional workspaces: `TOO_MANY_WORKSPACES` (429 with `Retry-After`: 3 starts an hour
 //     per source, 100 in all), `CLAIM_CODE_INVALID` (404: a claim code unknown, expired or
 //     spent by another account), `WORKSPACE_ALREADY_CLAIMED` (409: claimed once; nothing
@@ -12335,7 +12398,8 @@ type SignInRequired = Problem
 //     (409: an org opens at most 25 mapping sessions)
 //   - account sign-in: `SIGN_IN_REQUIRED` (401: no live account session cookie),
 //     `CSRF_HEADER_REQUIRED` (403: a signed-in change without `X-Clearance-CSRF: 1`),
-//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none)
+//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none),
+//     `CONSOLE_KEY_LIMIT_REACHED` (409: a session has been issued its 48 console keys)
 //   - provisional workspaces: `TOO_MANY_WORKSPACES` (429 with `Retry-After`: 3 starts an hour
 //     per source, 100 in all), `CLAIM_CODE_INVALID` (404: a claim code unknown, expired or
 //     spent by another account), `WORKSPACE_ALREADY_CLAIMED` (409: claimed once; nothing
@@ -12489,7 +12553,8 @@ type TooManyRequests = Problem
 //     (409: an org opens at most 25 mapping sessions)
 //   - account sign-in: `SIGN_IN_REQUIRED` (401: no live account session cookie),
 //     `CSRF_HEADER_REQUIRED` (403: a signed-in change without `X-Clearance-CSRF: 1`),
-//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none)
+//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none),
+//     `CONSOLE_KEY_LIMIT_REACHED` (409: a session has been issued its 48 console keys)
 //   - provisional workspaces: `TOO_MANY_WORKSPACES` (429 with `Retry-After`: 3 starts an hour
 //     per source, 100 in all), `CLAIM_CODE_INVALID` (404: a claim code unknown, expired or
 //     spent by another account), `WORKSPACE_ALREADY_CLAIMED` (409: claimed once; nothing
@@ -12655,7 +12720,8 @@ type UcpSigningKeyUnchanged = UcpSigningKey
 //     (409: an org opens at most 25 mapping sessions)
 //   - account sign-in: `SIGN_IN_REQUIRED` (401: no live account session cookie),
 //     `CSRF_HEADER_REQUIRED` (403: a signed-in change without `X-Clearance-CSRF: 1`),
-//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none)
+//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none),
+//     `CONSOLE_KEY_LIMIT_REACHED` (409: a session has been issued its 48 console keys)
 //   - provisional workspaces: `TOO_MANY_WORKSPACES` (429 with `Retry-After`: 3 starts an hour
 //     per source, 100 in all), `CLAIM_CODE_INVALID` (404: a claim code unknown, expired or
 //     spent by another account), `WORKSPACE_ALREADY_CLAIMED` (409: claimed once; nothing
@@ -12809,7 +12875,8 @@ type Unauthorized = Problem
 //     (409: an org opens at most 25 mapping sessions)
 //   - account sign-in: `SIGN_IN_REQUIRED` (401: no live account session cookie),
 //     `CSRF_HEADER_REQUIRED` (403: a signed-in change without `X-Clearance-CSRF: 1`),
-//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none)
+//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none),
+//     `CONSOLE_KEY_LIMIT_REACHED` (409: a session has been issued its 48 console keys)
 //   - provisional workspaces: `TOO_MANY_WORKSPACES` (429 with `Retry-After`: 3 starts an hour
 //     per source, 100 in all), `CLAIM_CODE_INVALID` (404: a claim code unknown, expired or
 //     spent by another account), `WORKSPACE_ALREADY_CLAIMED` (409: claimed once; nothing
@@ -12963,7 +13030,8 @@ type UnprocessableEntity = Problem
 //     (409: an org opens at most 25 mapping sessions)
 //   - account sign-in: `SIGN_IN_REQUIRED` (401: no live account session cookie),
 //     `CSRF_HEADER_REQUIRED` (403: a signed-in change without `X-Clearance-CSRF: 1`),
-//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none)
+//     `WORKSPACE_NOT_FOUND` (404: an org the signed-in account does not own, or none),
+//     `CONSOLE_KEY_LIMIT_REACHED` (409: a session has been issued its 48 console keys)
 //   - provisional workspaces: `TOO_MANY_WORKSPACES` (429 with `Retry-After`: 3 starts an hour
 //     per source, 100 in all), `CLAIM_CODE_INVALID` (404: a claim code unknown, expired or
 //     spent by another account), `WORKSPACE_ALREADY_CLAIMED` (409: claimed once; nothing
@@ -14367,6 +14435,20 @@ type ClaimWorkspaceParams struct {
 // ClaimWorkspaceParamsXClearanceCSRF defines parameters for ClaimWorkspace.
 type ClaimWorkspaceParamsXClearanceCSRF string
 
+// IssueConsoleKeyParams defines parameters for IssueConsoleKey.
+type IssueConsoleKeyParams struct {
+	// XClearanceCSRF Exactly `1`, on every signed-in request that changes anything: a cross-site form or simple
+	// cross-site request cannot send it. Missing or any other value: 403 `CSRF_HEADER_REQUIRED`
+	// (after the session is checked), and nothing changes.
+	XClearanceCSRF IssueConsoleKeyParamsXClearanceCSRF `json:"X-Clearance-CSRF"`
+
+	// XRequestId Echoed when sent once with at most 128 visible ASCII characters; otherwise a new id is generated (a bad one is never echoed).
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// IssueConsoleKeyParamsXClearanceCSRF defines parameters for IssueConsoleKey.
+type IssueConsoleKeyParamsXClearanceCSRF string
+
 // RevokeWorkspaceCredentialsParams defines parameters for RevokeWorkspaceCredentials.
 type RevokeWorkspaceCredentialsParams struct {
 	// XClearanceCSRF Exactly `1`, on every signed-in request that changes anything: a cross-site form or simple
@@ -14723,6 +14805,9 @@ type RegisterVerifyJSONRequestBody = RegisterVerifyRequest
 
 // ClaimWorkspaceJSONRequestBody defines body for ClaimWorkspace for application/json ContentType.
 type ClaimWorkspaceJSONRequestBody = ClaimWorkspaceRequest
+
+// IssueConsoleKeyJSONRequestBody defines body for IssueConsoleKey for application/json ContentType.
+type IssueConsoleKeyJSONRequestBody = ConsoleKeyRequest
 
 // RevokeWorkspaceCredentialsJSONRequestBody defines body for RevokeWorkspaceCredentials for application/json ContentType.
 type RevokeWorkspaceCredentialsJSONRequestBody = RevokeCredentialsRequest

@@ -1,10 +1,17 @@
 // The Clearance operator console. Plain JavaScript, no framework and no
-// build step; everything shown is read from this server's API with the
-// org key the operator signed in with, kept in sessionStorage only.
+// build step; everything shown is read from this server's API with an org
+// key kept in sessionStorage only: one the operator pasted, or a console
+// key the owner's account session was traded for (renewed while the
+// session lasts, revoked when it signs out).
 "use strict";
 
 (function () {
   const KEY_STORE = "clearance.console.key";
+  // ACCOUNT_STORE is the workspace (org id) of a console key issued to the
+  // account session, and LABEL_STORE what the header says about it.
+  const ACCOUNT_STORE = "clearance.console.workspace";
+  const LABEL_STORE = "clearance.console.label";
+  const CSRF = "X-Clearance-CSRF";
   // MESSAGE_STORE carries why the operator was signed out across the reload.
   const MESSAGE_STORE = "clearance.console.signout";
   const OUTCOMES = ["ALLOW", "ESCALATE", "REVIEW_REQUIRED", "BLOCK"];
@@ -20,6 +27,7 @@
 
   const $ = (id) => document.getElementById(id);
   let apiKey = sessionStorage.getItem(KEY_STORE) || "";
+  let workspace = sessionStorage.getItem(ACCOUNT_STORE) || "";
   // view is bumped on every navigation: answers for a view the operator
   // left are dropped, and retries for it stop.
   let view = 0;
@@ -55,16 +63,48 @@
     }
   }
 
-  // call sends one request with the operator's key. 401 signs out.
+  // call sends one request with the operator's key. A 401 renews a
+  // console key once (its hour may be over while the session lasts) and
+  // otherwise signs out.
   async function call(path, opts) {
-    const headers = Object.assign({ Accept: "application/json" }, (opts && opts.headers) || {});
-    if (!(opts && opts.anonymous)) headers.Authorization = "Bearer " + apiKey;
-    const res = await fetch(path, { method: (opts && opts.method) || "GET", headers, body: opts && opts.body, credentials: "omit", cache: "no-store" });
+    const send = () => {
+      const headers = Object.assign({ Accept: "application/json" }, (opts && opts.headers) || {});
+      if (!(opts && opts.anonymous)) headers.Authorization = "Bearer " + apiKey;
+      return fetch(path, { method: (opts && opts.method) || "GET", headers, body: opts && opts.body, credentials: "omit", cache: "no-store" });
+    };
+    let res = await send();
+    if (res.status === 401 && !(opts && opts.anonymous) && workspace && await renewConsoleKey()) res = await send();
     if (res.status === 401 && !(opts && opts.anonymous)) {
-      signOut("The server refused the key (401). Sign in again.");
+      signOut(workspace ? "Your session ended. Sign in again." : "The server refused the key (401). Sign in again.");
       throw new APIError(401, null);
     }
     return res;
+  }
+
+  // accountCall sends one request of the account routes: the session
+  // cookie rides along (same origin only) and a change carries the CSRF
+  // header. It answers the decoded body, or throws an APIError.
+  async function accountCall(method, path, body) {
+    const headers = { Accept: "application/json" };
+    if (method !== "GET") headers[CSRF] = "1";
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body),
+      credentials: "same-origin", cache: "no-store" });
+    const out = res.status === 204 ? null : await res.json().catch(() => null);
+    if (!res.ok) throw new APIError(res.status, out);
+    return out;
+  }
+
+  // renewing is the one renewal under way, shared by concurrent requests.
+  let renewing = null;
+  function renewConsoleKey() {
+    if (!renewing) {
+      const asked = apiKey;
+      renewing = accountCall("POST", "/v1/public/auth/workspaces/" + encodeURIComponent(workspace) + "/console-key")
+        .then((k) => { if (apiKey === asked) useKey(k.api_key); return true; }, () => false)
+        .finally(() => { renewing = null; });
+    }
+    return renewing;
   }
   async function getJSON(path) {
     const res = await call(path);
@@ -88,8 +128,7 @@
       $("apikey").focus();
       return;
     }
-    apiKey = key;
-    sessionStorage.setItem(KEY_STORE, key);
+    useKey(key);
     $("apikey").value = "";
     $("apikey").removeAttribute("aria-invalid");
     $("signin-error").textContent = "";
@@ -97,14 +136,122 @@
     if (location.hash === "" || location.hash === "#/signin") location.hash = "#/decisions"; else route();
   }
 
-  function signOut(message) {
+  function useKey(key) {
+    apiKey = key;
+    sessionStorage.setItem(KEY_STORE, key);
+  }
+
+  // signOut forgets the key; endSession (the Sign out button) also ends
+  // the account session, which revokes its console keys on the server.
+  async function signOut(message, endSession) {
     stopLive();
-    apiKey = "";
-    sessionStorage.removeItem(KEY_STORE);
+    if (endSession && workspace) {
+      try {
+        await accountCall("DELETE", "/v1/public/auth/session");
+      } catch (err) {
+        if (!(err instanceof APIError && err.status === 401)) {
+          message = "Signing out failed: " + describe(err) + ". Sign out again to revoke the console key.";
+          $("who-key").textContent = message;
+          return;
+        }
+      }
+    }
+    apiKey = workspace = "";
+    for (const k of [KEY_STORE, ACCOUNT_STORE, LABEL_STORE]) sessionStorage.removeItem(k);
     if (typeof message === "string" && message) sessionStorage.setItem(MESSAGE_STORE, message);
     // A fresh page keeps nothing of the org's data (rows, charts, a ledger
     // entry) for whoever uses the tab next.
     location.replace(location.pathname);
+  }
+
+  // ---- sign-in with an account -------------------------------------------
+
+  function accountStatus(text) { $("account-status").textContent = text; }
+
+  async function accountSubmit(ev) {
+    ev.preventDefault();
+    const email = $("account-email").value.trim();
+    if (!/^[^@\s]+@[^@\s]+$/.test(email)) {
+      accountStatus("Enter the e-mail address of your account.");
+      $("account-email").setAttribute("aria-invalid", "true");
+      $("account-email").focus();
+      return;
+    }
+    $("account-email").removeAttribute("aria-invalid");
+    try {
+      if ($("account-code-step").hidden) {
+        await accountCall("POST", "/v1/public/auth/login/start", { email });
+        $("account-code-step").hidden = false;
+        $("account-send").hidden = true;
+        $("account-email").readOnly = true;
+        accountStatus("");
+        $("account-code").focus();
+        return;
+      }
+      const code = $("account-code").value.trim();
+      if (!/^[0-9]{6}$/.test(code)) {
+        accountStatus("The code is the six digits of the e-mail.");
+        $("account-code").setAttribute("aria-invalid", "true");
+        $("account-code").focus();
+        return;
+      }
+      $("account-code").removeAttribute("aria-invalid");
+      const acct = await accountCall("POST", "/v1/public/auth/login/verify", { email, otp_code: code });
+      $("account-code").value = "";
+      showWorkspaces(acct);
+    } catch (err) {
+      accountStatus(describe(err));
+    }
+  }
+
+  // showWorkspaces offers the signed-in account's workspaces.
+  function showWorkspaces(acct) {
+    $("account-form").hidden = true;
+    $("workspace-form").hidden = false;
+    $("account-who").textContent = "Signed in as " + acct.email + ".";
+    const sel = clear($("account-workspace"));
+    for (const w of acct.workspaces || []) sel.append(el("option", { value: w.org_id }, w.name || w.org_id));
+    $("account-open").disabled = sel.options.length === 0;
+    accountStatus(sel.options.length === 0 ? "This account owns no workspace." : "");
+    sel.focus();
+  }
+
+  async function openWorkspace(ev) {
+    ev.preventDefault();
+    const sel = $("account-workspace");
+    const org = sel.value;
+    if (!org) return;
+    try {
+      const k = await accountCall("POST", "/v1/public/auth/workspaces/" + encodeURIComponent(org) + "/console-key");
+      workspace = org;
+      sessionStorage.setItem(ACCOUNT_STORE, org);
+      sessionStorage.setItem(LABEL_STORE, ($("account-who").textContent.replace(/^Signed in as |\.$/g, "")) + " · " + sel.selectedOptions[0].textContent);
+      useKey(k.api_key);
+      accountStatus("");
+      decisionsLoaded = activityLoaded = false;
+      if (location.hash === "" || location.hash === "#/signin") location.hash = "#/decisions"; else route();
+    } catch (err) {
+      accountStatus(describe(err));
+    }
+  }
+
+  // leaveAccount signs the account out from the sign-in page.
+  async function leaveAccount() {
+    try {
+      await accountCall("DELETE", "/v1/public/auth/session");
+    } catch (err) {
+      if (!(err instanceof APIError && err.status === 401)) { accountStatus(describe(err)); return; }
+    }
+    location.replace(location.pathname);
+  }
+
+  // probeSession shows the workspaces of an account signed in already.
+  async function probeSession() {
+    try {
+      showWorkspaces(await accountCall("GET", "/v1/public/auth/session"));
+    } catch (err) {
+      // 401: no session, the forms stay as they are.
+    }
   }
 
   // ---- views -----------------------------------------------------------
@@ -126,7 +273,8 @@
     const signedIn = name !== "signin";
     $("nav").hidden = !signedIn;
     $("who").hidden = !signedIn;
-    $("who-key").textContent = signedIn ? "Signed in with " + apiKey.slice(0, 12) + "…" : "";
+    $("who-key").textContent = !signedIn ? "" : workspace ? "Signed in as " + (sessionStorage.getItem(LABEL_STORE) || workspace)
+      : "Signed in with " + apiKey.slice(0, 12) + "…";
     for (const a of document.querySelectorAll("#nav a")) {
       if (a.dataset.view === v.nav) a.setAttribute("aria-current", "page"); else a.removeAttribute("aria-current");
     }
@@ -1096,7 +1244,10 @@
 
   document.addEventListener("DOMContentLoaded", () => {
     $("signin-form").addEventListener("submit", signIn);
-    $("signout").addEventListener("click", () => { location.hash = ""; signOut(""); });
+    $("signout").addEventListener("click", () => { location.hash = ""; signOut("", true); });
+    $("account-form").addEventListener("submit", accountSubmit);
+    $("workspace-form").addEventListener("submit", openWorkspace);
+    $("account-leave").addEventListener("click", leaveAccount);
     $("decision-filters").addEventListener("submit", (ev) => { ev.preventDefault(); view++; loadDecisions(); });
     $("activity-filters").addEventListener("submit", (ev) => { ev.preventDefault(); view++; loadActivity(); });
     $("escalations-refresh").addEventListener("click", () => { view++; loadEscalations(); });
@@ -1110,6 +1261,9 @@
     sessionStorage.removeItem(MESSAGE_STORE);
     if (why) $("signin-error").textContent = why;
     route();
-    if (!apiKey) $("apikey").focus();
+    if (!apiKey) {
+      $("account-email").focus();
+      probeSession();
+    }
   });
 })();

@@ -91,3 +91,39 @@ func ExampleService_Provision() {
 	// true [org:*]
 	// WORKSPACE_ALREADY_CLAIMED: the workspace was claimed already; its owner's key was shown then
 }
+
+// The operator console signs an owner in with their account: the session
+// is traded for a short-lived console key of one of its workspaces, an
+// ordinary bearer key, which signing out revokes.
+func ExampleService_IssueConsoleKey() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "onboarding-example-")
+	defer os.RemoveAll(dir)
+	backend, _ := pebblestore.Open("db", pebblestore.Options{FS: vfs.NewMem()})
+	defer backend.Close()
+	mailer, _ := clearance.NewMailer("", dir, "clearance@example.com", nil)
+	engine, _ := clearance.Open(backend, clearance.Options{Mailer: mailer,
+		SecretsKey: []byte("example-secrets-key-of-32-bytes!!")})
+	p, _ := engine.Onboarding.Provision(ctx, "203.0.113.7", []byte(`{"name":"Invoice agent"}`))
+
+	_, _ = engine.Onboarding.StartSignIn(ctx, []byte(`{"email":"ada@example.com"}`))
+	msgs, _ := mail.ReadMailbox(filepath.Join(dir, "mailbox"))
+	code := regexp.MustCompile(`code is ([0-9]{6})`).FindStringSubmatch(msgs[0].Text)[1]
+	in, _ := engine.Onboarding.VerifySignIn(ctx, fmt.Appendf(nil, `{"email":"ada@example.com","otp_code":%q}`, code))
+	session, _ := engine.Onboarding.Session(ctx, in.Secret)
+	_, _ = engine.Onboarding.Claim(ctx, session, fmt.Appendf(nil, `{"claim_code":%q}`, p.ClaimCode))
+
+	k, err := engine.Onboarding.IssueConsoleKey(ctx, session, p.OrgID)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	principal, _ := engine.Admin.Authenticate(ctx, k.Secret)
+	fmt.Println(principal.OrgID == p.OrgID, k.Scopes)
+	_ = engine.Onboarding.SignOut(ctx, session)
+	_, err = engine.Admin.Authenticate(ctx, k.Secret)
+	fmt.Println("after sign-out:", err)
+	// Output:
+	// true [decision:read policy:read audit:read decision:write]
+	// after sign-out: UNAUTHENTICATED: the credential expired or was revoked
+}

@@ -71,6 +71,9 @@ type accountSession struct {
 	CreatedAt  time.Time `json:"created_at"`
 	ExpiresAt  time.Time `json:"expires_at"`
 	EndedAt    time.Time `json:"ended_at,omitzero"` // signed out
+	// ConsoleKeys are the console keys issued to the session (console.go),
+	// revoked when it signs out.
+	ConsoleKeys []consoleKeyRef `json:"console_keys,omitempty"`
 }
 
 // AccountSession is a live session, as Session resolves it.
@@ -197,18 +200,30 @@ func (s *Service) Account(ctx context.Context, as AccountSession) (AccountView, 
 	return s.view(ctx, acc, as.ExpiresAt)
 }
 
-// SignOut ends the session.
+// SignOut ends the session and revokes its console keys: first those
+// issued so far, while the session lives (a failure leaves it to sign
+// out again), then any issued before it ended.
 func (s *Service) SignOut(ctx context.Context, as AccountSession) error {
+	var sess accountSession
+	if err := core.ReadCommitted(ctx, s.d.Store, AccountsOrgID, kindAccountSession, as.hash, &sess); err != nil {
+		return core.Translate("read account session", err)
+	}
+	if err := s.revokeConsoleKeys(ctx, as, sess.ConsoleKeys); err != nil {
+		return err
+	}
 	now := s.d.Now()
 	err := s.d.Store.Backend.Update(ctx, AccountsOrgID, func(tx store.Tx) error {
-		var sess accountSession
+		sess = accountSession{}
 		if err := core.ReadRecord(ctx, tx, kindAccountSession, as.hash, &sess); err != nil {
 			return err
 		}
 		sess.EndedAt = now
 		return core.WriteRecord(ctx, tx, kindAccountSession, as.hash, now, sess)
 	})
-	return core.Translate("sign out", err)
+	if err != nil {
+		return core.Translate("sign out", err)
+	}
+	return s.revokeConsoleKeys(ctx, as, sess.ConsoleKeys)
 }
 
 // RevokeCredentials revokes every credential of one of the session's

@@ -784,3 +784,108 @@ func TestConsoleReplayAndLiveDecisions(t *testing.T) {
 		t.Errorf("after turning it off: %q", got)
 	}
 }
+
+// TestConsoleAccountSignIn signs an owner in to the console with their
+// account in headless Chromium: the e-mail code (read from the SMTP
+// server in this process), the workspace chosen, the console key the
+// page trades the session for; the decisions shown equal the API's; an
+// expired console key is renewed by the page without asking; a reload
+// keeps the sign-in; Sign out ends the account session and revokes every
+// console key it was issued, and the page offers the e-mail form again.
+func TestConsoleAccountSignIn(t *testing.T) {
+	browsertest.Chromium(t) // skip before setting anything up
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	x := newSigninEnv(t)
+	const owner = "grace@console-browser.example"
+	ws := x.signUpNamed(owner, "Console <Browser> & Co")
+	decider, _ := x.platformKey(ws.orgID, "decision:write", "decision:read")
+	for range 3 {
+		x.do("POST", signinPathDecide, decider, signinDecision, nil).want(t, http.StatusOK)
+	}
+	x.advance(time.Minute) // the default window ends now, exclusive
+
+	c := openConsole(ctx, t, x.srv.URL)
+	c.waitFor("the account form", `document.activeElement.id === 'account-email' ? 'ok' : false`)
+	c.accessible("the sign-in view")
+	c.shot("console-signin.png")
+	c.do("ask for a code", chromedp.SendKeys(chromedp.CSS("#account-email"), owner), chromedp.Click(chromedp.CSS("#account-send")))
+	c.waitFor("the code step", `!document.getElementById('account-code-step').hidden && document.activeElement.id === 'account-code' ? 'ok' : false`)
+	c.do("a wrong code", chromedp.SendKeys(chromedp.CSS("#account-code"), "12345x"), chromedp.Click(chromedp.CSS("#account-verify")))
+	if got := c.eval(`document.getElementById('account-status').textContent`); got != "The code is the six digits of the e-mail." {
+		t.Errorf("a malformed code says %q", got)
+	}
+	c.eval(`document.getElementById('account-code').value = '', 'ok'`)
+	c.do("the code", chromedp.SendKeys(chromedp.CSS("#account-code"), x.mail.lastCode(t, owner)), chromedp.Click(chromedp.CSS("#account-verify")))
+	c.waitFor("the workspaces", `!document.getElementById('workspace-form').hidden ? 'ok' : false`)
+	if got := c.eval(`document.getElementById('account-who').textContent + '|' + Array.from(document.getElementById('account-workspace').options, o => o.value + '=' + o.textContent).join(',')`); got != "Signed in as "+owner+".|"+ws.orgID+"=Console <Browser> & Co" {
+		t.Fatalf("the workspaces offered: %q", got)
+	}
+	c.accessible("the workspace choice")
+	c.do("open the workspace", chromedp.Click(chromedp.CSS("#account-open")))
+	c.waitFor("the decisions", `!document.getElementById('view-decisions').hidden && document.getElementById('decisions-status').dataset.state === 'done' ? 'ok' : false`)
+	key := c.eval(`sessionStorage.getItem('clearance.console.key')`)
+	if !strings.HasPrefix(key, "clr_org_") || key == decider {
+		t.Fatalf("the page's key %q is not a console key", key)
+	}
+	if got := c.eval(`document.getElementById('who-key').textContent`); !strings.Contains(got, owner) || !strings.Contains(got, "Console <Browser> & Co") {
+		t.Errorf("the header says %q", got)
+	}
+	api := x.do("GET", "/v1/console/decisions", key, nil, nil).want(t, http.StatusOK)
+	want := []string{}
+	for _, d := range lookup(api.JSON, "decisions").([]any) {
+		want = append(want, d.(map[string]any)["dossier_id"].(string))
+	}
+	if got := c.eval(`Array.from(document.querySelectorAll('#decisions-rows tr'), r => r.dataset.dossierId).join(',')`); got != strings.Join(want, ",") || len(want) != 3 {
+		t.Fatalf("the decisions shown %q, the API's %q", got, want)
+	}
+	c.shot("console-account-decisions.png")
+
+	// An hour on the key is dead: the page renews it from the session and
+	// the refreshed list shows, without a sign-in.
+	x.advance(time.Hour + time.Minute)
+	x.do("GET", "/v1/console/decisions", key, nil, nil).want(t, http.StatusUnauthorized)
+	c.do("refresh", chromedp.Click(chromedp.CSS("#f-apply")))
+	c.waitFor("the renewed key", `sessionStorage.getItem('clearance.console.key') !== '`+key+`' && document.getElementById('decisions-status').dataset.state === 'done' ? 'ok' : false`)
+	renewed := c.eval(`sessionStorage.getItem('clearance.console.key')`)
+	x.do("GET", "/v1/console/decisions", renewed, nil, nil).want(t, http.StatusOK)
+	if _, err := chromedp.Run(c.tab, chromedp.NavigateResponse(x.srv.URL+"/console#/activity")); err != nil {
+		t.Fatal(err)
+	}
+	c.waitFor("the activity view after a reload", `!document.getElementById('view-activity').hidden ? 'ok' : false`)
+
+	// The session cookie is out of the page's reach (HttpOnly).
+	session := c.sessionCookie(x.srv.URL)
+	if session == "" || c.eval(`document.cookie`) != "" {
+		t.Fatalf("the browser's session cookie %q; the page reads %q", session, c.eval(`document.cookie`))
+	}
+
+	// Sign out: the session ends, its console keys are revoked.
+	c.do("sign out", chromedp.Click(chromedp.CSS("#signout")), chromedp.WaitVisible(chromedp.CSS("#account-email")))
+	c.waitFor("the e-mail form", `!document.getElementById('view-signin').hidden && !document.getElementById('account-form').hidden && `+
+		`document.getElementById('workspace-form').hidden && sessionStorage.length === 0 ? 'ok' : false`)
+	for _, k := range []string{key, renewed} {
+		x.do("GET", "/v1/console/decisions", k, nil, nil).want(t, http.StatusUnauthorized)
+	}
+	x.as(session, true, "POST", consoleKeyPath(ws.orgID), nil).wantProblem(t, http.StatusUnauthorized, "SIGN_IN_REQUIRED")
+	if left := c.sessionCookie(x.srv.URL); left != "" {
+		t.Errorf("the browser keeps the session cookie after sign-out")
+	}
+}
+
+// sessionCookie is the browser's account session cookie for url ("" for
+// none), read through the DevTools protocol.
+func (c *consoleTab) sessionCookie(url string) string {
+	c.t.Helper()
+	cookies, err := chromedp.Call(c.tab, network.GetCookies, network.GetCookiesParams{URLs: []string{url}})
+	if err != nil {
+		c.t.Fatalf("read the browser's cookies: %v", err)
+	}
+	for _, ck := range cookies.Cookies {
+		if ck.Name == signinCookie {
+			return ck.Value
+		}
+	}
+	return ""
+}

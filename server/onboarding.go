@@ -134,6 +134,20 @@ func (s *Server) revokeCredentials(c *call) error {
 	return c.writeJSON(http.StatusOK, out)
 }
 
+// issueConsoleKey issues the operator console's key for one of the
+// session's workspaces: the console then signs in with it as with any
+// org key (onboarding.IssueConsoleKey). The body is none or {}.
+func (s *Server) issueConsoleKey(c *call) error {
+	if err := c.noBody(); err != nil {
+		return err
+	}
+	out, err := s.engine.Onboarding.IssueConsoleKey(c.r.Context(), c.account, c.r.PathValue("orgId"))
+	if err != nil {
+		return err
+	}
+	return c.writeJSON(http.StatusCreated, out)
+}
+
 // sessionCookie is the name of r's session cookie, the one set and the
 // only one read, and whether it is Secure: CookieSessionSecure (Secure)
 // when r came over TLS or the public URL is https, and whenever the host

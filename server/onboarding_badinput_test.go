@@ -746,7 +746,43 @@ func (s *badSuite) signInSpecs(a signInArgs) map[string]routeSpec {
 		phase: phaseRevokes,
 		extra: revokeValues}
 
+	// console-key: the body is none or {}; a workspace of no account, of
+	// another account or of nothing is 404, as for revoke-credentials.
+	pathConsoleKey := func(id string) string { return "/v1/public/auth/workspaces/" + id + "/console-key" }
+	consoleKeyValues := func(q req) []badCase {
+		out := sessionCases(q, live)
+		add := func(cat, name, path, body string, headers map[string]string, status int, code string) {
+			c := s.variant(q, cat, name, body, code)
+			c.status = status
+			if path != "" {
+				c.path = path
+			}
+			for k, v := range headers {
+				c = c.with(k, v)
+			}
+			out = append(out, c)
+		}
+		for _, b := range []string{`{"scopes":["org:*"]}`, `{"org_id":` + lit(wsOrg) + `}`, `{"ttl_seconds":86400}`, `{"Scopes":[]}`} {
+			add(catUnknown, shorten(b), "", b, nil, http.StatusBadRequest, "UNKNOWN_MEMBER")
+		}
+		orgs := append([]struct{ name, id string }{{"org a, of no account", s.a.ID}, {"org b, of no account", s.b.ID},
+			{"another account's workspace", otherOrg}}, a.otherOrgs...)
+		for _, o := range orgs {
+			add(catForeign, o.name, pathConsoleKey(o.id), `{}`, nil, http.StatusNotFound, "WORKSPACE_NOT_FOUND")
+		}
+		add(catForeign, "another account's session on this workspace", "", `{}`, account(otherLive, true),
+			http.StatusNotFound, "WORKSPACE_NOT_FOUND")
+		add(catOrg, "an unknown org", pathConsoleKey(unknownID), `{}`, nil, http.StatusNotFound, "WORKSPACE_NOT_FOUND")
+		add(catOrg, "not a UUID", pathConsoleKey("not-a-uuid"), `{}`, nil, http.StatusNotFound, "WORKSPACE_NOT_FOUND")
+		add(catOrg, "the account's id", pathConsoleKey(view.str("account_id")), `{}`, nil, http.StatusNotFound,
+			"WORKSPACE_NOT_FOUND")
+		return out
+	}
+	consoleKey := routeSpec{params: map[string]string{"orgId": wsOrg}, paramCodes: []string{"WORKSPACE_NOT_FOUND"},
+		headers: account(live, true), body: `{}`, emptyOK: true, extra: consoleKeyValues}
+
 	return map[string]routeSpec{
+		"POST /v1/public/auth/workspaces/{orgId}/console-key":        consoleKey,
 		"POST /v1/public/auth/login/start":                           loginStart,
 		"POST /v1/public/auth/login/verify":                          loginVerify,
 		"GET /v1/public/auth/session":                                session,

@@ -194,6 +194,7 @@ func (s *Server) routes() []route {
 		{pattern: "GET /v1/public/auth/session", auth: authAccount, handle: (*Server).accountSession},
 		{pattern: "DELETE /v1/public/auth/session", auth: authAccount, handle: (*Server).signOut},
 		{pattern: "POST /v1/public/auth/workspaces/{orgId}/revoke-credentials", auth: authAccount, handle: (*Server).revokeCredentials},
+		{pattern: "POST /v1/public/auth/workspaces/{orgId}/console-key", auth: authAccount, handle: (*Server).issueConsoleKey},
 		// The zero-human lane: an agent starts a provisional workspace (SHADOW
 		// only, decision scopes, 72 h); a signed-in owner claims it.
 		{pattern: "POST /v1/public/workspaces/provisional", auth: authPublic, throttle: (*Server).throttleSignUp, handle: (*Server).provisionWorkspace},
