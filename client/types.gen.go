@@ -2014,6 +2014,7 @@ const (
 	ScopeAutomation       Scope = "automation"
 	ScopeDecisionRead     Scope = "decision:read"
 	ScopeDecisionWrite    Scope = "decision:write"
+	ScopeEscalationWrite  Scope = "escalation:write"
 	ScopeIntegrationWrite Scope = "integration:write"
 	ScopeOrg              Scope = "org:*"
 	ScopePolicyRead       Scope = "policy:read"
@@ -2032,6 +2033,8 @@ func (e Scope) Valid() bool {
 	case ScopeDecisionRead:
 		return true
 	case ScopeDecisionWrite:
+		return true
+	case ScopeEscalationWrite:
 		return true
 	case ScopeIntegrationWrite:
 		return true

@@ -63,19 +63,35 @@
     }
   }
 
-  // call sends one request with the operator's key. A 401 renews a
-  // console key once (its hour may be over while the session lasts) and
-  // otherwise signs out.
+  // call sends one request with the operator's key. A 401 on a console
+  // key (its hour may be over while the session lasts) renews it once and
+  // sends again; a request that raced a renewal just uses the new key. A
+  // renewal the session refuses signs out; one that fails otherwise (the
+  // server unavailable) is thrown to the view, signing nothing out.
   async function call(path, opts) {
-    const send = () => {
+    const anonymous = opts && opts.anonymous;
+    const send = (key) => {
       const headers = Object.assign({ Accept: "application/json" }, (opts && opts.headers) || {});
-      if (!(opts && opts.anonymous)) headers.Authorization = "Bearer " + apiKey;
+      if (!anonymous) headers.Authorization = "Bearer " + key;
       return fetch(path, { method: (opts && opts.method) || "GET", headers, body: opts && opts.body, credentials: "omit", cache: "no-store" });
     };
-    let res = await send();
-    if (res.status === 401 && !(opts && opts.anonymous) && workspace && await renewConsoleKey()) res = await send();
-    if (res.status === 401 && !(opts && opts.anonymous)) {
-      signOut(workspace ? "Your session ended. Sign in again." : "The server refused the key (401). Sign in again.");
+    let sent = apiKey;
+    let res = await send(sent);
+    if (res.status === 401 && !anonymous && workspace && !signingOut) {
+      if (apiKey === sent) {
+        const renewed = await renewConsoleKey();
+        if (renewed !== true) {
+          if (renewed.status === 401) signOut("Your session ended. Sign in again.", false, "account");
+          else if (renewed.status === 409) signOut(renewed.message, true, "account");
+          throw renewed;
+        }
+      }
+      sent = apiKey;
+      res = await send(sent);
+    }
+    if (res.status === 401 && !anonymous) {
+      if (workspace) signOut("The server refused the console key (401). Sign in again.", true, "account");
+      else signOut("The server refused the key (401). Sign in again.", false, "key");
       throw new APIError(401, null);
     }
     return res;
@@ -95,13 +111,16 @@
     return out;
   }
 
-  // renewing is the one renewal under way, shared by concurrent requests.
+  // renewing is the one renewal under way, shared by concurrent requests;
+  // it settles to true, or to the APIError that refused it (status 0: the
+  // server could not be reached).
   let renewing = null;
   function renewConsoleKey() {
     if (!renewing) {
       const asked = apiKey;
       renewing = accountCall("POST", "/v1/public/auth/workspaces/" + encodeURIComponent(workspace) + "/console-key")
-        .then((k) => { if (apiKey === asked) useKey(k.api_key); return true; }, () => false)
+        .then((k) => { if (apiKey === asked && !signingOut) useKey(k.api_key); return true; },
+          (err) => err instanceof APIError ? err : new APIError(0, { detail: "The server could not be reached: " + String(err && err.message || err) }))
         .finally(() => { renewing = null; });
     }
     return renewing;
@@ -141,24 +160,32 @@
     sessionStorage.setItem(KEY_STORE, key);
   }
 
-  // signOut forgets the key; endSession (the Sign out button) also ends
-  // the account session, which revokes its console keys on the server.
-  async function signOut(message, endSession) {
+  // signOut forgets the key and reloads the page; endSession (the Sign
+  // out button, a console key refused) first ends the account session,
+  // which revokes its console keys on the server. If that fails the page
+  // stays signed in and says so: signing out again finishes it. where
+  // ("account" or "key") is the form that shows message after the reload.
+  let signingOut = false;
+  async function signOut(message, endSession, where) {
+    if (signingOut) return;
+    signingOut = true;
     stopLive();
     if (endSession && workspace) {
       try {
         await accountCall("DELETE", "/v1/public/auth/session");
       } catch (err) {
         if (!(err instanceof APIError && err.status === 401)) {
-          message = "Signing out failed: " + describe(err) + ". Sign out again to revoke the console key.";
-          $("who-key").textContent = message;
+          signingOut = false;
+          const e = $("signout-error");
+          e.textContent = "Signing out failed: " + describe(err) + ". Sign out again to end the session and revoke its console key.";
+          e.focus();
           return;
         }
       }
     }
     apiKey = workspace = "";
     for (const k of [KEY_STORE, ACCOUNT_STORE, LABEL_STORE]) sessionStorage.removeItem(k);
-    if (typeof message === "string" && message) sessionStorage.setItem(MESSAGE_STORE, message);
+    if (typeof message === "string" && message) sessionStorage.setItem(MESSAGE_STORE, JSON.stringify({ text: message, where: where || "key" }));
     // A fresh page keeps nothing of the org's data (rows, charts, a ledger
     // entry) for whoever uses the tab next.
     location.replace(location.pathname);
@@ -205,7 +232,7 @@
   }
 
   // showWorkspaces offers the signed-in account's workspaces.
-  function showWorkspaces(acct) {
+  function showWorkspaces(acct, focus = true) {
     $("account-form").hidden = true;
     $("workspace-form").hidden = false;
     $("account-who").textContent = "Signed in as " + acct.email + ".";
@@ -213,7 +240,7 @@
     for (const w of acct.workspaces || []) sel.append(el("option", { value: w.org_id }, w.name || w.org_id));
     $("account-open").disabled = sel.options.length === 0;
     accountStatus(sel.options.length === 0 ? "This account owns no workspace." : "");
-    sel.focus();
+    if (focus) sel.focus();
   }
 
   async function openWorkspace(ev) {
@@ -245,13 +272,27 @@
     location.replace(location.pathname);
   }
 
-  // probeSession shows the workspaces of an account signed in already.
+  // probeSession shows the workspaces of an account signed in already,
+  // taking focus only if the operator is not typing elsewhere.
   async function probeSession() {
+    let acct;
     try {
-      showWorkspaces(await accountCall("GET", "/v1/public/auth/session"));
+      acct = await accountCall("GET", "/v1/public/auth/session");
     } catch (err) {
-      // 401: no session, the forms stay as they are.
+      return; // 401: no session, the forms stay as they are
     }
+    const a = document.activeElement;
+    showWorkspaces(acct, !a || a === document.body || a.id === "account-email" || a.id === "main");
+  }
+
+  // accountBack returns to the e-mail step: another address, or a new code.
+  function accountBack() {
+    $("account-code-step").hidden = true;
+    $("account-send").hidden = false;
+    $("account-email").readOnly = false;
+    $("account-code").value = "";
+    accountStatus("");
+    $("account-email").focus();
   }
 
   // ---- views -----------------------------------------------------------
@@ -745,7 +786,7 @@
       const res = await call("/v1/authority/escalations/" + encodeURIComponent(id), { method: "DELETE" });
       const body = await res.json().catch(() => null);
       if (res.status === 403) {
-        note.textContent = "This key may not cancel escalations: it needs decision:write.";
+        note.textContent = "This key may not cancel escalations: it needs decision:write or escalation:write.";
         row.dataset.cancel = "forbidden";
         button.disabled = false;
         return;
@@ -1244,7 +1285,8 @@
 
   document.addEventListener("DOMContentLoaded", () => {
     $("signin-form").addEventListener("submit", signIn);
-    $("signout").addEventListener("click", () => { location.hash = ""; signOut("", true); });
+    $("signout").addEventListener("click", () => signOut("", true));
+    $("account-back").addEventListener("click", accountBack);
     $("account-form").addEventListener("submit", accountSubmit);
     $("workspace-form").addEventListener("submit", openWorkspace);
     $("account-leave").addEventListener("click", leaveAccount);
@@ -1259,7 +1301,11 @@
     window.addEventListener("hashchange", () => { route(); $("main").focus({ preventScroll: true }); });
     const why = sessionStorage.getItem(MESSAGE_STORE);
     sessionStorage.removeItem(MESSAGE_STORE);
-    if (why) $("signin-error").textContent = why;
+    if (why) {
+      let m;
+      try { m = JSON.parse(why); } catch (err) { m = { text: why, where: "key" }; }
+      $(m.where === "account" ? "account-status" : "signin-error").textContent = String(m.text || "");
+    }
     route();
     if (!apiKey) {
       $("account-email").focus();

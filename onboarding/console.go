@@ -27,8 +27,9 @@ const (
 )
 
 // ConsoleScopes are a console key's scopes: reading decisions, policies
-// and the ledger, and decision:write for cancelling an escalation.
-var ConsoleScopes = []tenant.Scope{tenant.ScopeDecisionRead, tenant.ScopePolicyRead, tenant.ScopeAuditRead, tenant.ScopeDecisionWrite}
+// and the ledger, and cancelling an escalation (escalation:write, not
+// decision:write: a console key cannot decide, claim or finalize).
+var ConsoleScopes = []tenant.Scope{tenant.ScopeDecisionRead, tenant.ScopePolicyRead, tenant.ScopeAuditRead, tenant.ScopeEscalationWrite}
 
 // ConsoleKey is a console key as issued: its secret is shown only here.
 type ConsoleKey struct {
@@ -48,8 +49,8 @@ type consoleKeyRef struct {
 
 // IssueConsoleKey issues a console key for orgID, one of the session's
 // workspaces. The key is issued in the org's transaction, then recorded
-// in the session's; a session that ended (or reached MaxConsoleKeys) in
-// between gets its key revoked at once and the refusal.
+// in the session's; a session that began signing out (or reached
+// MaxConsoleKeys) in between gets its key revoked at once and the refusal.
 func (s *Service) IssueConsoleKey(ctx context.Context, as AccountSession, orgID string) (ConsoleKey, error) {
 	if err := s.Owns(ctx, as, orgID); err != nil {
 		return ConsoleKey{}, err
@@ -57,6 +58,9 @@ func (s *Service) IssueConsoleKey(ctx context.Context, as AccountSession, orgID 
 	var sess accountSession
 	if err := core.ReadCommitted(ctx, s.d.Store, AccountsOrgID, kindAccountSession, as.hash, &sess); err != nil {
 		return ConsoleKey{}, core.Translate("read account session", err)
+	}
+	if !sess.ClosingAt.IsZero() {
+		return ConsoleKey{}, errNoAccountSession()
 	}
 	if len(sess.ConsoleKeys) >= MaxConsoleKeys {
 		return ConsoleKey{}, errConsoleKeyLimit()
@@ -68,11 +72,24 @@ func (s *Service) IssueConsoleKey(ctx context.Context, as AccountSession, orgID 
 	}
 	var issued admin.IssuedKey
 	err := s.d.Store.Update(ctx, orgID, func(tx store.Tx) error {
+		// A session signed in before the org revoked every credential
+		// (the owner's answer to a leak) mints nothing more.
+		since, err := admin.RevokedSince(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if !since.IsZero() && !sess.CreatedAt.After(since) {
+			return errRevokedSince()
+		}
 		k, err := s.cfg.Admin.IssueKeyIn(ctx, tx, admin.KeySpec{OrgID: orgID, Kind: tenant.KindOrg,
 			Scopes: ConsoleScopes, ExpiresAt: expires})
 		issued = k
 		return err
 	})
+	if errors.Is(err, core.ErrNotFound) || core.IsNotFound(err) {
+		// An org the account lists but whose creation failed.
+		return ConsoleKey{}, errNoWorkspace()
+	}
 	if err != nil {
 		return ConsoleKey{}, core.Translate("issue console key", err)
 	}
@@ -82,7 +99,7 @@ func (s *Service) IssueConsoleKey(ctx context.Context, as AccountSession, orgID 
 		if err := core.ReadRecord(ctx, tx, kindAccountSession, as.hash, &sess); err != nil {
 			return err
 		}
-		if !sess.EndedAt.IsZero() || !s.d.Now().Before(sess.ExpiresAt) {
+		if !sess.EndedAt.IsZero() || !sess.ClosingAt.IsZero() || !s.d.Now().Before(sess.ExpiresAt) {
 			return errNoAccountSession()
 		}
 		if len(sess.ConsoleKeys) >= MaxConsoleKeys {
@@ -92,8 +109,9 @@ func (s *Service) IssueConsoleKey(ctx context.Context, as AccountSession, orgID 
 		return core.WriteRecord(ctx, tx, kindAccountSession, as.hash, now, sess)
 	})
 	if err != nil {
-		// Unrecorded, sign-out could not revoke it: it must not be used.
-		if rerr := s.cfg.Admin.RevokeCredential(ctx, orgID, ref.Hash, as.AccountID); rerr != nil {
+		// Unrecorded, sign-out could not revoke it: it must not be used,
+		// even if the caller went away meanwhile.
+		if rerr := s.cfg.Admin.RevokeCredential(context.WithoutCancel(ctx), orgID, ref.Hash, as.AccountID); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
 		return ConsoleKey{}, core.Translate("record console key", err)
@@ -111,6 +129,11 @@ func (s *Service) revokeConsoleKeys(ctx context.Context, as AccountSession, keys
 		}
 	}
 	return nil
+}
+
+func errRevokedSince() error {
+	return core.New(core.ErrUnauthenticated, CodeSignInRequired,
+		"the workspace revoked every credential after this session signed in: sign in again")
 }
 
 func errConsoleKeyLimit() error {

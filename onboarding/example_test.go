@@ -124,6 +124,6 @@ func ExampleService_IssueConsoleKey() {
 	_, err = engine.Admin.Authenticate(ctx, k.Secret)
 	fmt.Println("after sign-out:", err)
 	// Output:
-	// true [decision:read policy:read audit:read decision:write]
+	// true [decision:read policy:read audit:read escalation:write]
 	// after sign-out: UNAUTHENTICATED: the credential expired or was revoked
 }

@@ -74,6 +74,9 @@ type accountSession struct {
 	// ConsoleKeys are the console keys issued to the session (console.go),
 	// revoked when it signs out.
 	ConsoleKeys []consoleKeyRef `json:"console_keys,omitempty"`
+	// ClosingAt is when sign-out began: no console key is recorded from
+	// then on (SignOut).
+	ClosingAt time.Time `json:"closing_at,omitzero"`
 }
 
 // AccountSession is a live session, as Session resolves it.
@@ -200,30 +203,42 @@ func (s *Service) Account(ctx context.Context, as AccountSession) (AccountView, 
 	return s.view(ctx, acc, as.ExpiresAt)
 }
 
-// SignOut ends the session and revokes its console keys: first those
-// issued so far, while the session lives (a failure leaves it to sign
-// out again), then any issued before it ended.
+// SignOut ends the session and revokes its console keys, in three
+// steps: the session is marked closing (no console key is recorded in it
+// from then on, so its list is final), every key of the list is revoked,
+// and the session ends. A failure leaves the session live and closing:
+// signing out again finishes the job. The revocations run to the end
+// even if the caller goes away.
 func (s *Service) SignOut(ctx context.Context, as AccountSession) error {
-	var sess accountSession
-	if err := core.ReadCommitted(ctx, s.d.Store, AccountsOrgID, kindAccountSession, as.hash, &sess); err != nil {
-		return core.Translate("read account session", err)
-	}
-	if err := s.revokeConsoleKeys(ctx, as, sess.ConsoleKeys); err != nil {
-		return err
-	}
-	now := s.d.Now()
-	err := s.d.Store.Backend.Update(ctx, AccountsOrgID, func(tx store.Tx) error {
-		sess = accountSession{}
-		if err := core.ReadRecord(ctx, tx, kindAccountSession, as.hash, &sess); err != nil {
-			return err
+	ctx = context.WithoutCancel(ctx)
+	var keys []consoleKeyRef
+	err := s.updateSession(ctx, as, func(sess *accountSession, now time.Time) {
+		if sess.ClosingAt.IsZero() {
+			sess.ClosingAt = now
 		}
-		sess.EndedAt = now
-		return core.WriteRecord(ctx, tx, kindAccountSession, as.hash, now, sess)
+		keys = sess.ConsoleKeys
 	})
 	if err != nil {
 		return core.Translate("sign out", err)
 	}
-	return s.revokeConsoleKeys(ctx, as, sess.ConsoleKeys)
+	if err := s.revokeConsoleKeys(ctx, as, keys); err != nil {
+		return err
+	}
+	err = s.updateSession(ctx, as, func(sess *accountSession, now time.Time) { sess.EndedAt = now })
+	return core.Translate("sign out", err)
+}
+
+// updateSession changes the session's record with fn in a transaction.
+func (s *Service) updateSession(ctx context.Context, as AccountSession, fn func(*accountSession, time.Time)) error {
+	now := s.d.Now()
+	return s.d.Store.Backend.Update(ctx, AccountsOrgID, func(tx store.Tx) error {
+		var sess accountSession
+		if err := core.ReadRecord(ctx, tx, kindAccountSession, as.hash, &sess); err != nil {
+			return err
+		}
+		fn(&sess, now)
+		return core.WriteRecord(ctx, tx, kindAccountSession, as.hash, now, sess)
+	})
 }
 
 // RevokeCredentials revokes every credential of one of the session's

@@ -99,7 +99,8 @@ func readRouteTable(t *testing.T) []tableRoute {
 		"ScopePolicyWrite": tenant.ScopePolicyWrite, "ScopePolicyRead": tenant.ScopePolicyRead,
 		"ScopeAuditRead": tenant.ScopeAuditRead, "ScopeAuditWrite": tenant.ScopeAuditWrite,
 		"ScopeIntegrationWrite": tenant.ScopeIntegrationWrite, "ScopeAutomation": tenant.ScopeAutomation,
-		"ScopeOrgAll": tenant.ScopeOrgAll,
+		"ScopeEscalationWrite": tenant.ScopeEscalationWrite,
+		"ScopeOrgAll":          tenant.ScopeOrgAll,
 	}
 	sets := map[string][]tenant.Scope{} // package-level scope sets by name
 	for _, d := range f.Decls {

@@ -19,7 +19,7 @@ func consoleKeyPath(orgID string) string {
 }
 
 // consoleKeyScopes are the documented scopes of a console key.
-var consoleKeyScopes = []string{"decision:read", "policy:read", "audit:read", "decision:write"}
+var consoleKeyScopes = []string{"decision:read", "policy:read", "audit:read", "escalation:write"}
 
 // issueConsoleKey trades session for a console key of orgID and checks
 // the answer's shape.
@@ -79,10 +79,12 @@ func TestConsoleKeyFromAccountSession(t *testing.T) {
 		}
 	}
 	x.do("POST", "/v1/policies", key, map[string]any{}, nil).wantProblem(t, http.StatusForbidden, "INSUFFICIENT_SCOPE")
+	// It cannot decide (nor claim or finalize): escalation:write only cancels.
+	x.do("POST", signinPathDecide, key, signinDecision, nil).wantProblem(t, http.StatusForbidden, "INSUFFICIENT_SCOPE")
 	x.do("GET", "/v1/console/decisions", key, nil, nil).want(t, http.StatusOK)
 	// Another org's data stays out of reach: the key is of ws only.
 	theirKey, _ := x.platformKey(theirs.orgID, "decision:write")
-	x.do("POST", signinPathDecide, theirKey, signinDecision, nil)
+	x.do("POST", signinPathDecide, theirKey, signinDecision, nil).want(t, http.StatusOK)
 	if r := x.do("GET", "/v1/console/decisions", key, nil, nil).want(t, http.StatusOK); len(lookup(r.JSON, "decisions").([]any)) != 0 {
 		t.Fatalf("the console key of one workspace lists another's decisions: %s", r)
 	}
@@ -147,47 +149,56 @@ func TestConsoleKeyLimitAndRevocation(t *testing.T) {
 	if len(ids) < 49 {
 		t.Fatalf("the org-wide revocation revoked %d credentials, want at least the 49 console keys: %s", len(ids), r)
 	}
-	for _, k := range append(keys[:1], keys[47], fresh) {
+	for _, k := range []string{keys[0], keys[47], fresh} {
 		x.do("GET", "/v1/console/decisions", k, nil, nil).want(t, http.StatusUnauthorized)
 	}
+	// A session signed in before the revocation mints nothing more (the
+	// owner's answer to a leaked session is to revoke and sign in again).
+	x.as(sess2, true, "POST", consoleKeyPath(ws.orgID), nil).wantProblem(t, http.StatusUnauthorized, "SIGN_IN_REQUIRED")
+	x.advance(time.Second)
+	sess3 := x.signIn(owner).secret
+	x.issueConsoleKey(sess3, ws.orgID)
 }
 
-// TestConsoleKeySignOutRace: console keys issued while the session signs
-// out are all dead once sign-out has answered (or fail to issue): none
-// outlives the session. Run under -race.
+// TestConsoleKeySignOutRace: issuers keep asking for console keys while
+// the session signs out; every key issued (201) is dead once sign-out has
+// answered, whenever it was issued: none outlives the session. The sign-out
+// starts only once keys are being issued. Run under -race.
 func TestConsoleKeySignOutRace(t *testing.T) {
 	x := newSigninEnv(t)
 	const owner = "ida@console.example"
 	ws := x.signUpNamed(owner, "Race Co")
-	for round := range 3 {
+	total := 0
+	for round := range 4 {
 		sess := x.signIn(owner).secret
 		var (
 			wg     sync.WaitGroup
 			mu     sync.Mutex
 			issued []string
 		)
-		start := make(chan struct{})
-		for range 8 {
+		first := make(chan struct{})
+		var once sync.Once
+		for range 4 {
 			wg.Go(func() {
-				<-start
-				r := x.as(sess, true, "POST", consoleKeyPath(ws.orgID), nil)
-				switch r.Status {
-				case http.StatusCreated:
+				// Issue until the session refuses (at most its 48 keys).
+				for range 12 {
+					r := x.as(sess, true, "POST", consoleKeyPath(ws.orgID), nil)
+					if r.Status != http.StatusCreated {
+						if r.Status != http.StatusUnauthorized {
+							t.Errorf("round %d: a console key while signing out: %s", round, r)
+						}
+						once.Do(func() { close(first) })
+						return
+					}
 					mu.Lock()
 					issued = append(issued, r.str("api_key"))
 					mu.Unlock()
-				case http.StatusUnauthorized:
-				default:
-					t.Errorf("round %d: a console key while signing out: %s", round, r)
+					once.Do(func() { close(first) })
 				}
 			})
 		}
-		var out *result
-		wg.Go(func() {
-			<-start
-			out = x.as(sess, true, "DELETE", signinPathSession, nil)
-		})
-		close(start)
+		<-first
+		out := x.as(sess, true, "DELETE", signinPathSession, nil)
 		wg.Wait()
 		if out.Status != http.StatusNoContent {
 			t.Fatalf("round %d: sign-out: %s", round, out)
@@ -195,6 +206,10 @@ func TestConsoleKeySignOutRace(t *testing.T) {
 		for _, k := range issued {
 			x.do("GET", "/v1/console/decisions", k, nil, nil).want(t, http.StatusUnauthorized)
 		}
+		total += len(issued)
 		t.Logf("round %d: %d console keys issued around the sign-out, all revoked", round, len(issued))
+	}
+	if total == 0 {
+		t.Fatal("no console key was issued around a sign-out: the race was not run")
 	}
 }

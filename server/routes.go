@@ -11,12 +11,15 @@ var (
 	scopePolicyWrite   = []tenant.Scope{tenant.ScopePolicyWrite}
 	scopePolicyRead    = []tenant.Scope{tenant.ScopePolicyRead, tenant.ScopePolicyWrite}
 	// A dry run is for policy authors and for callers that may decide.
-	scopeDryRun        = []tenant.Scope{tenant.ScopePolicyRead, tenant.ScopePolicyWrite, tenant.ScopeDecisionWrite}
-	scopeAuditRead     = []tenant.Scope{tenant.ScopeAuditRead}
-	scopeAuditWrite    = []tenant.Scope{tenant.ScopeAuditWrite} // sealing the ledger now
-	scopeExecRead      = []tenant.Scope{tenant.ScopeDecisionWrite, tenant.ScopeDecisionRead}
-	scopeReconcileRead = []tenant.Scope{tenant.ScopeAuditRead, tenant.ScopeDecisionRead}
-	scopeReconcile     = []tenant.Scope{tenant.ScopeAuditWrite, tenant.ScopeDecisionWrite}
+	scopeDryRun     = []tenant.Scope{tenant.ScopePolicyRead, tenant.ScopePolicyWrite, tenant.ScopeDecisionWrite}
+	scopeAuditRead  = []tenant.Scope{tenant.ScopeAuditRead}
+	scopeAuditWrite = []tenant.Scope{tenant.ScopeAuditWrite} // sealing the ledger now
+	scopeExecRead   = []tenant.Scope{tenant.ScopeDecisionWrite, tenant.ScopeDecisionRead}
+	// Cancelling an escalation: whoever may decide, or a key that may only
+	// cancel (the operator console's).
+	scopeCancelEscalation = []tenant.Scope{tenant.ScopeDecisionWrite, tenant.ScopeEscalationWrite}
+	scopeReconcileRead    = []tenant.Scope{tenant.ScopeAuditRead, tenant.ScopeDecisionRead}
+	scopeReconcile        = []tenant.Scope{tenant.ScopeAuditWrite, tenant.ScopeDecisionWrite}
 	// Budgets are read by the agents that spend them, their auditors and
 	// the policy authors who set them.
 	scopeSpendRead   = []tenant.Scope{tenant.ScopeDecisionRead, tenant.ScopeDecisionWrite, tenant.ScopeAuditRead, tenant.ScopePolicyRead}
@@ -106,7 +109,7 @@ func (s *Server) routes() []route {
 		// Agent-safe execution: grant → claim → finalize.
 		{pattern: "POST /v1/authority/enforce-and-bind", auth: authKey, scopes: scopeDecisionWrite, handle: (*Server).enforceAndBind},
 		{pattern: "GET /v1/authority/escalations/{escalationId}", auth: authKey, scopes: scopeExecRead, handle: (*Server).escalationStatus},
-		{pattern: "DELETE /v1/authority/escalations/{escalationId}", auth: authKey, scopes: scopeDecisionWrite, handle: (*Server).cancelEscalation},
+		{pattern: "DELETE /v1/authority/escalations/{escalationId}", auth: authKey, scopes: scopeCancelEscalation, handle: (*Server).cancelEscalation},
 		// A service-to-service hint: it only makes Clearance ask the
 		// approval service now; it never authorizes anything by itself.
 		{pattern: "POST /v1/authority/presence-completions", auth: authKey, scopes: scopeDecisionWrite, handle: (*Server).presenceCompletion},

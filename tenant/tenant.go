@@ -42,6 +42,9 @@ const (
 	ScopeAuditRead        Scope = "audit:read"
 	ScopeAuditWrite       Scope = "audit:write"
 	ScopeIntegrationWrite Scope = "integration:write"
+	// ScopeEscalationWrite: cancelling a managed escalation, and nothing
+	// else decision:write allows (the operator console's key).
+	ScopeEscalationWrite Scope = "escalation:write"
 	// ScopeAutomation: the automation connector's routes (/v1/automation/…).
 	ScopeAutomation Scope = "automation"
 	ScopeOrgAll     Scope = "org:*"
@@ -49,7 +52,7 @@ const (
 
 // AllScopes lists every scope an org key may carry.
 var AllScopes = []Scope{ScopeDecisionWrite, ScopeDecisionRead, ScopePolicyWrite, ScopePolicyRead,
-	ScopeAuditRead, ScopeAuditWrite, ScopeIntegrationWrite, ScopeAutomation, ScopeOrgAll}
+	ScopeAuditRead, ScopeAuditWrite, ScopeIntegrationWrite, ScopeEscalationWrite, ScopeAutomation, ScopeOrgAll}
 
 // ParseScopes validates wire scope strings.
 func ParseScopes(in []string) ([]Scope, error) {

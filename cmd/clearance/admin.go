@@ -36,6 +36,7 @@ var scopeMeanings = map[tenant.Scope]string{
 	tenant.ScopeAuditRead:        "read the ledger, proofs and exports",
 	tenant.ScopeAuditWrite:       "seal checkpoints, overrides, share links, exports",
 	tenant.ScopeIntegrationWrite: "webhooks and signal connectors",
+	tenant.ScopeEscalationWrite:  "cancel managed escalations (and nothing else decision:write allows)",
 	tenant.ScopeAutomation:       "the automation connector's routes",
 	tenant.ScopeOrgAll:           "everything the org may do",
 }
