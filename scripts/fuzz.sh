@@ -1,15 +1,24 @@
 #!/usr/bin/env bash
-# scripts/fuzz.sh DURATION — run every Fuzz target of the module in turn for
-# DURATION each (a go test -fuzztime value: 20s, 5m, 1000x). Stops at the first
-# crasher and prints where its input was saved. No network (GOPROXY=off): the
-# module cache must already hold the dependencies.
+# scripts/fuzz.sh DURATION [FILTER] — run every Fuzz target of the module in
+# turn for DURATION each (a go test -fuzztime value: 20s, 5m, 1000x), or only
+# the targets whose "package Name" matches the extended regexp FILTER. Stops
+# at the first crasher and prints where its input was saved. No network
+# (GOPROXY=off): the module cache must already hold the dependencies.
+#
+# The corpus is kept: after each target, the inputs the fuzzer found
+# interesting (Go keeps them in $GOCACHE/fuzz) are copied into the
+# package's testdata/fuzz/<Name>/, where `go test` replays them as seeds and
+# the next run starts from them. Commit them. Set FUZZ_KEEP_CORPUS=0 to skip.
+# For a long run at low priority beside other work: nice -n 19 scripts/fuzz.sh 30m
 set -euo pipefail
 
-if [[ $# -ne 1 ]]; then
-	echo "usage: $0 DURATION   (e.g. 20s, 5m, 10000x)" >&2
+if [[ $# -lt 1 || $# -gt 2 ]]; then
+	echo "usage: $0 DURATION [FILTER]   (e.g. 20s, 5m, 10000x; FILTER: a regexp on \"package Name\")" >&2
 	exit 2
 fi
 duration=$1
+filter=${2:-}
+keep=${FUZZ_KEEP_CORPUS:-1}
 cd "$(dirname "$0")/.."
 export GOPROXY=off GOFLAGS="${GOFLAGS:-} -mod=readonly"
 
@@ -29,6 +38,13 @@ while read -r first pkg _; do
 	esac
 done <<<"$listing"
 
+if [[ -n $filter ]]; then
+	kept=()
+	for t in "${targets[@]}"; do
+		if [[ $t =~ $filter ]]; then kept+=("$t"); fi
+	done
+	targets=(${kept[@]+"${kept[@]}"})
+fi
 if [[ ${#targets[@]} -eq 0 ]]; then
 	echo "no Fuzz targets found" >&2
 	exit 1
@@ -36,6 +52,7 @@ fi
 echo "fuzz: ${#targets[@]} targets, $duration each"
 
 module=$(go list -m)
+cache=$(go env GOCACHE)/fuzz
 summary=()
 for t in "${targets[@]}"; do
 	pkg=${t% *}
@@ -60,10 +77,22 @@ for t in "${targets[@]}"; do
 		echo "$dir $name: coordinator deadline flake without a crasher, retrying" >&2
 	done
 	if [[ $ok == 1 ]]; then
+		added=0
+		if [[ $keep == 1 && -d $cache/$pkg/$name ]]; then
+			mkdir -p "$dir/testdata/fuzz/$name"
+			for f in "$cache/$pkg/$name"/*; do
+				[[ -e $f ]] || continue
+				if [[ ! -e $dir/testdata/fuzz/$name/$(basename "$f") ]]; then
+					cp "$f" "$dir/testdata/fuzz/$name/"
+					added=$((added + 1))
+				fi
+			done
+		fi
+		corpus=$(find "$dir/testdata/fuzz/$name" -type f 2>/dev/null | wc -l)
 		line=$(printf '%-45s %-22s ok    %4ds' "$dir" "$name" $((SECONDS - start)))
 		execs=$(grep -o 'execs: [0-9]*' "$log" | tail -1 || true)
-		summary+=("$line ${execs:-}")
-		echo "$line ${execs:-}"
+		summary+=("$line ${execs:-} corpus: $corpus (+$added)")
+		echo "$line ${execs:-} corpus: $corpus (+$added)"
 		rm -f "$log"
 	else
 		cat "$log"
