@@ -129,7 +129,7 @@ func TestPostgresFailover(t *testing.T) {
 		r.awaitAcks(t, *failoverAcks)
 		held := make([]*crashGrant, 0, failoverHeld)
 		for i := range failoverHeld {
-			g, ok := r.bind(i%2, i%len(orgs), fmt.Sprintf("held-%d-%d", round, i), time.Now())
+			g, ok := r.bind(i%2, i/2%len(orgs), fmt.Sprintf("held-%d-%d", round, i), time.Now())
 			if !ok {
 				t.Fatalf("round %d: binding a held grant failed while the pair was healthy: %v", round, r.foProblems())
 			}
@@ -181,7 +181,11 @@ func TestPostgresFailover(t *testing.T) {
 		}
 	}
 	stopLoad()
-	r.problems.fatal(t, "answers under load")
+	wrong := r.foProblems()
+	if len(wrong) > 0 { // reported, and the stored state checked all the same
+		slices.Sort(wrong)
+		t.Errorf("answers under load: %d wrong, first:\n%s", len(wrong), strings.Join(wrong[:min(len(wrong), 10)], "\n"))
+	}
 	if got, err := foRole(ctx, standby.port); err != nil || got != "down" {
 		t.Fatalf("the failed primary %s: %s %v, want down", standby, got, err)
 	}
@@ -196,10 +200,10 @@ func TestPostgresFailover(t *testing.T) {
 	crashCheck(t, pb, httpc, orgs, r.book)
 	book := r.book
 	t.Logf("failover figures: %d rounds in %v (checks %v); acknowledged %d decisions, %d grants, %d claims, %d finalizations (%d records before the first failover); "+
-		"answers %s; 503 codes %s; 0 lost, 0 double claims, 0 authorizing failures, %d replays refused",
+		"answers %s; 503 codes %s; %d wrong answers, 0 lost, 0 double claims, %d replays refused",
 		*failoverRounds, time.Since(start).Round(time.Millisecond), time.Since(checkStart).Round(time.Millisecond),
 		len(book.decisions), len(book.grants), book.claims, book.finals, ackedBefore,
-		foCounts(r.answers), foCounts(r.codes), book.refused)
+		foCounts(r.answers), foCounts(r.codes), len(wrong), book.refused)
 	for _, l := range lines {
 		t.Log(l)
 	}
