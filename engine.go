@@ -102,7 +102,10 @@ type Options struct {
 	PolicySourceRoots []string
 	// MaxClockSkew is how far ahead of the engine's clock a timestamp
 	// may be: a signed intent's issued_at (INTENT_NOT_YET_VALID) or a
-	// grant token's iat (GRANT_INVALID); 0 means DefaultMaxClockSkew.
+	// grant token's iat (GRANT_INVALID); and how far the engine's clock
+	// may be off the store's when it issues a grant (503 CLOCK_SKEW: the
+	// store judges the grant's expiry by its own clock); 0 means
+	// DefaultMaxClockSkew.
 	MaxClockSkew time.Duration
 	// IntentMaxAge is how old a signed intent's issued_at may be; 0 means
 	// DefaultIntentMaxAge.

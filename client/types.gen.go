@@ -5740,7 +5740,8 @@ type PresenceAuthorityCompletion struct {
 //   - execution intents (enforce-and-bind): `INTENT_MALFORMED`, `INTENT_NOT_CANONICAL`,
 //     `INTENT_SIGNATURE_INVALID`, `IDEMPOTENCY_KEY_NOT_INTENT_ID`, `INTENT_ID_ALREADY_BOUND`,
 //     `APPROVAL_EVIDENCE_UNVERIFIED`, `INTENT_STALE` and `INTENT_NOT_YET_VALID` (400: `issued_at`
-//     outside the freshness window)
+//     outside the freshness window), `CLOCK_SKEW` (503: the server's clock is more than
+//     `--max-clock-skew` off the store's, so no grant is issued)
 //   - execution grants (verify, claim, finalize): `GRANT_INVALID`, `GRANT_EXPIRED`,
 //     `GRANT_NOT_BOUND`, `GRANT_NOT_FOUND`, `BINDING_MISMATCH`, `DOSSIER_SIGNATURE_MISMATCH`,
 //     `STALE_AUTHORIZATION`, `GRANT_ALREADY_CLAIMED` (verify-token of a spent grant)
@@ -7323,7 +7324,8 @@ type VersionPath = string
 //   - execution intents (enforce-and-bind): `INTENT_MALFORMED`, `INTENT_NOT_CANONICAL`,
 //     `INTENT_SIGNATURE_INVALID`, `IDEMPOTENCY_KEY_NOT_INTENT_ID`, `INTENT_ID_ALREADY_BOUND`,
 //     `APPROVAL_EVIDENCE_UNVERIFIED`, `INTENT_STALE` and `INTENT_NOT_YET_VALID` (400: `issued_at`
-//     outside the freshness window)
+//     outside the freshness window), `CLOCK_SKEW` (503: the server's clock is more than
+//     `--max-clock-skew` off the store's, so no grant is issued)
 //   - execution grants (verify, claim, finalize): `GRANT_INVALID`, `GRANT_EXPIRED`,
 //     `GRANT_NOT_BOUND`, `GRANT_NOT_FOUND`, `BINDING_MISMATCH`, `DOSSIER_SIGNATURE_MISMATCH`,
 //     `STALE_AUTHORIZATION`, `GRANT_ALREADY_CLAIMED` (verify-token of a spent grant)
@@ -7478,7 +7480,8 @@ type AnalyticsOrgNotFound = Problem
 //   - execution intents (enforce-and-bind): `INTENT_MALFORMED`, `INTENT_NOT_CANONICAL`,
 //     `INTENT_SIGNATURE_INVALID`, `IDEMPOTENCY_KEY_NOT_INTENT_ID`, `INTENT_ID_ALREADY_BOUND`,
 //     `APPROVAL_EVIDENCE_UNVERIFIED`, `INTENT_STALE` and `INTENT_NOT_YET_VALID` (400: `issued_at`
-//     outside the freshness window)
+//     outside the freshness window), `CLOCK_SKEW` (503: the server's clock is more than
+//     `--max-clock-skew` off the store's, so no grant is issued)
 //   - execution grants (verify, claim, finalize): `GRANT_INVALID`, `GRANT_EXPIRED`,
 //     `GRANT_NOT_BOUND`, `GRANT_NOT_FOUND`, `BINDING_MISMATCH`, `DOSSIER_SIGNATURE_MISMATCH`,
 //     `STALE_AUTHORIZATION`, `GRANT_ALREADY_CLAIMED` (verify-token of a spent grant)
@@ -7633,7 +7636,8 @@ type AuditExportNotFound = Problem
 //   - execution intents (enforce-and-bind): `INTENT_MALFORMED`, `INTENT_NOT_CANONICAL`,
 //     `INTENT_SIGNATURE_INVALID`, `IDEMPOTENCY_KEY_NOT_INTENT_ID`, `INTENT_ID_ALREADY_BOUND`,
 //     `APPROVAL_EVIDENCE_UNVERIFIED`, `INTENT_STALE` and `INTENT_NOT_YET_VALID` (400: `issued_at`
-//     outside the freshness window)
+//     outside the freshness window), `CLOCK_SKEW` (503: the server's clock is more than
+//     `--max-clock-skew` off the store's, so no grant is issued)
 //   - execution grants (verify, claim, finalize): `GRANT_INVALID`, `GRANT_EXPIRED`,
 //     `GRANT_NOT_BOUND`, `GRANT_NOT_FOUND`, `BINDING_MISMATCH`, `DOSSIER_SIGNATURE_MISMATCH`,
 //     `STALE_AUTHORIZATION`, `GRANT_ALREADY_CLAIMED` (verify-token of a spent grant)
@@ -7800,7 +7804,8 @@ type BundleWithContent = BundleInfo
 //   - execution intents (enforce-and-bind): `INTENT_MALFORMED`, `INTENT_NOT_CANONICAL`,
 //     `INTENT_SIGNATURE_INVALID`, `IDEMPOTENCY_KEY_NOT_INTENT_ID`, `INTENT_ID_ALREADY_BOUND`,
 //     `APPROVAL_EVIDENCE_UNVERIFIED`, `INTENT_STALE` and `INTENT_NOT_YET_VALID` (400: `issued_at`
-//     outside the freshness window)
+//     outside the freshness window), `CLOCK_SKEW` (503: the server's clock is more than
+//     `--max-clock-skew` off the store's, so no grant is issued)
 //   - execution grants (verify, claim, finalize): `GRANT_INVALID`, `GRANT_EXPIRED`,
 //     `GRANT_NOT_BOUND`, `GRANT_NOT_FOUND`, `BINDING_MISMATCH`, `DOSSIER_SIGNATURE_MISMATCH`,
 //     `STALE_AUTHORIZATION`, `GRANT_ALREADY_CLAIMED` (verify-token of a spent grant)
@@ -7955,7 +7960,8 @@ type CandidateNotFound = Problem
 //   - execution intents (enforce-and-bind): `INTENT_MALFORMED`, `INTENT_NOT_CANONICAL`,
 //     `INTENT_SIGNATURE_INVALID`, `IDEMPOTENCY_KEY_NOT_INTENT_ID`, `INTENT_ID_ALREADY_BOUND`,
 //     `APPROVAL_EVIDENCE_UNVERIFIED`, `INTENT_STALE` and `INTENT_NOT_YET_VALID` (400: `issued_at`
-//     outside the freshness window)
+//     outside the freshness window), `CLOCK_SKEW` (503: the server's clock is more than
+//     `--max-clock-skew` off the store's, so no grant is issued)
 //   - execution grants (verify, claim, finalize): `GRANT_INVALID`, `GRANT_EXPIRED`,
 //     `GRANT_NOT_BOUND`, `GRANT_NOT_FOUND`, `BINDING_MISMATCH`, `DOSSIER_SIGNATURE_MISMATCH`,
 //     `STALE_AUTHORIZATION`, `GRANT_ALREADY_CLAIMED` (verify-token of a spent grant)
@@ -8115,7 +8121,8 @@ type ClaimConflictApplicationJSON = FailedClaim
 //   - execution intents (enforce-and-bind): `INTENT_MALFORMED`, `INTENT_NOT_CANONICAL`,
 //     `INTENT_SIGNATURE_INVALID`, `IDEMPOTENCY_KEY_NOT_INTENT_ID`, `INTENT_ID_ALREADY_BOUND`,
 //     `APPROVAL_EVIDENCE_UNVERIFIED`, `INTENT_STALE` and `INTENT_NOT_YET_VALID` (400: `issued_at`
-//     outside the freshness window)
+//     outside the freshness window), `CLOCK_SKEW` (503: the server's clock is more than
+//     `--max-clock-skew` off the store's, so no grant is issued)
 //   - execution grants (verify, claim, finalize): `GRANT_INVALID`, `GRANT_EXPIRED`,
 //     `GRANT_NOT_BOUND`, `GRANT_NOT_FOUND`, `BINDING_MISMATCH`, `DOSSIER_SIGNATURE_MISMATCH`,
 //     `STALE_AUTHORIZATION`, `GRANT_ALREADY_CLAIMED` (verify-token of a spent grant)
@@ -8278,7 +8285,8 @@ type ClaimUnavailableApplicationJSON = FailedClaim
 //   - execution intents (enforce-and-bind): `INTENT_MALFORMED`, `INTENT_NOT_CANONICAL`,
 //     `INTENT_SIGNATURE_INVALID`, `IDEMPOTENCY_KEY_NOT_INTENT_ID`, `INTENT_ID_ALREADY_BOUND`,
 //     `APPROVAL_EVIDENCE_UNVERIFIED`, `INTENT_STALE` and `INTENT_NOT_YET_VALID` (400: `issued_at`
-//     outside the freshness window)
+//     outside the freshness window), `CLOCK_SKEW` (503: the server's clock is more than
+//     `--max-clock-skew` off the store's, so no grant is issued)
 //   - execution grants (verify, claim, finalize): `GRANT_INVALID`, `GRANT_EXPIRED`,
 //     `GRANT_NOT_BOUND`, `GRANT_NOT_FOUND`, `BINDING_MISMATCH`, `DOSSIER_SIGNATURE_MISMATCH`,
 //     `STALE_AUTHORIZATION`, `GRANT_ALREADY_CLAIMED` (verify-token of a spent grant)
@@ -8433,7 +8441,8 @@ type ClaimUnavailableApplicationProblemPlusJSON = Problem
 //   - execution intents (enforce-and-bind): `INTENT_MALFORMED`, `INTENT_NOT_CANONICAL`,
 //     `INTENT_SIGNATURE_INVALID`, `IDEMPOTENCY_KEY_NOT_INTENT_ID`, `INTENT_ID_ALREADY_BOUND`,
 //     `APPROVAL_EVIDENCE_UNVERIFIED`, `INTENT_STALE` and `INTENT_NOT_YET_VALID` (400: `issued_at`
-//     outside the freshness window)
+//     outside the freshness window), `CLOCK_SKEW` (503: the server's clock is more than
+//     `--max-clock-skew` off the store's, so no grant is issued)
 //   - execution grants (verify, claim, finalize): `GRANT_INVALID`, `GRANT_EXPIRED`,
 //     `GRANT_NOT_BOUND`, `GRANT_NOT_FOUND`, `BINDING_MISMATCH`, `DOSSIER_SIGNATURE_MISMATCH`,
 //     `STALE_AUTHORIZATION`, `GRANT_ALREADY_CLAIMED` (verify-token of a spent grant)
@@ -8588,7 +8597,8 @@ type Conflict = Problem
 //   - execution intents (enforce-and-bind): `INTENT_MALFORMED`, `INTENT_NOT_CANONICAL`,
 //     `INTENT_SIGNATURE_INVALID`, `IDEMPOTENCY_KEY_NOT_INTENT_ID`, `INTENT_ID_ALREADY_BOUND`,
 //     `APPROVAL_EVIDENCE_UNVERIFIED`, `INTENT_STALE` and `INTENT_NOT_YET_VALID` (400: `issued_at`
-//     outside the freshness window)
+//     outside the freshness window), `CLOCK_SKEW` (503: the server's clock is more than
+//     `--max-clock-skew` off the store's, so no grant is issued)
 //   - execution grants (verify, claim, finalize): `GRANT_INVALID`, `GRANT_EXPIRED`,
 //     `GRANT_NOT_BOUND`, `GRANT_NOT_FOUND`, `BINDING_MISMATCH`, `DOSSIER_SIGNATURE_MISMATCH`,
 //     `STALE_AUTHORIZATION`, `GRANT_ALREADY_CLAIMED` (verify-token of a spent grant)
@@ -8750,7 +8760,8 @@ type DossierOK = Dossier
 //   - execution intents (enforce-and-bind): `INTENT_MALFORMED`, `INTENT_NOT_CANONICAL`,
 //     `INTENT_SIGNATURE_INVALID`, `IDEMPOTENCY_KEY_NOT_INTENT_ID`, `INTENT_ID_ALREADY_BOUND`,
 //     `APPROVAL_EVIDENCE_UNVERIFIED`, `INTENT_STALE` and `INTENT_NOT_YET_VALID` (400: `issued_at`
-//     outside the freshness window)
+//     outside the freshness window), `CLOCK_SKEW` (503: the server's clock is more than
+//     `--max-clock-skew` off the store's, so no grant is issued)
 //   - execution grants (verify, claim, finalize): `GRANT_INVALID`, `GRANT_EXPIRED`,
 //     `GRANT_NOT_BOUND`, `GRANT_NOT_FOUND`, `BINDING_MISMATCH`, `DOSSIER_SIGNATURE_MISMATCH`,
 //     `STALE_AUTHORIZATION`, `GRANT_ALREADY_CLAIMED` (verify-token of a spent grant)
@@ -8905,7 +8916,8 @@ type DraftConflict = Problem
 //   - execution intents (enforce-and-bind): `INTENT_MALFORMED`, `INTENT_NOT_CANONICAL`,
 //     `INTENT_SIGNATURE_INVALID`, `IDEMPOTENCY_KEY_NOT_INTENT_ID`, `INTENT_ID_ALREADY_BOUND`,
 //     `APPROVAL_EVIDENCE_UNVERIFIED`, `INTENT_STALE` and `INTENT_NOT_YET_VALID` (400: `issued_at`
-//     outside the freshness window)
+//     outside the freshness window), `CLOCK_SKEW` (503: the server's clock is more than
+//     `--max-clock-skew` off the store's, so no grant is issued)
 //   - execution grants (verify, claim, finalize): `GRANT_INVALID`, `GRANT_EXPIRED`,
 //     `GRANT_NOT_BOUND`, `GRANT_NOT_FOUND`, `BINDING_MISMATCH`, `DOSSIER_SIGNATURE_MISMATCH`,
 //     `STALE_AUTHORIZATION`, `GRANT_ALREADY_CLAIMED` (verify-token of a spent grant)
@@ -9063,7 +9075,8 @@ type DraftOK = Draft
 //   - execution intents (enforce-and-bind): `INTENT_MALFORMED`, `INTENT_NOT_CANONICAL`,
 //     `INTENT_SIGNATURE_INVALID`, `IDEMPOTENCY_KEY_NOT_INTENT_ID`, `INTENT_ID_ALREADY_BOUND`,
 //     `APPROVAL_EVIDENCE_UNVERIFIED`, `INTENT_STALE` and `INTENT_NOT_YET_VALID` (400: `issued_at`
-//     outside the freshness window)
+//     outside the freshness window), `CLOCK_SKEW` (503: the server's clock is more than
+//     `--max-clock-skew` off the store's, so no grant is issued)
 //   - execution grants (verify, claim, finalize): `GRANT_INVALID`, `GRANT_EXPIRED`,
 //     `GRANT_NOT_BOUND`, `GRANT_NOT_FOUND`, `BINDING_MISMATCH`, `DOSSIER_SIGNATURE_MISMATCH`,
 //     `STALE_AUTHORIZATION`, `GRANT_ALREADY_CLAIMED` (verify-token of a spent grant)
@@ -9218,7 +9231,8 @@ type EntryNotYetSealed = Problem
 //   - execution intents (enforce-and-bind): `INTENT_MALFORMED`, `INTENT_NOT_CANONICAL`,
 //     `INTENT_SIGNATURE_INVALID`, `IDEMPOTENCY_KEY_NOT_INTENT_ID`, `INTENT_ID_ALREADY_BOUND`,
 //     `APPROVAL_EVIDENCE_UNVERIFIED`, `INTENT_STALE` and `INTENT_NOT_YET_VALID` (400: `issued_at`
-//     outside the freshness window)
+//     outside the freshness window), `CLOCK_SKEW` (503: the server's clock is more than
+//     `--max-clock-skew` off the store's, so no grant is issued)
 //   - execution grants (verify, claim, finalize): `GRANT_INVALID`, `GRANT_EXPIRED`,
 //     `GRANT_NOT_BOUND`, `GRANT_NOT_FOUND`, `BINDING_MISMATCH`, `DOSSIER_SIGNATURE_MISMATCH`,
 //     `STALE_AUTHORIZATION`, `GRANT_ALREADY_CLAIMED` (verify-token of a spent grant)
@@ -9373,7 +9387,8 @@ type ExecutionBadRequest = Problem
 //   - execution intents (enforce-and-bind): `INTENT_MALFORMED`, `INTENT_NOT_CANONICAL`,
 //     `INTENT_SIGNATURE_INVALID`, `IDEMPOTENCY_KEY_NOT_INTENT_ID`, `INTENT_ID_ALREADY_BOUND`,
 //     `APPROVAL_EVIDENCE_UNVERIFIED`, `INTENT_STALE` and `INTENT_NOT_YET_VALID` (400: `issued_at`
-//     outside the freshness window)
+//     outside the freshness window), `CLOCK_SKEW` (503: the server's clock is more than
+//     `--max-clock-skew` off the store's, so no grant is issued)
 //   - execution grants (verify, claim, finalize): `GRANT_INVALID`, `GRANT_EXPIRED`,
 //     `GRANT_NOT_BOUND`, `GRANT_NOT_FOUND`, `BINDING_MISMATCH`, `DOSSIER_SIGNATURE_MISMATCH`,
 //     `STALE_AUTHORIZATION`, `GRANT_ALREADY_CLAIMED` (verify-token of a spent grant)
@@ -9528,7 +9543,8 @@ type ExecutionUnavailable = Problem
 //   - execution intents (enforce-and-bind): `INTENT_MALFORMED`, `INTENT_NOT_CANONICAL`,
 //     `INTENT_SIGNATURE_INVALID`, `IDEMPOTENCY_KEY_NOT_INTENT_ID`, `INTENT_ID_ALREADY_BOUND`,
 //     `APPROVAL_EVIDENCE_UNVERIFIED`, `INTENT_STALE` and `INTENT_NOT_YET_VALID` (400: `issued_at`
-//     outside the freshness window)
+//     outside the freshness window), `CLOCK_SKEW` (503: the server's clock is more than
+//     `--max-clock-skew` off the store's, so no grant is issued)
 //   - execution grants (verify, claim, finalize): `GRANT_INVALID`, `GRANT_EXPIRED`,
 //     `GRANT_NOT_BOUND`, `GRANT_NOT_FOUND`, `BINDING_MISMATCH`, `DOSSIER_SIGNATURE_MISMATCH`,
 //     `STALE_AUTHORIZATION`, `GRANT_ALREADY_CLAIMED` (verify-token of a spent grant)
@@ -9683,7 +9699,8 @@ type Forbidden = Problem
 //   - execution intents (enforce-and-bind): `INTENT_MALFORMED`, `INTENT_NOT_CANONICAL`,
 //     `INTENT_SIGNATURE_INVALID`, `IDEMPOTENCY_KEY_NOT_INTENT_ID`, `INTENT_ID_ALREADY_BOUND`,
 //     `APPROVAL_EVIDENCE_UNVERIFIED`, `INTENT_STALE` and `INTENT_NOT_YET_VALID` (400: `issued_at`
-//     outside the freshness window)
+//     outside the freshness window), `CLOCK_SKEW` (503: the server's clock is more than
+//     `--max-clock-skew` off the store's, so no grant is issued)
 //   - execution grants (verify, claim, finalize): `GRANT_INVALID`, `GRANT_EXPIRED`,
 //     `GRANT_NOT_BOUND`, `GRANT_NOT_FOUND`, `BINDING_MISMATCH`, `DOSSIER_SIGNATURE_MISMATCH`,
 //     `STALE_AUTHORIZATION`, `GRANT_ALREADY_CLAIMED` (verify-token of a spent grant)
@@ -9841,7 +9858,8 @@ type GateOK = GateEnvelope
 //   - execution intents (enforce-and-bind): `INTENT_MALFORMED`, `INTENT_NOT_CANONICAL`,
 //     `INTENT_SIGNATURE_INVALID`, `IDEMPOTENCY_KEY_NOT_INTENT_ID`, `INTENT_ID_ALREADY_BOUND`,
 //     `APPROVAL_EVIDENCE_UNVERIFIED`, `INTENT_STALE` and `INTENT_NOT_YET_VALID` (400: `issued_at`
-//     outside the freshness window)
+//     outside the freshness window), `CLOCK_SKEW` (503: the server's clock is more than
+//     `--max-clock-skew` off the store's, so no grant is issued)
 //   - execution grants (verify, claim, finalize): `GRANT_INVALID`, `GRANT_EXPIRED`,
 //     `GRANT_NOT_BOUND`, `GRANT_NOT_FOUND`, `BINDING_MISMATCH`, `DOSSIER_SIGNATURE_MISMATCH`,
 //     `STALE_AUTHORIZATION`, `GRANT_ALREADY_CLAIMED` (verify-token of a spent grant)
@@ -9996,7 +10014,8 @@ type IntegrationNotFound = Problem
 //   - execution intents (enforce-and-bind): `INTENT_MALFORMED`, `INTENT_NOT_CANONICAL`,
 //     `INTENT_SIGNATURE_INVALID`, `IDEMPOTENCY_KEY_NOT_INTENT_ID`, `INTENT_ID_ALREADY_BOUND`,
 //     `APPROVAL_EVIDENCE_UNVERIFIED`, `INTENT_STALE` and `INTENT_NOT_YET_VALID` (400: `issued_at`
-//     outside the freshness window)
+//     outside the freshness window), `CLOCK_SKEW` (503: the server's clock is more than
+//     `--max-clock-skew` off the store's, so no grant is issued)
 //   - execution grants (verify, claim, finalize): `GRANT_INVALID`, `GRANT_EXPIRED`,
 //     `GRANT_NOT_BOUND`, `GRANT_NOT_FOUND`, `BINDING_MISMATCH`, `DOSSIER_SIGNATURE_MISMATCH`,
 //     `STALE_AUTHORIZATION`, `GRANT_ALREADY_CLAIMED` (verify-token of a spent grant)
@@ -10151,7 +10170,8 @@ type InternalError = Problem
 //   - execution intents (enforce-and-bind): `INTENT_MALFORMED`, `INTENT_NOT_CANONICAL`,
 //     `INTENT_SIGNATURE_INVALID`, `IDEMPOTENCY_KEY_NOT_INTENT_ID`, `INTENT_ID_ALREADY_BOUND`,
 //     `APPROVAL_EVIDENCE_UNVERIFIED`, `INTENT_STALE` and `INTENT_NOT_YET_VALID` (400: `issued_at`
-//     outside the freshness window)
+//     outside the freshness window), `CLOCK_SKEW` (503: the server's clock is more than
+//     `--max-clock-skew` off the store's, so no grant is issued)
 //   - execution grants (verify, claim, finalize): `GRANT_INVALID`, `GRANT_EXPIRED`,
 //     `GRANT_NOT_BOUND`, `GRANT_NOT_FOUND`, `BINDING_MISMATCH`, `DOSSIER_SIGNATURE_MISMATCH`,
 //     `STALE_AUTHORIZATION`, `GRANT_ALREADY_CLAIMED` (verify-token of a spent grant)
@@ -10306,7 +10326,8 @@ type KeyBadRequest = Problem
 //   - execution intents (enforce-and-bind): `INTENT_MALFORMED`, `INTENT_NOT_CANONICAL`,
 //     `INTENT_SIGNATURE_INVALID`, `IDEMPOTENCY_KEY_NOT_INTENT_ID`, `INTENT_ID_ALREADY_BOUND`,
 //     `APPROVAL_EVIDENCE_UNVERIFIED`, `INTENT_STALE` and `INTENT_NOT_YET_VALID` (400: `issued_at`
-//     outside the freshness window)
+//     outside the freshness window), `CLOCK_SKEW` (503: the server's clock is more than
+//     `--max-clock-skew` off the store's, so no grant is issued)
 //   - execution grants (verify, claim, finalize): `GRANT_INVALID`, `GRANT_EXPIRED`,
 //     `GRANT_NOT_BOUND`, `GRANT_NOT_FOUND`, `BINDING_MISMATCH`, `DOSSIER_SIGNATURE_MISMATCH`,
 //     `STALE_AUTHORIZATION`, `GRANT_ALREADY_CLAIMED` (verify-token of a spent grant)
@@ -10464,7 +10485,8 @@ type KeyListOK = KeyList
 //   - execution intents (enforce-and-bind): `INTENT_MALFORMED`, `INTENT_NOT_CANONICAL`,
 //     `INTENT_SIGNATURE_INVALID`, `IDEMPOTENCY_KEY_NOT_INTENT_ID`, `INTENT_ID_ALREADY_BOUND`,
 //     `APPROVAL_EVIDENCE_UNVERIFIED`, `INTENT_STALE` and `INTENT_NOT_YET_VALID` (400: `issued_at`
-//     outside the freshness window)
+//     outside the freshness window), `CLOCK_SKEW` (503: the server's clock is more than
+//     `--max-clock-skew` off the store's, so no grant is issued)
 //   - execution grants (verify, claim, finalize): `GRANT_INVALID`, `GRANT_EXPIRED`,
 //     `GRANT_NOT_BOUND`, `GRANT_NOT_FOUND`, `BINDING_MISMATCH`, `DOSSIER_SIGNATURE_MISMATCH`,
 //     `STALE_AUTHORIZATION`, `GRANT_ALREADY_CLAIMED` (verify-token of a spent grant)
@@ -10628,7 +10650,8 @@ type KeyUnchanged = RegisteredKey
 //   - execution intents (enforce-and-bind): `INTENT_MALFORMED`, `INTENT_NOT_CANONICAL`,
 //     `INTENT_SIGNATURE_INVALID`, `IDEMPOTENCY_KEY_NOT_INTENT_ID`, `INTENT_ID_ALREADY_BOUND`,
 //     `APPROVAL_EVIDENCE_UNVERIFIED`, `INTENT_STALE` and `INTENT_NOT_YET_VALID` (400: `issued_at`
-//     outside the freshness window)
+//     outside the freshness window), `CLOCK_SKEW` (503: the server's clock is more than
+//     `--max-clock-skew` off the store's, so no grant is issued)
 //   - execution grants (verify, claim, finalize): `GRANT_INVALID`, `GRANT_EXPIRED`,
 //     `GRANT_NOT_BOUND`, `GRANT_NOT_FOUND`, `BINDING_MISMATCH`, `DOSSIER_SIGNATURE_MISMATCH`,
 //     `STALE_AUTHORIZATION`, `GRANT_ALREADY_CLAIMED` (verify-token of a spent grant)
@@ -10783,7 +10806,8 @@ type LedgerBroken = Problem
 //   - execution intents (enforce-and-bind): `INTENT_MALFORMED`, `INTENT_NOT_CANONICAL`,
 //     `INTENT_SIGNATURE_INVALID`, `IDEMPOTENCY_KEY_NOT_INTENT_ID`, `INTENT_ID_ALREADY_BOUND`,
 //     `APPROVAL_EVIDENCE_UNVERIFIED`, `INTENT_STALE` and `INTENT_NOT_YET_VALID` (400: `issued_at`
-//     outside the freshness window)
+//     outside the freshness window), `CLOCK_SKEW` (503: the server's clock is more than
+//     `--max-clock-skew` off the store's, so no grant is issued)
 //   - execution grants (verify, claim, finalize): `GRANT_INVALID`, `GRANT_EXPIRED`,
 //     `GRANT_NOT_BOUND`, `GRANT_NOT_FOUND`, `BINDING_MISMATCH`, `DOSSIER_SIGNATURE_MISMATCH`,
 //     `STALE_AUTHORIZATION`, `GRANT_ALREADY_CLAIMED` (verify-token of a spent grant)
@@ -10938,7 +10962,8 @@ type NotFound = Problem
 //   - execution intents (enforce-and-bind): `INTENT_MALFORMED`, `INTENT_NOT_CANONICAL`,
 //     `INTENT_SIGNATURE_INVALID`, `IDEMPOTENCY_KEY_NOT_INTENT_ID`, `INTENT_ID_ALREADY_BOUND`,
 //     `APPROVAL_EVIDENCE_UNVERIFIED`, `INTENT_STALE` and `INTENT_NOT_YET_VALID` (400: `issued_at`
-//     outside the freshness window)
+//     outside the freshness window), `CLOCK_SKEW` (503: the server's clock is more than
+//     `--max-clock-skew` off the store's, so no grant is issued)
 //   - execution grants (verify, claim, finalize): `GRANT_INVALID`, `GRANT_EXPIRED`,
 //     `GRANT_NOT_BOUND`, `GRANT_NOT_FOUND`, `BINDING_MISMATCH`, `DOSSIER_SIGNATURE_MISMATCH`,
 //     `STALE_AUTHORIZATION`, `GRANT_ALREADY_CLAIMED` (verify-token of a spent grant)
@@ -11093,7 +11118,8 @@ type NotReproducible = Problem
 //   - execution intents (enforce-and-bind): `INTENT_MALFORMED`, `INTENT_NOT_CANONICAL`,
 //     `INTENT_SIGNATURE_INVALID`, `IDEMPOTENCY_KEY_NOT_INTENT_ID`, `INTENT_ID_ALREADY_BOUND`,
 //     `APPROVAL_EVIDENCE_UNVERIFIED`, `INTENT_STALE` and `INTENT_NOT_YET_VALID` (400: `issued_at`
-//     outside the freshness window)
+//     outside the freshness window), `CLOCK_SKEW` (503: the server's clock is more than
+//     `--max-clock-skew` off the store's, so no grant is issued)
 //   - execution grants (verify, claim, finalize): `GRANT_INVALID`, `GRANT_EXPIRED`,
 //     `GRANT_NOT_BOUND`, `GRANT_NOT_FOUND`, `BINDING_MISMATCH`, `DOSSIER_SIGNATURE_MISMATCH`,
 //     `STALE_AUTHORIZATION`, `GRANT_ALREADY_CLAIMED` (verify-token of a spent grant)
@@ -11248,7 +11274,8 @@ type OrgNotFound = Problem
 //   - execution intents (enforce-and-bind): `INTENT_MALFORMED`, `INTENT_NOT_CANONICAL`,
 //     `INTENT_SIGNATURE_INVALID`, `IDEMPOTENCY_KEY_NOT_INTENT_ID`, `INTENT_ID_ALREADY_BOUND`,
 //     `APPROVAL_EVIDENCE_UNVERIFIED`, `INTENT_STALE` and `INTENT_NOT_YET_VALID` (400: `issued_at`
-//     outside the freshness window)
+//     outside the freshness window), `CLOCK_SKEW` (503: the server's clock is more than
+//     `--max-clock-skew` off the store's, so no grant is issued)
 //   - execution grants (verify, claim, finalize): `GRANT_INVALID`, `GRANT_EXPIRED`,
 //     `GRANT_NOT_BOUND`, `GRANT_NOT_FOUND`, `BINDING_MISMATCH`, `DOSSIER_SIGNATURE_MISMATCH`,
 //     `STALE_AUTHORIZATION`, `GRANT_ALREADY_CLAIMED` (verify-token of a spent grant)
@@ -11406,7 +11433,8 @@ type PolicyActivationResponse = PolicyActivation
 //   - execution intents (enforce-and-bind): `INTENT_MALFORMED`, `INTENT_NOT_CANONICAL`,
 //     `INTENT_SIGNATURE_INVALID`, `IDEMPOTENCY_KEY_NOT_INTENT_ID`, `INTENT_ID_ALREADY_BOUND`,
 //     `APPROVAL_EVIDENCE_UNVERIFIED`, `INTENT_STALE` and `INTENT_NOT_YET_VALID` (400: `issued_at`
-//     outside the freshness window)
+//     outside the freshness window), `CLOCK_SKEW` (503: the server's clock is more than
+//     `--max-clock-skew` off the store's, so no grant is issued)
 //   - execution grants (verify, claim, finalize): `GRANT_INVALID`, `GRANT_EXPIRED`,
 //     `GRANT_NOT_BOUND`, `GRANT_NOT_FOUND`, `BINDING_MISMATCH`, `DOSSIER_SIGNATURE_MISMATCH`,
 //     `STALE_AUTHORIZATION`, `GRANT_ALREADY_CLAIMED` (verify-token of a spent grant)
@@ -11567,7 +11595,8 @@ type PromotionOK = Promotion
 //   - execution intents (enforce-and-bind): `INTENT_MALFORMED`, `INTENT_NOT_CANONICAL`,
 //     `INTENT_SIGNATURE_INVALID`, `IDEMPOTENCY_KEY_NOT_INTENT_ID`, `INTENT_ID_ALREADY_BOUND`,
 //     `APPROVAL_EVIDENCE_UNVERIFIED`, `INTENT_STALE` and `INTENT_NOT_YET_VALID` (400: `issued_at`
-//     outside the freshness window)
+//     outside the freshness window), `CLOCK_SKEW` (503: the server's clock is more than
+//     `--max-clock-skew` off the store's, so no grant is issued)
 //   - execution grants (verify, claim, finalize): `GRANT_INVALID`, `GRANT_EXPIRED`,
 //     `GRANT_NOT_BOUND`, `GRANT_NOT_FOUND`, `BINDING_MISMATCH`, `DOSSIER_SIGNATURE_MISMATCH`,
 //     `STALE_AUTHORIZATION`, `GRANT_ALREADY_CLAIMED` (verify-token of a spent grant)
@@ -11722,7 +11751,8 @@ type ReplayNotFound = Problem
 //   - execution intents (enforce-and-bind): `INTENT_MALFORMED`, `INTENT_NOT_CANONICAL`,
 //     `INTENT_SIGNATURE_INVALID`, `IDEMPOTENCY_KEY_NOT_INTENT_ID`, `INTENT_ID_ALREADY_BOUND`,
 //     `APPROVAL_EVIDENCE_UNVERIFIED`, `INTENT_STALE` and `INTENT_NOT_YET_VALID` (400: `issued_at`
-//     outside the freshness window)
+//     outside the freshness window), `CLOCK_SKEW` (503: the server's clock is more than
+//     `--max-clock-skew` off the store's, so no grant is issued)
 //   - execution grants (verify, claim, finalize): `GRANT_INVALID`, `GRANT_EXPIRED`,
 //     `GRANT_NOT_BOUND`, `GRANT_NOT_FOUND`, `BINDING_MISMATCH`, `DOSSIER_SIGNATURE_MISMATCH`,
 //     `STALE_AUTHORIZATION`, `GRANT_ALREADY_CLAIMED` (verify-token of a spent grant)
@@ -11877,7 +11907,8 @@ type ServiceUnavailable = Problem
 //   - execution intents (enforce-and-bind): `INTENT_MALFORMED`, `INTENT_NOT_CANONICAL`,
 //     `INTENT_SIGNATURE_INVALID`, `IDEMPOTENCY_KEY_NOT_INTENT_ID`, `INTENT_ID_ALREADY_BOUND`,
 //     `APPROVAL_EVIDENCE_UNVERIFIED`, `INTENT_STALE` and `INTENT_NOT_YET_VALID` (400: `issued_at`
-//     outside the freshness window)
+//     outside the freshness window), `CLOCK_SKEW` (503: the server's clock is more than
+//     `--max-clock-skew` off the store's, so no grant is issued)
 //   - execution grants (verify, claim, finalize): `GRANT_INVALID`, `GRANT_EXPIRED`,
 //     `GRANT_NOT_BOUND`, `GRANT_NOT_FOUND`, `BINDING_MISMATCH`, `DOSSIER_SIGNATURE_MISMATCH`,
 //     `STALE_AUTHORIZATION`, `GRANT_ALREADY_CLAIMED` (verify-token of a spent grant)
@@ -12032,7 +12063,8 @@ type ShareLinkInvalid = Problem
 //   - execution intents (enforce-and-bind): `INTENT_MALFORMED`, `INTENT_NOT_CANONICAL`,
 //     `INTENT_SIGNATURE_INVALID`, `IDEMPOTENCY_KEY_NOT_INTENT_ID`, `INTENT_ID_ALREADY_BOUND`,
 //     `APPROVAL_EVIDENCE_UNVERIFIED`, `INTENT_STALE` and `INTENT_NOT_YET_VALID` (400: `issued_at`
-//     outside the freshness window)
+//     outside the freshness window), `CLOCK_SKEW` (503: the server's clock is more than
+//     `--max-clock-skew` off the store's, so no grant is issued)
 //   - execution grants (verify, claim, finalize): `GRANT_INVALID`, `GRANT_EXPIRED`,
 //     `GRANT_NOT_BOUND`, `GRANT_NOT_FOUND`, `BINDING_MISMATCH`, `DOSSIER_SIGNATURE_MISMATCH`,
 //     `STALE_AUTHORIZATION`, `GRANT_ALREADY_CLAIMED` (verify-token of a spent grant)
@@ -12187,7 +12219,8 @@ type ShareLinksUnavailable = Problem
 //   - execution intents (enforce-and-bind): `INTENT_MALFORMED`, `INTENT_NOT_CANONICAL`,
 //     `INTENT_SIGNATURE_INVALID`, `IDEMPOTENCY_KEY_NOT_INTENT_ID`, `INTENT_ID_ALREADY_BOUND`,
 //     `APPROVAL_EVIDENCE_UNVERIFIED`, `INTENT_STALE` and `INTENT_NOT_YET_VALID` (400: `issued_at`
-//     outside the freshness window)
+//     outside the freshness window), `CLOCK_SKEW` (503: the server's clock is more than
+//     `--max-clock-skew` off the store's, so no grant is issued)
 //   - execution grants (verify, claim, finalize): `GRANT_INVALID`, `GRANT_EXPIRED`,
 //     `GRANT_NOT_BOUND`, `GRANT_NOT_FOUND`, `BINDING_MISMATCH`, `DOSSIER_SIGNATURE_MISMATCH`,
 //     `STALE_AUTHORIZATION`, `GRANT_ALREADY_CLAIMED` (verify-token of a spent grant)
@@ -12342,7 +12375,8 @@ type SignInRequired = Problem
 //   - execution intents (enforce-and-bind): `INTENT_MALFORMED`, `INTENT_NOT_CANONICAL`,
 //     `INTENT_SIGNATURE_INVALID`, `IDEMPOTENCY_KEY_NOT_INTENT_ID`, `INTENT_ID_ALREADY_BOUND`,
 //     `APPROVAL_EVIDENCE_UNVERIFIED`, `INTENT_STALE` and `INTENT_NOT_YET_VALID` (400: `issued_at`
-//     outside the freshness window)
+//     outside the freshness window), `CLOCK_SKEW` (503: the server's clock is more than
+//     `--max-clock-skew` off the store's, so no grant is issued)
 //   - execution grants (verify, claim, finalize): `GRANT_INVALID`, `GRANT_EXPIRED`,
 //     `GRANT_NOT_BOUND`, `GRANT_NOT_FOUND`, `BINDING_MISMATCH`, `DOSSIER_SIGNATURE_MISMATCH`,
 //     `STALE_AUTHORIZATION`, `GRANT_ALREADY_CLAIMED` (verify-token of a spent grant)
@@ -12497,7 +12531,8 @@ type TooManyRequests = Problem
 //   - execution intents (enforce-and-bind): `INTENT_MALFORMED`, `INTENT_NOT_CANONICAL`,
 //     `INTENT_SIGNATURE_INVALID`, `IDEMPOTENCY_KEY_NOT_INTENT_ID`, `INTENT_ID_ALREADY_BOUND`,
 //     `APPROVAL_EVIDENCE_UNVERIFIED`, `INTENT_STALE` and `INTENT_NOT_YET_VALID` (400: `issued_at`
-//     outside the freshness window)
+//     outside the freshness window), `CLOCK_SKEW` (503: the server's clock is more than
+//     `--max-clock-skew` off the store's, so no grant is issued)
 //   - execution grants (verify, claim, finalize): `GRANT_INVALID`, `GRANT_EXPIRED`,
 //     `GRANT_NOT_BOUND`, `GRANT_NOT_FOUND`, `BINDING_MISMATCH`, `DOSSIER_SIGNATURE_MISMATCH`,
 //     `STALE_AUTHORIZATION`, `GRANT_ALREADY_CLAIMED` (verify-token of a spent grant)
@@ -12664,7 +12699,8 @@ type UcpSigningKeyUnchanged = UcpSigningKey
 //   - execution intents (enforce-and-bind): `INTENT_MALFORMED`, `INTENT_NOT_CANONICAL`,
 //     `INTENT_SIGNATURE_INVALID`, `IDEMPOTENCY_KEY_NOT_INTENT_ID`, `INTENT_ID_ALREADY_BOUND`,
 //     `APPROVAL_EVIDENCE_UNVERIFIED`, `INTENT_STALE` and `INTENT_NOT_YET_VALID` (400: `issued_at`
-//     outside the freshness window)
+//     outside the freshness window), `CLOCK_SKEW` (503: the server's clock is more than
+//     `--max-clock-skew` off the store's, so no grant is issued)
 //   - execution grants (verify, claim, finalize): `GRANT_INVALID`, `GRANT_EXPIRED`,
 //     `GRANT_NOT_BOUND`, `GRANT_NOT_FOUND`, `BINDING_MISMATCH`, `DOSSIER_SIGNATURE_MISMATCH`,
 //     `STALE_AUTHORIZATION`, `GRANT_ALREADY_CLAIMED` (verify-token of a spent grant)
@@ -12819,7 +12855,8 @@ type Unauthorized = Problem
 //   - execution intents (enforce-and-bind): `INTENT_MALFORMED`, `INTENT_NOT_CANONICAL`,
 //     `INTENT_SIGNATURE_INVALID`, `IDEMPOTENCY_KEY_NOT_INTENT_ID`, `INTENT_ID_ALREADY_BOUND`,
 //     `APPROVAL_EVIDENCE_UNVERIFIED`, `INTENT_STALE` and `INTENT_NOT_YET_VALID` (400: `issued_at`
-//     outside the freshness window)
+//     outside the freshness window), `CLOCK_SKEW` (503: the server's clock is more than
+//     `--max-clock-skew` off the store's, so no grant is issued)
 //   - execution grants (verify, claim, finalize): `GRANT_INVALID`, `GRANT_EXPIRED`,
 //     `GRANT_NOT_BOUND`, `GRANT_NOT_FOUND`, `BINDING_MISMATCH`, `DOSSIER_SIGNATURE_MISMATCH`,
 //     `STALE_AUTHORIZATION`, `GRANT_ALREADY_CLAIMED` (verify-token of a spent grant)
@@ -12974,7 +13011,8 @@ type UnprocessableEntity = Problem
 //   - execution intents (enforce-and-bind): `INTENT_MALFORMED`, `INTENT_NOT_CANONICAL`,
 //     `INTENT_SIGNATURE_INVALID`, `IDEMPOTENCY_KEY_NOT_INTENT_ID`, `INTENT_ID_ALREADY_BOUND`,
 //     `APPROVAL_EVIDENCE_UNVERIFIED`, `INTENT_STALE` and `INTENT_NOT_YET_VALID` (400: `issued_at`
-//     outside the freshness window)
+//     outside the freshness window), `CLOCK_SKEW` (503: the server's clock is more than
+//     `--max-clock-skew` off the store's, so no grant is issued)
 //   - execution grants (verify, claim, finalize): `GRANT_INVALID`, `GRANT_EXPIRED`,
 //     `GRANT_NOT_BOUND`, `GRANT_NOT_FOUND`, `BINDING_MISMATCH`, `DOSSIER_SIGNATURE_MISMATCH`,
 //     `STALE_AUTHORIZATION`, `GRANT_ALREADY_CLAIMED` (verify-token of a spent grant)

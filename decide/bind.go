@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/clearancehq/clearance/claim"
 	"github.com/clearancehq/clearance/dossier"
@@ -285,6 +286,9 @@ func (s *Service) bind(ctx context.Context, b *binding, conclude func(ctx contex
 		}
 		var sealedToken *dossier.Sealed
 		if b.authorize {
+			if err := s.checkIssueClock(tx, g.IssuedAt); err != nil {
+				return boundAnswer{}, err
+			}
 			if err := s.cfg.StillActive(ctx, tx, g.PolicyVersion); err != nil {
 				return boundAnswer{}, err
 			}
@@ -418,4 +422,23 @@ func (s *Service) recorded(ctx context.Context, dr *draft) (bool, error) {
 		return err
 	})
 	return found, err
+}
+
+// checkIssueClock refuses to issue a grant while the engine's clock, which
+// wrote the grant's iat and exp, is more than MaxClockSkew off the store's,
+// which judges its expiry at claim: an engine clock that jumped ahead would
+// lengthen the grant's life by the jump, one that jumped back would hand
+// out a grant already expired. The answer is 503 CLOCK_SKEW and nothing is
+// recorded; by the store's clock a grant issued lives GrantTTL, give or
+// take MaxClockSkew.
+func (s *Service) checkIssueClock(tx store.Tx, issuedAt time.Time) error {
+	now := tx.Now()
+	if now.IsZero() {
+		return errors.New("decide: the store's clock cannot be read")
+	}
+	if off := issuedAt.Sub(now); off > s.d.MaxClockSkew || off < -s.d.MaxClockSkew {
+		return core.New(core.ErrUnavailable, CodeClockSkew, "the server's clock is %s off the store's (at most %s is tolerated): "+
+			"no grant is issued until they agree", off.Round(time.Millisecond), s.d.MaxClockSkew)
+	}
+	return nil
 }

@@ -13,4 +13,7 @@ const (
 	CodeApprovalUnverified = "APPROVAL_EVIDENCE_UNVERIFIED"
 	CodeIntentStale        = "INTENT_STALE"
 	CodeIntentNotYetValid  = "INTENT_NOT_YET_VALID"
+	// CodeClockSkew: the engine's clock is more than MaxClockSkew off the
+	// store's, so no grant is issued (503).
+	CodeClockSkew = "CLOCK_SKEW"
 )

@@ -152,8 +152,8 @@ func checkDispatch(req DispatchRequest) (string, error) {
 }
 
 // dispatchGrant returns the id of the grant a dispatch names. A token is
-// verified like at finalization (signature, type, issuer; not its expiry:
-// the claim lease bounds a dispatch).
+// verified like at finalization (signature, type, issuer; not its
+// lifetime: the claim lease bounds a dispatch).
 func (s *Service) dispatchGrant(ctx context.Context, req DispatchRequest) (string, error) {
 	if req.ExecutionToken == "" {
 		if !core.ValidID(req.GrantID) {

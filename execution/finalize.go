@@ -63,6 +63,8 @@ func (r *FinalizeRefused) Unwrap() error { return r.Err }
 
 // Finalize records the outcome of a claimed grant's downstream attempt. A
 // grant that expired after its claim still finalizes while the lease holds.
+// The lease is the store's clock's to judge: the token's iat, nbf and exp
+// are not checked against the engine's clock, which may have jumped.
 func (s *Service) Finalize(ctx context.Context, req FinalizeRequest) (FinalizeResult, error) {
 	switch req.Outcome {
 	case claim.OutcomeCommitted, claim.OutcomeFailed, claim.OutcomeIndeterminate:

@@ -31,7 +31,10 @@ type tokenGrant struct {
 // token is verified in full. A verification failure is returned as the
 // grant package's error; a failed read of the stored grant is in lookupErr.
 // The token's claims are compared with the stored grant by grantOf.
-func (s *Service) checkToken(ctx context.Context, orgID, token string, ignoreExpiry bool) (tokenGrant, error) {
+// ignoreLifetime skips the checks against the engine's clock (iat, nbf,
+// exp): finalize and dispatch act under a claim lease, which the store's
+// clock judges, so an engine clock that jumped must not refuse them.
+func (s *Service) checkToken(ctx context.Context, orgID, token string, ignoreLifetime bool) (tokenGrant, error) {
 	keys, err := s.d.Keys.Current()
 	if err != nil {
 		return tokenGrant{}, err
@@ -48,7 +51,7 @@ func (s *Service) checkToken(ctx context.Context, orgID, token string, ignoreExp
 		return tg.recognized
 	}
 	tg.claims, err = grant.Verify(token, keys, grant.VerifyOptions{Now: s.d.Now(), Issuer: s.d.Issuer,
-		MaxFutureIssuedAt: s.d.MaxClockSkew, IgnoreExpiry: ignoreExpiry, Recognize: recognize})
+		MaxFutureIssuedAt: s.d.MaxClockSkew, IgnoreLifetime: ignoreLifetime, Recognize: recognize})
 	if err != nil {
 		return tokenGrant{}, err
 	}

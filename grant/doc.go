@@ -54,8 +54,10 @@
 // the wrong aud or iss, missing claims, or a lifetime that does not hold:
 // valid iff nbf <= now < exp in Unix seconds, with no leeway, and iat no
 // later than now plus the clock skew the verifier tolerates
-// (VerifyOptions.MaxFutureIssuedAt, none by default). Mint functions check
-// the same claims, so they never sign what Verify would refuse.
+// (VerifyOptions.MaxFutureIssuedAt, none by default; an issuer whose own
+// records judge a token's use may skip these checks, IgnoreLifetime). Mint
+// functions check the same claims, so they never sign what Verify would
+// refuse.
 //
 // Intents and receipts are verified with keys the org registered, looked up
 // by a function that returns an error wrapping ErrUnknownKey for an unknown

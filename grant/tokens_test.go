@@ -407,24 +407,28 @@ func TestLifetime(t *testing.T) {
 	tok := mustMint(t, k, c)
 	nbf, exp := time.Unix(c.NotBefore, 0), time.Unix(c.Expiry, 0)
 	cases := []struct {
-		name   string
-		now    time.Time
-		ignore bool
-		want   error
+		name     string
+		now      time.Time
+		ignore   bool
+		lifetime bool
+		want     error
 	}{
-		{"before nbf", nbf.Add(-time.Second), false, grant.ErrTokenNotYetValid},
-		{"just before nbf", nbf.Add(-time.Nanosecond), false, grant.ErrTokenNotYetValid},
-		{"at nbf", nbf, false, nil},
-		{"last second", exp.Add(-time.Second), false, nil},
-		{"last nanosecond", exp.Add(-time.Nanosecond), false, nil},
-		{"at exp", exp, false, grant.ErrTokenExpired},
-		{"after exp", exp.Add(time.Hour), false, grant.ErrTokenExpired},
-		{"at exp, expiry ignored", exp, true, nil},
-		{"before nbf, expiry ignored", nbf.Add(-time.Second), true, grant.ErrTokenNotYetValid},
+		{"before nbf", nbf.Add(-time.Second), false, false, grant.ErrTokenNotYetValid},
+		{"just before nbf", nbf.Add(-time.Nanosecond), false, false, grant.ErrTokenNotYetValid},
+		{"at nbf", nbf, false, false, nil},
+		{"last second", exp.Add(-time.Second), false, false, nil},
+		{"last nanosecond", exp.Add(-time.Nanosecond), false, false, nil},
+		{"at exp", exp, false, false, grant.ErrTokenExpired},
+		{"after exp", exp.Add(time.Hour), false, false, grant.ErrTokenExpired},
+		{"at exp, expiry ignored", exp, true, false, nil},
+		{"before nbf, expiry ignored", nbf.Add(-time.Second), true, false, grant.ErrTokenNotYetValid},
+		{"before nbf, lifetime ignored", nbf.Add(-time.Hour), false, true, nil},
+		{"after exp, lifetime ignored", exp.Add(time.Hour), false, true, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := grant.Verify(tok, ring, grant.VerifyOptions{Now: tc.now, Issuer: testIssuer, IgnoreExpiry: tc.ignore})
+			_, err := grant.Verify(tok, ring, grant.VerifyOptions{Now: tc.now, Issuer: testIssuer, IgnoreExpiry: tc.ignore,
+				IgnoreLifetime: tc.lifetime})
 			if tc.want == nil {
 				if err != nil {
 					t.Fatal(err)

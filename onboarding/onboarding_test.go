@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,6 +31,21 @@ type harness struct {
 	mailbox string
 	mu      sync.Mutex
 	now     time.Time
+	// mailDown makes every send fail, as a mail server that is down.
+	mailDown atomic.Bool
+}
+
+// switchedMailer is the harness's mailbox, failing while the mail is down.
+type switchedMailer struct {
+	mail.Mailer
+	down *atomic.Bool
+}
+
+func (m switchedMailer) Send(ctx context.Context, msg mail.Message) error {
+	if m.down.Load() {
+		return errors.New("mail: smtp: connection refused")
+	}
+	return m.Mailer.Send(ctx, msg)
 }
 
 func newHarness(t *testing.T) *harness {
@@ -45,7 +61,7 @@ func newHarness(t *testing.T) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.engine, err = clearance.Open(backend, clearance.Options{Now: clock, Mailer: mb,
+	h.engine, err = clearance.Open(backend, clearance.Options{Now: clock, Mailer: switchedMailer{mb, &h.mailDown},
 		SecretsKey: []byte("onboarding-unit-test-secrets-key-32!")})
 	if err != nil {
 		t.Fatal(err)
@@ -489,4 +505,32 @@ func TestSignInCodesApart(t *testing.T) {
 	}
 	_, err = h.engine.Onboarding.VerifySignIn(ctx, fmt.Appendf(nil, `{"email":%q,"otp_code":%q}`, addr, code))
 	wantCode(t, "the sign-in code again", err, onboarding.CodeOTPInvalid)
+}
+
+// A send whose mail fails changes nothing: the code mailed before still
+// verifies, and the failed sends count toward no limit.
+func TestFailedSendChangesNothing(t *testing.T) {
+	h := newHarness(t)
+	if _, err := h.start("ada@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	code := h.lastCode("ada@example.com")
+	h.mailDown.Store(true)
+	limit := h.engine.Onboarding.Settings().MaxSends
+	for i := range limit + 1 {
+		_, err := h.start("ada@example.com")
+		wantCode(t, fmt.Sprintf("send %d while the mail is down", i+1), err, onboarding.CodeMailUnavailable)
+		_, err = h.start("grace@example.com")
+		wantCode(t, fmt.Sprintf("a new address's send %d while the mail is down", i+1), err, onboarding.CodeMailUnavailable)
+	}
+	h.mailDown.Store(false)
+	if _, err := h.verify("ada@example.com", code); err != nil {
+		t.Fatalf("the code mailed before the outage: %v", err)
+	}
+	if _, err := h.start("grace@example.com"); err != nil {
+		t.Fatalf("a send after the outage: %v", err)
+	}
+	if _, err := h.verify("grace@example.com", h.lastCode("grace@example.com")); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/clearancehq/clearance/admin"
+	"github.com/clearancehq/clearance/artifact"
 	"github.com/clearancehq/clearance/internal/core"
 	imail "github.com/clearancehq/clearance/internal/mail"
 	"github.com/clearancehq/clearance/internal/strictjson"
@@ -331,13 +332,25 @@ func (s *Service) sendCode(ctx context.Context, kind, email string, c challenge,
 		return Started{}, core.Unavailable("code generation", err)
 	}
 	key, now := addressKey(email), s.d.Now()
+	var (
+		prev artifact.Record // the record this send replaces, to put back if the mail fails
+		had  bool
+		mac  = macOf(s, kind, code, key)
+	)
 	err = s.d.Store.Backend.Update(ctx, AccountsOrgID, func(tx store.Tx) error {
+		had = false
 		// A locked address is sent nothing: no code would verify.
 		if err := s.checkLocked(ctx, tx, key, now); err != nil {
 			return err
 		}
 		var old challenge
-		if err := core.ReadRecord(ctx, tx, kind, key, &old); err != nil && !core.IsNotFound(err) {
+		switch rec, err := tx.ArtifactInTx(ctx, kind, key); {
+		case err == nil:
+			if err := json.Unmarshal(rec.Body, &old); err != nil {
+				return fmt.Errorf("onboarding: stored code of %s does not decode: %w", key, err)
+			}
+			prev, had = rec, true
+		case !core.IsNotFound(err):
 			return err
 		}
 		recent := []time.Time{}
@@ -352,7 +365,7 @@ func (s *Service) sendCode(ctx context.Context, kind, email string, c challenge,
 				RetryAfter: recent[0].Add(s.cfg.SendWindow).Sub(now)}
 		}
 		next := c
-		next.CodeMAC, next.ExpiresAt, next.Attempts, next.Sends = macOf(s, kind, code, key), now.Add(s.cfg.CodeTTL), 0, append(recent, now)
+		next.CodeMAC, next.ExpiresAt, next.Attempts, next.Sends = mac, now.Add(s.cfg.CodeTTL), 0, append(recent, now)
 		return core.WriteRecord(ctx, tx, kind, key, now, next)
 	})
 	if err != nil {
@@ -361,10 +374,46 @@ func (s *Service) sendCode(ctx context.Context, kind, email string, c challenge,
 	minutes := int(s.cfg.CodeTTL / time.Minute)
 	if err := s.cfg.Mailer.Send(ctx, imail.Message{To: email, Subject: subject, Text: text(code, minutes)}); err != nil {
 		s.d.Logger.Warn("code not sent", "error", err)
+		s.unsend(ctx, kind, key, mac, prev, had)
 		return Started{}, core.New(core.ErrUnavailable, CodeMailUnavailable, "the code could not be sent; try again later")
 	}
 	return Started{Status: "code_sent", ExpiresInSeconds: int(s.cfg.CodeTTL / time.Second)}, nil
 }
+
+// unsend undoes a send whose mail failed: the record it replaced is put
+// back (or, when there was none, its record deleted), so that a code never
+// mailed neither replaces one that was, nor counts toward the address's
+// sends. Only the record of this send (mac) is undone: a later send's is
+// left alone. Should the store fail too, the unsent code stays stored,
+// which authorizes nothing: nobody knows it.
+func (s *Service) unsend(ctx context.Context, kind, key, mac string, prev artifact.Record, had bool) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unsendTimeout)
+	defer cancel()
+	err := s.d.Store.Backend.Update(ctx, AccountsOrgID, func(tx store.Tx) error {
+		var cur challenge
+		switch err := core.ReadRecord(ctx, tx, kind, key, &cur); {
+		case core.IsNotFound(err):
+			return nil
+		case err != nil:
+			return err
+		}
+		if cur.CodeMAC != mac {
+			return nil
+		}
+		if had {
+			return tx.PutArtifact(ctx, prev)
+		}
+		_, err := tx.DeleteArtifact(ctx, kind, key)
+		return err
+	})
+	if err != nil {
+		s.d.Logger.Warn("a code that was not sent stays stored", "error", err)
+	}
+}
+
+// unsendTimeout bounds the undoing of a failed send, which runs even when
+// the caller has gone.
+const unsendTimeout = 10 * time.Second
 
 // spendCode checks code against the pending code of kind for the address
 // key, in one transaction of AccountsOrgID: a wrong try is counted (and

@@ -81,6 +81,14 @@ type execEnv struct {
 	// secretsKey seals the secrets the engine keeps (nil: none), set by
 	// the setup of newExecEnvWith.
 	secretsKey []byte
+	// engineClock, storeClock and dbClock separate the engine's clock from
+	// the store's (clock_e2e_test.go), set by the setup of newExecEnvWith:
+	// engineClock is the engine's (nil: now); storeClock the store's (nil:
+	// the engine's); dbClock gives the store its own clock instead
+	// (PostgreSQL's database clock, Pebble's time.Now).
+	engineClock func() time.Time
+	storeClock  func() time.Time
+	dbClock     bool
 }
 
 // testSeed is a deterministic 32-byte Ed25519 seed.
@@ -144,7 +152,23 @@ func newExecEnvWith(t testing.TB, bundle string, setup func(x *execEnv)) *execEn
 	return x
 }
 
-func (x *execEnv) clock() time.Time { return time.Unix(0, x.now.Load()).UTC() }
+func (x *execEnv) clock() time.Time {
+	if x.engineClock != nil {
+		return x.engineClock().UTC()
+	}
+	return time.Unix(0, x.now.Load()).UTC()
+}
+
+// storeClockFunc is the clock x's stores judge leases by (nil: their own).
+func (x *execEnv) storeClockFunc() func() time.Time {
+	switch {
+	case x.dbClock:
+		return nil
+	case x.storeClock != nil:
+		return x.storeClock
+	}
+	return x.clock
+}
 
 // advance moves the one clock of engine, store and server.
 func (x *execEnv) advance(d time.Duration) { x.now.Add(int64(d)) }
@@ -153,7 +177,7 @@ func (x *execEnv) advance(d time.Duration) { x.now.Add(int64(d)) }
 func (x *execEnv) open(ring *grant.KeyRing) {
 	t := x.t
 	t.Helper()
-	st := openBackend(t, x.dbDir, x.clock)
+	st := openBackend(t, x.dbDir, x.storeClockFunc())
 	eng, err := clearance.Open(st, x.engineOptions(ring))
 	if err != nil {
 		t.Fatalf("open engine: %v", err)
@@ -187,7 +211,7 @@ func (x *execEnv) peer() *env {
 	p := &env{t: x.t, dbDir: x.dbDir, opts: x.opts, platform: x.platform}
 	st := x.store
 	if onPostgres(x.t) {
-		st = openBackend(x.t, x.dbDir, x.clock)
+		st = openBackend(x.t, x.dbDir, x.storeClockFunc())
 		p.store = st // closed by p.stop
 	}
 	eng, err := clearance.Open(st, x.engineOptions(x.ring))

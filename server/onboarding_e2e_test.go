@@ -70,6 +70,9 @@ type smtpRecorder struct {
 	addr   string
 	srv    *smtp.Server
 	served chan struct{}
+	// fail, when set, is the SMTP error every DATA is answered with (the
+	// message is not recorded): a mail server that is up but refuses.
+	fail atomic.Pointer[smtp.SMTPError]
 
 	mu   sync.Mutex
 	msgs []smtpMessage
@@ -122,6 +125,9 @@ func (s *smtpRecSession) Data(r io.Reader) error {
 	b, err := io.ReadAll(r)
 	if err != nil {
 		return err
+	}
+	if e := s.rec.fail.Load(); e != nil {
+		return e
 	}
 	s.rec.mu.Lock()
 	s.rec.msgs = append(s.rec.msgs, smtpMessage{from: s.from, rcpts: append([]string(nil), s.rcpts...), data: b})

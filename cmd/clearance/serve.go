@@ -112,7 +112,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	grantTTL := fs.Duration("grant-ttl", clearance.DefaultGrantTTL, "execution grant lifetime")
 	claimLease := fs.Duration("claim-lease", clearance.DefaultClaimLease, "claim lease")
 	intentMaxAge := fs.Duration("intent-max-age", clearance.DefaultIntentMaxAge, "oldest issued_at of a signed intent that enforce-and-bind accepts")
-	maxClockSkew := fs.Duration("max-clock-skew", clearance.DefaultMaxClockSkew, "how far ahead of the server's clock a signed intent's issued_at or a grant token's iat may be")
+	maxClockSkew := fs.Duration("max-clock-skew", clearance.DefaultMaxClockSkew, "how far ahead of the server's clock a signed intent's issued_at or a grant token's iat may be, and how far the server's clock may be off the store's when it issues a grant")
 	maxJSONMembers := fs.Int("max-json-members", clearance.DefaultMaxJSONMembers, "most members of one JSON object in a request (bodies, signed intents)")
 	maxJSONElements := fs.Int("max-json-elements", clearance.DefaultMaxJSONElements, "most elements of one JSON array in a request")
 	shareFile := fs.String("share-secret-file", env("CLEARANCE_SHARE_SECRET_FILE", ""), "dossier share-link secret file (0600, at least 32 characters); empty means "+shareSecretFile+" in the data directory, created on first start (env CLEARANCE_SHARE_SECRET_FILE)")
