@@ -21,9 +21,11 @@
 //     refusal); live connections go on as in Pass. With Reset it makes the
 //     target unreachable.
 //
-// Reset closes every live connection with an RST on both sides
-// (SetLinger(0)), as a server that died or a middlebox that dropped its
-// state would: the target sees its client vanish mid-conversation.
+// Reset closes every live connection, and any still being set up, with an
+// RST on both sides (SetLinger(0)), as a server that died or a middlebox
+// that dropped its state would: the target sees its client vanish
+// mid-conversation. Set(Refuse) then Reset leaves no connection that
+// passes.
 //
 // Cut loses one side of a request. Each connection's client-to-server
 // bytes are read by a Matcher (Options.Match; PostgresCommit finds

@@ -83,6 +83,7 @@ type Proxy struct {
 	delay   time.Duration
 	changed chan struct{} // closed and replaced on every change of mode or delay
 	links   map[*link]struct{}
+	resets  int // Resets so far: a connection accepted before one is reset too
 	armed   int // requests Cut still has to cut
 	loss    Loss
 	stats   Stats
@@ -165,6 +166,7 @@ func (p *Proxy) resetAll(count bool) int {
 	if count {
 		p.stats.Reset += len(live)
 	}
+	p.resets++
 	p.mu.Unlock()
 	for _, l := range live {
 		l.reset()
@@ -237,17 +239,19 @@ func (p *Proxy) accept() {
 		if refuse {
 			p.stats.Refused++
 		}
+		gen := p.resets
 		p.mu.Unlock()
 		if refuse {
 			abort(client)
 			continue
 		}
-		p.wg.Go(func() { p.serve(client) })
+		p.wg.Go(func() { p.serve(client, gen) })
 	}
 }
 
-// serve forwards one client connection until both directions end.
-func (p *Proxy) serve(client *net.TCPConn) {
+// serve forwards one client connection, accepted when gen Resets had
+// happened, until both directions end.
+func (p *Proxy) serve(client *net.TCPConn, gen int) {
 	s, err := net.DialTimeout("tcp", p.target, p.opts.DialTimeout)
 	if err != nil {
 		p.mu.Lock()
@@ -261,7 +265,12 @@ func (p *Proxy) serve(client *net.TCPConn) {
 		l.match = p.opts.Match()
 	}
 	p.mu.Lock()
-	if p.closed {
+	if p.closed || p.resets != gen {
+		// A Reset came while it was being set up: it was live, so it goes
+		// too (a Reset followed by Refuse leaves nothing that passes).
+		if !p.closed {
+			p.stats.Reset++
+		}
 		p.mu.Unlock()
 		l.reset()
 		return
