@@ -661,6 +661,35 @@ func TestPostgresFaultDatabaseUnreachable(t *testing.T) {
 	e.figures()
 }
 
+// TestPostgresFaultBlackhole drops every byte between the server and the
+// database for -pgfault.outage under load: requests hang rather than fail,
+// and when the network comes back the connections that lost bytes are
+// reset (as TCP would end them after its timeouts). Then every answer is
+// correct or a 503, and the server recovers by itself.
+func TestPostgresFaultBlackhole(t *testing.T) {
+	e := newFaultEnv(t, "blackhole", time.Hour)
+	for round := range *faultRounds {
+		l := e.load(round)
+		e.waitAcks(30)
+		e.proxy.Set(faultproxy.Blackhole)
+		e.faultBegins(fmt.Sprintf("blackhole for %v", *faultOutage))
+		end := time.Now().Add(*faultOutage)
+		e.waitFor("requests waiting on the database", func() bool { return e.inflight.Load() >= faultClients })
+		<-time.After(time.Until(end)) // the blackhole's length
+		before := e.proxy.Stats().Reset
+		e.proxy.Set(faultproxy.Pass)
+		e.faultEnds()
+		if e.proxy.Stats().Reset == before {
+			e.t.Fatalf("round %d: no connection lost bytes in the blackhole", round)
+		}
+		e.waitRecovered()
+		e.waitAcks(30)
+		l.finish()
+	}
+	e.check()
+	e.figures()
+}
+
 // TestPostgresFaultStallLongerThanLease stalls the network to the database
 // (bytes held, none lost) for longer than the claim lease, under load. The
 // lease is judged by the database's clock: a claim won before the stall and
