@@ -73,6 +73,23 @@ type crashBook struct {
 	finals    int
 	// Counted by the checks after each restart.
 	lateClaims, lateFinals, refused int
+
+	// Set by the fault tests (pgfault_test.go) before any load:
+	// exact: every request was repeated until it was answered, so each
+	// org's ledger holds exactly the acknowledged decisions and grants,
+	// and at most maybe[org] more decisions (sent without an
+	// Idempotency-Key and answered 503: repeating one would be another
+	// decision, so it stays unknown);
+	// lapses: the claim lease is short, so an acknowledged claim may end
+	// INDETERMINATE (CLAIM_LEASE_EXPIRED), recorded by the expiry worker
+	// (then a late finalization is ledgered too) or by a late finalization.
+	exact, lapses bool
+	maybe         map[int]int
+}
+
+// final reports whether state is one a finalization or a lapse leads to.
+func (b *crashBook) final(state string) bool {
+	return crashFinal(state) || (b.lapses && state == "INDETERMINATE")
 }
 
 // TestSIGKILLLosesNothingAcknowledged runs the real binary under a mix of
@@ -454,7 +471,7 @@ func crashCheck(t *testing.T, p *proc, httpc *http.Client, orgs []crashOrg, book
 			switch {
 			case g.final != "" && st != g.final:
 				bad.add("grant %s: finalized %s acknowledged, state %s", g.id, g.final, st)
-			case g.final == "" && g.claimToken != "" && st != "CLAIMED" && !crashFinal(st): // a finalization may have committed unanswered
+			case g.final == "" && g.claimToken != "" && st != "CLAIMED" && !book.final(st): // a finalization may have committed unanswered
 				bad.add("grant %s: claim acknowledged, state %s", g.id, st)
 			case g.claimToken == "" && st != "ISSUED" && st != "CLAIMED": // a claim may have committed unanswered
 				bad.add("grant %s: never claimed with an answer, state %s", g.id, st)
@@ -463,7 +480,7 @@ func crashCheck(t *testing.T, p *proc, httpc *http.Client, orgs []crashOrg, book
 	}
 	crashParallel(jobs)
 	for o := range orgs {
-		crashCheckLedger(t, p, httpc, orgs, o, decisions, grants, states, &bad)
+		crashCheckLedger(t, p, httpc, orgs, o, decisions, grants, states, book, &bad)
 	}
 	bad.fatal(t, "after the restart")
 
@@ -483,10 +500,19 @@ func crashCheck(t *testing.T, p *proc, httpc *http.Client, orgs []crashOrg, book
 			})
 		}
 		switch {
-		case g.final != "" || crashFinal(states[i]):
+		case book.lapses && g.claimToken == "" && book.final(states[i]):
+			// Lapsed with a claim token nobody was told: nothing to replay.
+		case g.final != "" || book.final(states[i]):
 			jobs = append(jobs, func() {
 				r, err := post(g.org, "/v1/execution/finalize-token", map[string]string{"execution_token": g.token, "claim_token": g.claimToken, "outcome": "COMMITTED"})
-				if err != nil || r.status != http.StatusConflict || str(r.json, "code") != "ALREADY_FINALIZED" {
+				code := ""
+				if err == nil {
+					code = str(r.json, "code")
+				}
+				// A lapse the executor has not reported yet answers its
+				// first report CLAIM_LEASE_EXPIRED, the later ones as a replay.
+				lapsed := book.lapses && states[i] == "INDETERMINATE" && code == "CLAIM_LEASE_EXPIRED"
+				if err != nil || r.status != http.StatusConflict || (code != "ALREADY_FINALIZED" && !lapsed) {
 					bad.add("grant %s (%s): a replayed finalization was not refused: %s", g.id, states[i], crashDesc(r, err))
 					return
 				}
@@ -528,14 +554,18 @@ func crashCheck(t *testing.T, p *proc, httpc *http.Client, orgs []crashOrg, book
 // crashFinalizeLate finalizes an acknowledged claim after a restart.
 func crashFinalizeLate(g crashGrant, post func(int, string, any) (*reply, error), book *crashBook, bad *crashProblems) {
 	r, err := post(g.org, "/v1/execution/finalize-token", map[string]string{"execution_token": g.token, "claim_token": g.claimToken, "outcome": "COMMITTED"})
-	if err != nil || r.status != http.StatusOK || str(r.json, "outcome") != "COMMITTED" {
+	outcome := "COMMITTED"
+	switch {
+	case err == nil && book.lapses && r.status == http.StatusConflict && str(r.json, "code") == "CLAIM_LEASE_EXPIRED" && str(r.json, "outcome") == "INDETERMINATE":
+		outcome = "INDETERMINATE" // the lease passed first: refused, and recorded so
+	case err != nil || r.status != http.StatusOK || str(r.json, "outcome") != "COMMITTED":
 		bad.add("grant %s: finalizing an acknowledged claim after the restart: %s", g.id, crashDesc(r, err))
 		return
 	}
 	book.mu.Lock()
 	book.finals++
 	book.lateFinals++
-	book.grantByID(g.id).final = "COMMITTED"
+	book.grantByID(g.id).final = outcome
 	book.mu.Unlock()
 }
 
@@ -564,7 +594,7 @@ func (b *crashBook) grantByID(id string) *crashGrant {
 // claim and finalization has its entry, no grant has two claim or
 // finalization entries, and a grant's state agrees with its entries (they
 // are written in one transaction).
-func crashCheckLedger(t *testing.T, p *proc, httpc *http.Client, orgs []crashOrg, o int, decisions []crashDecision, grants []crashGrant, states []string, bad *crashProblems) {
+func crashCheckLedger(t *testing.T, p *proc, httpc *http.Client, orgs []crashOrg, o int, decisions []crashDecision, grants []crashGrant, states []string, book *crashBook, bad *crashProblems) {
 	t.Helper()
 	key := orgs[o].key
 	v := mustCall(t, "GET", p.url+"/v1/protocol/audit/ledger/verify", key, "", http.StatusOK)
@@ -640,8 +670,33 @@ func crashCheckLedger(t *testing.T, p *proc, httpc *http.Client, orgs []crashOrg
 		if want := states[i] != "ISSUED"; claimed > 1 || (claimed == 1) != want {
 			bad.add("org %d: grant %s is %s with %d execution.claimed entries", o, g.id, states[i], claimed)
 		}
-		if want := crashFinal(states[i]); finalized > 1 || (finalized == 1) != want {
+		most := 1
+		if book.lapses && states[i] == "INDETERMINATE" {
+			most = 2 // the lapse, then the executor's late report
+		}
+		if want := book.final(states[i]); finalized > most || (finalized >= 1) != want {
 			bad.add("org %d: grant %s is %s with %d execution.finalized entries", o, g.id, states[i], finalized)
+		}
+	}
+	if book.exact {
+		// Nothing was left unanswered, so nothing but what was
+		// acknowledged may be there: a repeated request was applied once.
+		kinds := map[string]int{}
+		for k, n := range count {
+			kinds[k[:strings.IndexByte(k, ' ')]] += n
+		}
+		orgGrants := 0
+		for _, g := range grants {
+			if g.org == o {
+				orgGrants++
+			}
+		}
+		book.mu.Lock()
+		maybe := book.maybe[o]
+		book.mu.Unlock()
+		if n := kinds["decision.recorded"]; n < len(seqs) || n > len(seqs)+maybe || kinds["grant.issued"] != orgGrants {
+			bad.add("org %d: ledger has %d decisions and %d grants; %d (and up to %d unanswered) and %d were acknowledged, each once",
+				o, n, kinds["grant.issued"], len(seqs), maybe, orgGrants)
 		}
 	}
 	for k, n := range count {

@@ -186,6 +186,7 @@ var packages = map[string]rule{
 	"internal/browsertest": {layer: suite}, // headless Chromium with a virtual WebAuthn authenticator
 	"internal/apidoc":      {layer: suite},
 	"internal/lincheck":    {layer: suite},
+	"internal/faultproxy":  {layer: suite}, // a TCP proxy that breaks connections for fault tests
 	"internal/gosource":    {layer: suite},
 	"internal/golden":      {layer: suite}, // pins the bytes of ledgered records // lists a module's Go files for the guard tests
 }
