@@ -28,6 +28,7 @@ import (
 	"github.com/clearancehq/clearance/approval"
 	"github.com/clearancehq/clearance/approval/approvaltest"
 	"github.com/clearancehq/clearance/escalation"
+	"github.com/clearancehq/clearance/internal/faultproxy"
 	"github.com/clearancehq/clearance/internal/outbound"
 	"github.com/clearancehq/clearance/webhook"
 )
@@ -436,4 +437,39 @@ func (x *execEnv) dataFingerprint(t *testing.T) string {
 	t.Helper()
 	fields := strings.Fields(x.fingerprint(t))
 	return strings.Join(slices.DeleteFunc(fields, func(f string) bool { return strings.HasPrefix(f, "commit_markers:") }), " ")
+}
+
+// frontMode is what a dependency's front does with its connections.
+type frontMode = faultproxy.Mode
+
+const (
+	frontUp      = faultproxy.Pass      // forwards to the dependency
+	frontRefused = faultproxy.Refuse    // every new connection reset at once
+	frontHang    = faultproxy.Blackhole // accepted, never answered: the caller's timeout ends it
+)
+
+// faultFront stands on a fixed loopback address between Clearance and one
+// dependency (an approval service, a mail server, a callback receiver),
+// which is reached only through it.
+type faultFront struct {
+	*faultproxy.Proxy
+	addr string
+}
+
+// newFaultFront starts a front, up, before target; it stops when t ends.
+func newFaultFront(t testing.TB, target string) *faultFront {
+	t.Helper()
+	p, err := faultproxy.New(target, faultproxy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return &faultFront{Proxy: p, addr: p.Addr()}
+}
+
+// set switches the front to m, resetting every live connection first so
+// that no pooled connection outlives a fault.
+func (f *faultFront) set(m frontMode) {
+	f.Reset()
+	f.Set(m)
 }
