@@ -282,7 +282,7 @@ func runFault(t *testing.T, c faultCase) {
 	if len(b.errs) > 0 {
 		t.Logf("first failure: %s", b.errs[0])
 	}
-	t.Logf("%s: 1 fault injected (%d errors) after %d acknowledged writes; answers: %d acknowledged, %d refused (503), %d failed (outcome unknown; %d of them on disk after the cut); acknowledged lost 0; %s; %v",
+	t.Logf("%s: 1 fault injected (%d errors) after %d acknowledged writes; answers: %d acknowledged, %d refused (ErrWritesRefused), %d failed (outcome unknown; %d of them on disk after the cut); acknowledged lost 0; %s; %v",
 		c.name, d.Injected(), ackedBefore, acked, refused, failed, onDisk, faultEnd(c), time.Since(start).Round(time.Millisecond))
 }
 
@@ -318,7 +318,7 @@ func TestStorageFaultsOnRead(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			d.FailRange(faultfs.Read, faultfs.Suffix(table), st.Size()/3, st.Size()/3+4096, syscall.EIO)
+			d.FailAt(faultfs.Read, faultfs.Suffix(table), []int64{st.Size() / 3}, syscall.EIO)
 		}, store.FaultRead},
 	} {
 		t.Run(c.name, func(t *testing.T) {

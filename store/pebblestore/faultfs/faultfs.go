@@ -1,15 +1,19 @@
 // Package faultfs is a disk for fault tests of a pebblestore that fails as
 // a real one does. A Disk has a capacity: a write or preallocation beyond
 // it fails with ENOSPC, and removing a file frees its space. Fail injects
-// an I/O error into chosen operations on chosen files (through Pebble's
-// errorfs). Both sit on Pebble's crashable in-memory filesystem, so a test
-// can cut the power after a fault (CrashClone keeps only what was synced)
-// and reopen the store on what is left.
+// an I/O error into chosen operations on chosen files, FailAt into the
+// reads or writes of chosen bytes (bad sectors). Both sit on Pebble's
+// crashable in-memory filesystem, so a test can cut the power after a
+// fault (CrashClone keeps only what was synced) and reopen the store on
+// what is left. (Pebble's errorfs does not wrap the files it reuses for the
+// write-ahead log, so errors are injected here, by the file.)
 //
 // It is test support: only tests import it.
 package faultfs
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"sort"
 	"strings"
@@ -17,8 +21,9 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/cockroachdb/pebble/v2/sstable"
+	"github.com/cockroachdb/pebble/v2/sstable/block"
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 )
 
 // Op is a kind of file operation Fail can make fail.
@@ -33,10 +38,11 @@ const (
 // Disk is a vfs.FS of limited capacity with injectable I/O errors. It is
 // safe for concurrent use.
 type Disk struct {
-	vfs.FS   // errorfs over mem
+	vfs.FS   // mem
 	mem      *vfs.MemFS
 	rule     atomic.Pointer[rule]
 	injected atomic.Int64
+	created  atomic.Pointer[func(name string)]
 
 	mu       sync.Mutex
 	capacity int64 // 0: unlimited
@@ -48,16 +54,16 @@ type Disk struct {
 type usage struct{ alloc int64 }
 
 type rule struct {
-	op       Op
-	match    func(name string) bool
-	from, to int64 // the bytes of a ReadAt or WriteAt that fail (to 0: all)
-	err      error
+	op    Op
+	match func(name string) bool
+	at    []int64 // a ReadAt or WriteAt fails when it touches one of these bytes (none: every one fails)
+	err   error
 }
 
 // New returns an empty disk of unlimited capacity.
 func New() *Disk {
 	d := &Disk{mem: vfs.NewCrashableMem(), files: map[string]*usage{}}
-	d.FS = errorfs.Wrap(d.mem, injector{d})
+	d.FS = d.mem
 	return d
 }
 
@@ -82,10 +88,27 @@ func (d *Disk) Fail(op Op, match func(name string) bool, err error) {
 	d.rule.Store(&rule{op: op, match: match, err: err})
 }
 
-// FailRange is Fail for the reads or writes at an offset (ReadAt,
-// WriteAt) that touch the bytes [from, to) of the file: a bad sector.
-func (d *Disk) FailRange(op Op, match func(name string) bool, from, to int64, err error) {
-	d.rule.Store(&rule{op: op, match: match, from: from, to: to, err: err})
+// FailAt is Fail for the reads or writes at an offset (ReadAt, WriteAt)
+// that touch one of the bytes at of the file: bad sectors.
+func (d *Disk) FailAt(op Op, match func(name string) bool, at []int64, err error) {
+	d.rule.Store(&rule{op: op, match: match, at: at, err: err})
+}
+
+// OnCreate makes fn hear of each file created (or reused for writing)
+// from now on, after its creation: a test can break the disk at a chosen
+// moment of the store's life (nil: none).
+func (d *Disk) OnCreate(fn func(name string)) {
+	if fn == nil {
+		d.created.Store(nil)
+		return
+	}
+	d.created.Store(&fn)
+}
+
+func (d *Disk) hearCreate(name string) {
+	if fn := d.created.Load(); fn != nil {
+		(*fn)(name)
+	}
 }
 
 // Heal ends Fail's errors.
@@ -150,42 +173,6 @@ func Prefix(s string) func(string) bool {
 	}
 }
 
-// injector is the errorfs side of Fail.
-type injector struct{ d *Disk }
-
-func (injector) String() string { return "faultfs" }
-
-func (i injector) MaybeError(op errorfs.Op) error {
-	r := i.d.rule.Load()
-	if r == nil || !r.match(op.Path) {
-		return nil
-	}
-	var kind Op
-	switch op.Kind {
-	case errorfs.OpFileWrite, errorfs.OpFileWriteAt:
-		kind = Write
-	case errorfs.OpFileSync, errorfs.OpFileSyncData, errorfs.OpFileSyncTo:
-		kind = Sync
-	case errorfs.OpFileRead, errorfs.OpFileReadAt:
-		kind = Read
-	default:
-		return nil
-	}
-	if kind != r.op {
-		return nil
-	}
-	if r.to > 0 {
-		// errorfs gives the offset, not the length: a block's read starts
-		// in the range or covers it (blocks are 4 KiB or larger).
-		at := op.Offset
-		if (op.Kind != errorfs.OpFileReadAt && op.Kind != errorfs.OpFileWriteAt) || at >= r.to || at+4096 <= r.from {
-			return nil
-		}
-	}
-	i.d.injected.Add(1)
-	return &os.PathError{Op: "faultfs", Path: op.Path, Err: r.err}
-}
-
 // charge allocates name's bytes up to end, or fails with ENOSPC.
 func (d *Disk) charge(name string, end int64) error {
 	d.mu.Lock()
@@ -228,6 +215,7 @@ func (d *Disk) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
 		d.drop(name)
 		d.files[name] = &usage{}
 		d.mu.Unlock()
+		d.hearCreate(name)
 	}
 	return d.file(name, f, 0), err
 }
@@ -238,8 +226,19 @@ func (d *Disk) ReuseForWrite(oldname, newname string, c vfs.DiskWriteCategory) (
 		d.mu.Lock()
 		d.move(oldname, newname)
 		d.mu.Unlock()
+		d.hearCreate(newname)
 	}
 	return d.file(newname, f, 0), err
+}
+
+func (d *Disk) Open(name string, opts ...vfs.OpenOption) (vfs.File, error) {
+	f, err := d.FS.Open(name, opts...)
+	return d.file(name, f, 0), err
+}
+
+func (d *Disk) OpenDir(name string) (vfs.File, error) {
+	f, err := d.FS.OpenDir(name)
+	return d.file(name, f, 0), err
 }
 
 func (d *Disk) OpenReadWrite(name string, c vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
@@ -307,6 +306,9 @@ type file struct {
 }
 
 func (f *file) Write(p []byte) (int, error) {
+	if err := f.d.inject(Write, f.name, -1, len(p)); err != nil {
+		return 0, err
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.d.charge(f.name, f.off+int64(len(p))); err != nil {
@@ -318,10 +320,69 @@ func (f *file) Write(p []byte) (int, error) {
 }
 
 func (f *file) WriteAt(p []byte, off int64) (int, error) {
+	if err := f.d.inject(Write, f.name, off, len(p)); err != nil {
+		return 0, err
+	}
 	if err := f.d.charge(f.name, off+int64(len(p))); err != nil {
 		return 0, err
 	}
 	return f.File.WriteAt(p, off)
+}
+
+func (f *file) Read(p []byte) (int, error) {
+	if err := f.d.inject(Read, f.name, -1, len(p)); err != nil {
+		return 0, err
+	}
+	return f.File.Read(p)
+}
+
+func (f *file) ReadAt(p []byte, off int64) (int, error) {
+	if err := f.d.inject(Read, f.name, off, len(p)); err != nil {
+		return 0, err
+	}
+	return f.File.ReadAt(p, off)
+}
+
+func (f *file) Sync() error {
+	if err := f.d.inject(Sync, f.name, -1, 0); err != nil {
+		return err
+	}
+	return f.File.Sync()
+}
+
+func (f *file) SyncData() error {
+	if err := f.d.inject(Sync, f.name, -1, 0); err != nil {
+		return err
+	}
+	return f.File.SyncData()
+}
+
+func (f *file) SyncTo(length int64) (bool, error) {
+	if err := f.d.inject(Sync, f.name, -1, 0); err != nil {
+		return false, err
+	}
+	return f.File.SyncTo(length)
+}
+
+// inject returns the error a rule makes op fail with on the n bytes at
+// off of the file name (off -1: no offset, as for Read, Write and syncs),
+// nil when none applies.
+func (d *Disk) inject(op Op, name string, off int64, n int) error {
+	r := d.rule.Load()
+	if r == nil || r.op != op || !r.match(name) {
+		return nil
+	}
+	if len(r.at) > 0 {
+		hit := false
+		for _, b := range r.at {
+			hit = hit || (off >= 0 && b >= off && b < off+int64(n))
+		}
+		if !hit {
+			return nil
+		}
+	}
+	d.injected.Add(1)
+	return &os.PathError{Op: "faultfs", Path: name, Err: r.err}
 }
 
 func (f *file) Preallocate(off, n int64) error {
@@ -329,4 +390,58 @@ func (f *file) Preallocate(off, n int64) error {
 		return err
 	}
 	return f.File.Preallocate(off, n)
+}
+
+// BlocksHolding returns, for each data block of the table at path that
+// holds needle once decompressed, the offset of a byte in the middle of
+// the block as stored: flipping it (FlipByte) or failing its read (FailAt)
+// damages that block and no other.
+func BlocksHolding(fs vfs.FS, path string, needle []byte) ([]int64, error) {
+	f, err := fs.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	readable, err := sstable.NewSimpleReadable(f)
+	if err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	r, err := sstable.NewReader(context.Background(), readable, sstable.ReaderOptions{})
+	if err != nil {
+		_ = readable.Close()
+		return nil, err
+	}
+	defer r.Close()
+	layout, err := r.Layout()
+	if err != nil {
+		return nil, err
+	}
+	raw, err := fs.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer raw.Close()
+	var at []int64
+	for _, h := range layout.Data {
+		stored := make([]byte, h.Length+block.TrailerLen)
+		if _, err := raw.ReadAt(stored, int64(h.Offset)); err != nil {
+			return nil, err
+		}
+		data, ci := stored[:h.Length], block.CompressionIndicator(stored[h.Length])
+		if ci != block.NoCompressionIndicator {
+			n, err := block.DecompressedLen(ci, data)
+			if err != nil {
+				return nil, err
+			}
+			plain := make([]byte, n)
+			if err := block.DecompressInto(ci, data, plain); err != nil {
+				return nil, err
+			}
+			data = plain
+		}
+		if bytes.Contains(data, needle) {
+			at = append(at, int64(h.Offset+h.Length/2))
+		}
+	}
+	return at, nil
 }
