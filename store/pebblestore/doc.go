@@ -50,8 +50,9 @@
 // write, sync or read in the goroutine that met it, before Pebble hands the
 // error to the commits waiting on the sync; Pebble's checksum failures
 // arrive through its event listener. From the first fault on, every
-// Update that would write, and Sync, returns an error wrapping
-// store.ErrWritesRefused without handing anything to Pebble, and Fault
+// write (an Update that would write, RevokeGrantKey) returns an error
+// wrapping store.ErrWritesRefused without handing anything to Pebble, and
+// so does Sync when something visible may not be durable; Fault
 // (store.FaultReporter) says why; reads go on wherever the disk still
 // serves them. An Update whose sync failed returns that error: it is never
 // acknowledged, and after a restart it may or may not be there. Once a
@@ -59,7 +60,11 @@
 // durable, so Sync (and the ledger reads that wait for it) refuses until
 // the restart. A fatal error the store can explain by a fault is logged
 // (Errorf) instead of reaching the logger's Fatalf; one it cannot is a
-// fault in Pebble, which reaches Fatalf as before.
+// fault in Pebble, which reaches Fatalf as before. One failure ends the
+// process all the same: when the write-ahead log first fails while Pebble
+// closes the log of a memtable that just filled, Pebble panics with its
+// mutex released and Go cannot recover; the restart then recovers as after
+// a crash (the failed sync was not acknowledged).
 //
 // A failed write, sync or read, and corrupted data, need a restart (after
 // the disk is repaired or the data restored): as PostgreSQL after a failed

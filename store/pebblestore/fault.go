@@ -92,7 +92,7 @@ func (g *guard) fail(kind, reason string, transient bool) {
 func (g *guard) current() *store.Fault {
 	f := g.fault.Load()
 	if f != nil && f.Transient {
-		g.recover(f)
+		g.resume(f)
 		f = g.fault.Load()
 	}
 	return f
@@ -115,10 +115,10 @@ func refusal(f *store.Fault) error {
 	return fmt.Errorf("pebblestore: %w: %s", store.ErrWritesRefused, f.Reason)
 }
 
-// recover ends a disk-full fault once the filesystem has room for the
+// resume ends a disk-full fault once the filesystem has room for the
 // reserve and as much again, and the reserve is back. It looks at most once
 // per probeInterval.
-func (g *guard) recover(f *store.Fault) {
+func (g *guard) resume(f *store.Fault) {
 	now := time.Now().UnixNano()
 	last := g.probed.Load()
 	if now-last < int64(probeInterval) || !g.probed.CompareAndSwap(last, now) {
@@ -203,7 +203,7 @@ func (g *guard) ioError(op, name string, err error) {
 	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, os.ErrNotExist) {
 		return
 	}
-	what, table := describe(name)
+	what, table := g.describe(name)
 	reason := fmt.Sprintf("%s of %s failed: %s", op, what, errText(err))
 	switch {
 	case op == "read":
@@ -236,7 +236,7 @@ func (g *guard) commit(call func() error) (err error) {
 
 // corrupt records a checksum mismatch in the file at path.
 func (g *guard) corrupt(path string) {
-	what, _ := describe(path)
+	what, _ := g.describe(path)
 	g.fail(store.FaultCorruption, "corruption: stored data of "+what+" does not match its checksum; restore the database, then restart", false)
 }
 
@@ -260,7 +260,10 @@ func (g *guard) pause() {
 // describe names a file of the database for a reason (no directory: the
 // health answer is public) and tells whether it is a table, whose failed
 // write Pebble retries with another file.
-func describe(name string) (what string, table bool) {
+func (g *guard) describe(name string) (what string, table bool) {
+	if strings.TrimRight(name, `/\`) == strings.TrimRight(g.dir, `/\`) {
+		return "the database directory", false
+	}
 	base := name
 	if i := strings.LastIndexAny(base, `/\`); i >= 0 {
 		base = base[i+1:]
@@ -272,8 +275,6 @@ func describe(name string) (what string, table bool) {
 		return "the write-ahead log (" + base + ")", false
 	case strings.HasPrefix(base, "MANIFEST") || strings.HasPrefix(base, "marker."):
 		return "the manifest (" + base + ")", false
-	case !strings.Contains(base, "."):
-		return "the database directory", false
 	}
 	return base, false
 }

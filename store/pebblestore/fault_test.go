@@ -221,11 +221,14 @@ func runFault(t *testing.T, c faultCase) {
 	halt()
 
 	f := s.Fault()
-	if f == nil || f.Kind != c.kind || f.Transient != c.transient || f.Reason == "" || strings.Contains(f.Reason, "/db") {
+	if f == nil || f.Kind != c.kind || f.Transient != c.transient || f.Reason == "" || strings.Contains(f.Reason, "db/") {
 		t.Fatalf("fault %+v; want kind %s, transient %v, a reason without paths", f, c.kind, c.transient)
 	}
 	if err := decide(t.Context(), s, "org_a", -1); !errors.Is(err, store.ErrWritesRefused) {
 		t.Fatalf("a write after the fault: %v; want refused", err)
+	}
+	if err := s.RevokeGrantKey(t.Context(), "kid-after-the-fault", time.Now()); !errors.Is(err, store.ErrWritesRefused) {
+		t.Fatalf("a key revocation after the fault: %v; want refused", err)
 	}
 	acked, failed, refused := b.count()
 	for _, org := range orgs {
@@ -437,4 +440,47 @@ func TestDiskReserveIsKept(t *testing.T) {
 		t.Fatalf("a write on a disk without room for the reserve: %v", err)
 	}
 	var _ vfs.FS = full
+}
+
+// fatalLog counts the fatal errors handed to it.
+type fatalLog struct {
+	quiet
+	fatals int
+}
+
+func (l *fatalLog) Fatalf(string, ...any) { l.fatals++ }
+
+// TestFatalErrorsOfAFailedStorage: a fatal error of Pebble that a storage
+// fault explains is not handed to the logger's Fatalf (which would end the
+// process); one no fault explains is, and is recorded as a fault. A fatal
+// error other than a failed manifest write may have stopped Pebble's commit
+// pipeline.
+func TestFatalErrorsOfAFailedStorage(t *testing.T) {
+	next := &fatalLog{}
+	g := newGuard(vfs.NewMem(), "db", 0, next)
+	l := faultLogger{Logger: next, g: g}
+
+	l.Fatalf("pebble: fatal commit error: %v", syscall.EIO)
+	if next.fatals != 1 || g.fault.Load() == nil || g.wedged.Load() != 1 {
+		t.Fatalf("an unexplained fatal error: %d handed on, fault %v, wedged %d", next.fatals, g.fault.Load(), g.wedged.Load())
+	}
+
+	next.fatals = 0
+	g = newGuard(vfs.NewMem(), "db", 0, next)
+	l = faultLogger{Logger: next, g: g}
+	g.ioError("sync", "db/MANIFEST-000001", syscall.EIO)
+	l.Fatalf("MANIFEST sync failed: %v", syscall.EIO)
+	if next.fatals != 0 || g.wedged.Load() != 0 {
+		t.Fatalf("a failed manifest sync: %d handed on, wedged %d", next.fatals, g.wedged.Load())
+	}
+	l.Fatalf("pebble: fatal commit error: %v", syscall.EIO)
+	if next.fatals != 0 || g.wedged.Load() != 1 {
+		t.Fatalf("a failed commit after a fault: %d handed on, wedged %d", next.fatals, g.wedged.Load())
+	}
+	if f := g.fault.Load(); f.Kind != store.FaultWrite || !strings.Contains(f.Reason, "the manifest (MANIFEST-000001)") {
+		t.Fatalf("the first fault stays: %+v", f)
+	}
+	if what, _ := g.describe("db"); what != "the database directory" {
+		t.Fatalf("a sync of the directory is described as %q", what)
+	}
 }

@@ -71,7 +71,10 @@ type Store struct {
 	active int // calls in progress
 }
 
-var _ store.Backend = (*Store)(nil)
+var (
+	_ store.Backend       = (*Store)(nil)
+	_ store.FaultReporter = (*Store)(nil)
+)
 
 // Open opens (creating if needed) the store in dir.
 func Open(dir string, opts Options) (*Store, error) {
