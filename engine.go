@@ -369,11 +369,14 @@ func (e *Engine) SetGrantKeys(r *grant.KeyRing) { e.keys.SetRing(r) }
 // configured.
 func (e *Engine) GrantKeys() *grant.KeyRing { return e.keys.Ring() }
 
-// Health reports whether the store answers and the active grant key may
-// sign.
+// Health reports whether the store answers and accepts writes, and whether
+// the active grant key may sign.
 type Health struct {
 	Status string `json:"status"` // "ok" or "degraded"
-	Store  string `json:"store"`  // "ok" or the error
+	// Store is "ok", the error of a store that does not answer, or why it
+	// refuses writes (StoreStatus.Reason).
+	Store       string      `json:"store"`
+	StoreStatus StoreStatus `json:"store_status"`
 	// GrantKey is "revoked" when the active grant key is revoked in the
 	// store (the server signs nothing: degraded); absent otherwise.
 	GrantKey         string `json:"grant_key,omitempty"`
@@ -381,11 +384,53 @@ type Health struct {
 	InterfaceVersion string `json:"interface_version"`
 }
 
-// Health checks the engine's dependencies.
+// StoreStatus is the store's condition in Health.
+type StoreStatus struct {
+	// Status is StoreOK, StoreUnavailable (it does not answer) or
+	// StoreFailing (it refuses writes and serves what it can still read).
+	Status string `json:"status"`
+	// Kind is a store fault kind (store.FaultDiskFull, FaultWrite,
+	// FaultRead, FaultCorruption) when failing.
+	Kind   string     `json:"kind,omitempty"`
+	Reason string     `json:"reason,omitempty"`
+	Since  *time.Time `json:"since,omitempty"` // when the fault was first seen
+	// Recovery is RecoveryAutomatic (writes resume by themselves, e.g.
+	// once disk space is freed) or RecoveryRestart (restart the server
+	// once the storage is repaired) when failing.
+	Recovery string `json:"recovery,omitempty"`
+}
+
+// StoreStatus values.
+const (
+	StoreOK          = "ok"
+	StoreUnavailable = "unavailable"
+	StoreFailing     = "failing"
+
+	RecoveryAutomatic = "automatic"
+	RecoveryRestart   = "restart"
+)
+
+// Health checks the engine's dependencies. A store that reports faults
+// (store.FaultReporter) and refuses writes is degraded, with the reason.
 func (e *Engine) Health(ctx context.Context) Health {
-	h := Health{Status: "ok", Store: "ok", Version: Version, InterfaceVersion: InterfaceVersion}
-	if err := e.store.Ping(ctx); err != nil {
-		h.Status, h.Store = "degraded", err.Error()
+	h := Health{Status: "ok", Store: "ok", StoreStatus: StoreStatus{Status: StoreOK}, Version: Version, InterfaceVersion: InterfaceVersion}
+	var f *store.Fault
+	if r, ok := e.store.Backend.(store.FaultReporter); ok {
+		f = r.Fault()
+	}
+	switch {
+	case f != nil: // the fault explains a failing ping too
+		since := f.Since
+		h.Status, h.Store = "degraded", f.Reason
+		h.StoreStatus = StoreStatus{Status: StoreFailing, Kind: f.Kind, Reason: f.Reason, Since: &since, Recovery: RecoveryRestart}
+		if f.Transient {
+			h.StoreStatus.Recovery = RecoveryAutomatic
+		}
+	default:
+		if err := e.store.Ping(ctx); err != nil {
+			h.Status, h.Store = "degraded", err.Error()
+			h.StoreStatus = StoreStatus{Status: StoreUnavailable, Reason: err.Error()}
+		}
 	}
 	if e.keys.ActiveRevoked() {
 		h.Status, h.GrantKey = "degraded", "revoked"

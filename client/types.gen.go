@@ -2175,6 +2175,69 @@ func (e SpendReservationState) Valid() bool {
 	}
 }
 
+// Defines values for StoreStatusKind.
+const (
+	StoreStatusKindCorruption StoreStatusKind = "corruption"
+	StoreStatusKindDiskFull   StoreStatusKind = "disk_full"
+	StoreStatusKindReadError  StoreStatusKind = "read_error"
+	StoreStatusKindWriteError StoreStatusKind = "write_error"
+)
+
+// Valid indicates whether the value is a known member of the StoreStatusKind enum.
+func (e StoreStatusKind) Valid() bool {
+	switch e {
+	case StoreStatusKindCorruption:
+		return true
+	case StoreStatusKindDiskFull:
+		return true
+	case StoreStatusKindReadError:
+		return true
+	case StoreStatusKindWriteError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for StoreStatusRecovery.
+const (
+	StoreStatusRecoveryAutomatic StoreStatusRecovery = "automatic"
+	StoreStatusRecoveryRestart   StoreStatusRecovery = "restart"
+)
+
+// Valid indicates whether the value is a known member of the StoreStatusRecovery enum.
+func (e StoreStatusRecovery) Valid() bool {
+	switch e {
+	case StoreStatusRecoveryAutomatic:
+		return true
+	case StoreStatusRecoveryRestart:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for StoreStatusStatus.
+const (
+	StoreStatusStatusFailing     StoreStatusStatus = "failing"
+	StoreStatusStatusOk          StoreStatusStatus = "ok"
+	StoreStatusStatusUnavailable StoreStatusStatus = "unavailable"
+)
+
+// Valid indicates whether the value is a known member of the StoreStatusStatus enum.
+func (e StoreStatusStatus) Valid() bool {
+	switch e {
+	case StoreStatusStatusFailing:
+		return true
+	case StoreStatusStatusOk:
+		return true
+	case StoreStatusStatusUnavailable:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for UcpCheckoutAuthorizationMandate.
 const (
 	UcpCheckoutAuthorizationMandateABSENT    UcpCheckoutAuthorizationMandate = "ABSENT"
@@ -4835,8 +4898,15 @@ type Health struct {
 	Keys   map[string]string `json:"keys"`
 	Status HealthStatus      `json:"status"`
 
-	// Store `ok` or the store's error.
+	// Store `ok`, the error of a store that does not answer, or why it refuses writes (`store_status.reason`).
 	Store string `json:"store"`
+
+	// StoreStatus The store's condition. `failing`: the store refuses writes (503 `STORE_UNAVAILABLE`) and
+	// serves what it can still read, because its storage failed; `recovery` says whether writes
+	// resume by themselves (`automatic`: a full disk, once space is freed) or after a restart of
+	// the server once the storage is repaired (`restart`: a failed write, sync or read, or
+	// corrupted data). `unavailable`: the store does not answer.
+	StoreStatus StoreStatus `json:"store_status"`
 
 	// Version The Clearance release.
 	//
@@ -6740,6 +6810,35 @@ type SpendReservationChargesWindow string
 
 // SpendReservationState defines model for SpendReservation.State.
 type SpendReservationState string
+
+// StoreStatus The store's condition. `failing`: the store refuses writes (503 `STORE_UNAVAILABLE`) and
+// serves what it can still read, because its storage failed; `recovery` says whether writes
+// resume by themselves (`automatic`: a full disk, once space is freed) or after a restart of
+// the server once the storage is repaired (`restart`: a failed write, sync or read, or
+// corrupted data). `unavailable`: the store does not answer.
+type StoreStatus struct {
+	// Kind What failed; present when `failing`.
+	Kind *StoreStatusKind `json:"kind,omitempty"`
+
+	// Reason What failed, in words for operators (file names within the database, no paths); present unless `ok`.
+	Reason *string `json:"reason,omitempty"`
+
+	// Recovery Present when `failing`.
+	Recovery *StoreStatusRecovery `json:"recovery,omitempty"`
+
+	// Since When the fault was first seen; present when `failing`.
+	Since  *time.Time        `json:"since,omitempty"`
+	Status StoreStatusStatus `json:"status"`
+}
+
+// StoreStatusKind What failed; present when `failing`.
+type StoreStatusKind string
+
+// StoreStatusRecovery Present when `failing`.
+type StoreStatusRecovery string
+
+// StoreStatusStatus defines model for StoreStatus.Status.
+type StoreStatusStatus string
 
 // TrustedIssuer defines model for TrustedIssuer.
 type TrustedIssuer struct {

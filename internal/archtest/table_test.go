@@ -189,6 +189,11 @@ var packages = map[string]rule{
 	"internal/faultproxy":  {layer: suite}, // a TCP proxy that breaks connections for fault tests
 	"internal/gosource":    {layer: suite},
 	"internal/golden":      {layer: suite}, // pins the bytes of ledgered records // lists a module's Go files for the guard tests
+
+	// Fault tests: the book of what a server acknowledged and its checks,
+	// and a disk that fills up and fails under a pebblestore.
+	"internal/acktest":          {layer: suite},
+	"store/pebblestore/faultfs": {layer: suite},
 }
 
 // forbiddenInPure are imports no pure package may have, each with the

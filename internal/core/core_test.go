@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -39,6 +40,7 @@ func TestTranslate(t *testing.T) {
 		{"a bundle that does not validate is 422", &policy.ValidationError{Problems: []policy.Problem{{RuleID: "r", Field: "rules[0]", Message: "m"}}}, ErrUnprocessable, CodePolicyInvalid, "rules[0]"},
 		{"a store failure is 503", fmt.Errorf("read: %w", storeDown), ErrUnavailable, CodeStoreUnavailable, ""},
 		{"a wrapped corrupt record is 503", fmt.Errorf("x: %w", store.ErrCorrupt), ErrUnavailable, CodeStoreUnavailable, ""},
+		{"a store refusing writes is 503", fmt.Errorf("x: %w", store.ErrWritesRefused), ErrUnavailable, CodeStoreUnavailable, ""},
 		{"a kinded feature error keeps its kind and code", fmt.Errorf("x: %w", kindedErr{"APPROVAL_X", ErrConflict}), ErrConflict, "APPROVAL_X", ""},
 		{"and its code when unavailable", kindedErr{"APPROVAL_DOWN", ErrUnavailable}, ErrUnavailable, "APPROVAL_DOWN", ""},
 		{"a kinded error without a Kind is a 503", kindedErr{"ODD", errors.New("not a kind")}, ErrUnavailable, CodeStoreUnavailable, ""},
@@ -58,6 +60,18 @@ func TestTranslate(t *testing.T) {
 	}
 	if err := TranslateInput(errors.New("odd input")); !errors.Is(err, ErrInvalidRequest) {
 		t.Errorf("TranslateInput of an unknown error = %v, want 400", err)
+	}
+}
+
+// TestUnavailableSaysWritesAreRefused: a refusal of a failing store keeps
+// the code clients retry and points at the health answer.
+func TestUnavailableSaysWritesAreRefused(t *testing.T) {
+	e := Unavailable("decision", fmt.Errorf("pebblestore: %w: disk full", store.ErrWritesRefused))
+	if e.Code != CodeStoreUnavailable || !strings.Contains(e.Detail, "refuses writes") || !strings.Contains(e.Detail, "/v1/health") {
+		t.Fatalf("refusal: %+v", e)
+	}
+	if d := Unavailable("decision", errors.New("down")).Detail; strings.Contains(d, "refuses writes") {
+		t.Fatalf("another failure: %s", d)
 	}
 }
 

@@ -113,9 +113,16 @@ func Invalid(code, field, format string, args ...any) *Error {
 	return e
 }
 
-// Unavailable wraps a storage failure: it never authorizes anything.
+// Unavailable wraps a storage failure: it never authorizes anything. A
+// store that refuses writes because its storage fails says so (the reason
+// is in GET /v1/health); the code stays STORE_UNAVAILABLE, which clients
+// already retry.
 func Unavailable(op string, err error) *Error {
-	return &Error{Kind: ErrUnavailable, Code: CodeStoreUnavailable, Detail: op + " failed: the store is unavailable", Err: err}
+	detail := op + " failed: the store is unavailable"
+	if errors.Is(err, store.ErrWritesRefused) {
+		detail = op + " failed: the store refuses writes while its storage fails (see GET /v1/health)"
+	}
+	return &Error{Kind: ErrUnavailable, Code: CodeStoreUnavailable, Detail: detail, Err: err}
 }
 
 // IsNotFound reports whether err is the store's not-found.

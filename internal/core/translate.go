@@ -150,6 +150,7 @@ var kindOf = []struct{ sentinel, kind error }{
 	{claim.ErrNotFound, ErrNotFound},
 	{store.ErrCorrupt, ErrUnavailable},
 	{store.ErrClosed, ErrUnavailable},
+	{store.ErrWritesRefused, ErrUnavailable},
 }
 
 // KindOf returns the Kind of the first row whose sentinel err wraps, and

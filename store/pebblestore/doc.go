@@ -37,6 +37,52 @@
 // and an Update that writes nothing still waits for any commit it may have
 // read.
 //
+// # Storage faults
+//
+// Pebble cannot go on writing after its write-ahead log or manifest failed
+// a write or a sync: the failed sync's batches stay visible although they
+// may not be on disk (fsync failures lose dirty pages: retrying the sync
+// proves nothing), the next commits panic inside Pebble's commit pipeline
+// and leave it locked, and a failed manifest write calls the logger's
+// Fatalf, which by default ends the process. So the store watches its
+// storage and stops writing at the first sign of failure. Every file
+// operation goes through a wrapper of Options.FS that sees a failed
+// write, sync or read in the goroutine that met it, before Pebble hands the
+// error to the commits waiting on the sync; Pebble's checksum failures
+// arrive through its event listener. From the first fault on, every
+// write (an Update that would write, RevokeGrantKey) returns an error
+// wrapping store.ErrWritesRefused without handing anything to Pebble, and
+// so does Sync when something visible may not be durable; Fault
+// (store.FaultReporter) says why; reads go on wherever the disk still
+// serves them. An Update whose sync failed returns that error: it is never
+// acknowledged, and after a restart it may or may not be there. Once a
+// commit has failed after being applied, nothing visible is known to be
+// durable, so Sync (and the ledger reads that wait for it) refuses until
+// the restart. A fatal error the store can explain by a fault is logged
+// (Errorf) instead of reaching the logger's Fatalf; one it cannot is a
+// fault in Pebble, which reaches Fatalf as before. One failure ends the
+// process all the same: when the write-ahead log first fails while Pebble
+// closes the log of a memtable that just filled, Pebble panics with its
+// mutex released and Go cannot recover; the restart then recovers as after
+// a crash (the failed sync was not acknowledged).
+//
+// A failed write, sync or read, and corrupted data, need a restart (after
+// the disk is repaired or the data restored): as PostgreSQL after a failed
+// fsync, the restart recovers from what the disk holds. A full disk ends by
+// itself. The store keeps a reserve on its filesystem (Options.DiskReserve,
+// a preallocated file named BALLAST in its directory); the first write that
+// meets ENOSPC removes it, through Pebble's vfs.OnDiskFull, and is retried
+// once, so the writes in progress (the write-ahead log's above all) still
+// complete, and writes are refused from then on. At most once a second, a
+// write or a look at Fault checks the filesystem's free space: once there
+// is room for the reserve and as much again, the reserve is put back and
+// writes resume. ENOSPC that reaches the write-ahead log or the manifest
+// all the same (no reserve, or space taken again at once) needs a restart;
+// on a table, whose flush or compaction Pebble retries with another file,
+// it does not. While the store fails, Pebble's retries of a failed flush or
+// compaction (it retries at once, without end) are slowed to at most four a
+// second.
+//
 // # Records and constraints
 //
 // Backends hold no business rules, but the store keeps its indexes

@@ -32,7 +32,11 @@ func (s *Store) RevokeGrantKey(ctx context.Context, kid string, at time.Time) er
 	if err != nil {
 		return err
 	}
-	if err := s.db.Set(key, v, pebble.Sync); err != nil {
+	// Refused, as every write, while the storage fails (fault.go).
+	if err := s.guard.writable(); err != nil {
+		return err
+	}
+	if err := s.guard.commit(func() error { return s.db.Set(key, v, pebble.Sync) }); err != nil {
 		return fmt.Errorf("pebblestore: revoke grant key: %w", err)
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -39,12 +40,20 @@ type Options struct {
 	// Now is the store's clock, which Tx.Now returns and claim leases are
 	// judged by; nil means time.Now. Tests pass a clock they move.
 	Now func() time.Time
+	// DiskReserve is the room in bytes the store keeps in reserve on its
+	// filesystem (a preallocated file, BALLAST, in its directory) and
+	// gives back when the disk is full, so that the writes in progress
+	// complete; writes are then refused until twice as much is free again
+	// (doc.go, "Storage faults"). 0 means DefaultDiskReserve; negative,
+	// none.
+	DiskReserve int64
 }
 
 // Store is the embedded Pebble backend. It is safe for concurrent use.
 type Store struct {
-	db  *pebble.DB
-	now func() time.Time
+	db    *pebble.DB
+	now   func() time.Time
+	guard *guard // refuses writes once the storage fails (fault.go)
 
 	orgs  sync.Map   // org id -> *org: serializes each org's Updates
 	revMu sync.Mutex // serializes grant key revocations (first one kept)
@@ -62,17 +71,28 @@ type Store struct {
 	active int // calls in progress
 }
 
-var _ store.Backend = (*Store)(nil)
+var (
+	_ store.Backend       = (*Store)(nil)
+	_ store.FaultReporter = (*Store)(nil)
+)
 
 // Open opens (creating if needed) the store in dir.
 func Open(dir string, opts Options) (*Store, error) {
-	fs := opts.FS
-	if fs == nil {
-		fs = vfs.Default
+	disk := opts.FS
+	if disk == nil {
+		disk = vfs.Default
 	}
+	reserve := opts.DiskReserve
+	if reserve == 0 {
+		reserve = DefaultDiskReserve
+	}
+	g := newGuard(disk, dir, reserve, loggerOr(opts.Logger))
 	po := &pebble.Options{
-		FS:                 fs,
-		Logger:             loggerOr(opts.Logger),
+		// The guard sees every failed operation first; under it, Pebble's
+		// own disk-full handler releases the reserve and retries once.
+		FS:                 &faultFS{FS: vfs.OnDiskFull(disk, g.diskFull), g: g},
+		Logger:             faultLogger{Logger: g.log, g: g},
+		EventListener:      g.events(),
 		CacheSize:          blockCacheSize(cacheSize(opts.CacheSize), memTableSize(opts.MemTableSize)),
 		MemTableSize:       memTableSize(opts.MemTableSize),
 		FormatMajorVersion: pebble.FormatNewest,
@@ -87,12 +107,19 @@ func Open(dir string, opts Options) (*Store, error) {
 	if now == nil {
 		now = time.Now
 	}
-	s := &Store{now: now}
+	s := &Store{now: now, guard: g}
 	s.idle.L = &s.mu
 	po.WALMinSyncInterval = s.walSyncInterval
 	db, err := pebble.Open(dir, po)
 	if err != nil {
 		return nil, fmt.Errorf("pebblestore: open %s: %w", dir, err)
+	}
+	if err := g.putBallast(); err != nil {
+		if errors.Is(err, syscall.ENOSPC) {
+			g.diskFull()
+		} else {
+			g.log.Errorf("pebblestore: no disk reserve: %v", err)
+		}
 	}
 	if err := checkFormat(db); err != nil {
 		_ = db.Close()
@@ -279,19 +306,38 @@ func (s *Store) Update(ctx context.Context, orgID string, fn func(tx store.Tx) e
 	if observe != nil {
 		c = new(store.Commit)
 	}
-	b, err := s.apply(ctx, orgID, fn, c)
+	b, wedged, err := s.apply(ctx, orgID, fn, c)
 	if err != nil {
 		return err
 	}
 	if b == nil {
 		// fn wrote nothing, but it may have read commits that are visible
 		// and not yet durable; do not let it act on them before they are.
-		if s.unsynced.Load() > 0 {
+		if s.unsynced.Load() > 0 || s.guard.undurable.Load() {
 			return s.syncWAL()
 		}
 		return nil
 	}
+	if wedged {
+		// Pebble failed fatally while the batch was applied: after a fatal
+		// commit error it never completes the batch's sync, so it is not
+		// awaited here, and the write is answered as failed (it may still
+		// become durable: its outcome is unknown, as after any failure).
+		s.guard.undurable.Store(true)
+		go func() {
+			_ = b.SyncWait()
+			s.unsynced.Add(-1)
+			_ = b.Close()
+		}()
+		return refusal(s.guard.fault.Load())
+	}
 	err = b.SyncWait()
+	if err != nil {
+		// Visible but not durable (set before unsynced drops: Sync reads
+		// them in the other order).
+		s.guard.undurable.Store(true)
+		s.guard.fail(store.FaultWrite, "write error: a sync of the write-ahead log failed: "+errText(err)+"; restart once the disk is repaired", false)
+	}
 	s.unsynced.Add(-1)
 	if cerr := b.Close(); err == nil && cerr != nil {
 		err = cerr
@@ -320,14 +366,15 @@ func (s *Store) ObserveCommits(o store.CommitObserver) {
 
 // apply runs fn under the org's mutex and applies its batch without waiting
 // for the sync. It returns the applied batch (the caller must SyncWait and
-// Close it), or nil when fn wrote nothing. A non-nil c receives the
-// commit's start and batch.
-func (s *Store) apply(ctx context.Context, orgID string, fn func(tx store.Tx) error, c *store.Commit) (*pebble.Batch, error) {
+// Close it), or nil when fn wrote nothing, and whether Pebble failed
+// fatally meanwhile (its sync may then never complete). A non-nil c
+// receives the commit's start and batch.
+func (s *Store) apply(ctx context.Context, orgID string, fn func(tx store.Tx) error, c *store.Commit) (*pebble.Batch, bool, error) {
 	o := s.org(orgID)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	b := s.db.NewIndexedBatch()
 	t := &tx{org: orgID, b: b, now: s.now, state: o}
@@ -339,22 +386,26 @@ func (s *Store) apply(ctx context.Context, orgID string, fn func(tx store.Tx) er
 		}
 	}()
 	if err := fn(t); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	t.finish()
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if b.Empty() {
-		return nil, nil
+		return nil, false, nil
+	}
+	if err := s.guard.writable(); err != nil {
+		return nil, false, err
 	}
 	waiting := s.unsynced.Add(1)
 	if c != nil {
 		*c = store.Commit{Backend: store.BackendPebble, Start: time.Now(), Batch: int(waiting), Lead: true}
 	}
-	if err := s.db.ApplyNoSyncWait(b, pebble.Sync); err != nil {
+	fatals := s.guard.wedged.Load()
+	if err := s.applyBatch(b); err != nil {
 		s.unsynced.Add(-1)
-		return nil, fmt.Errorf("pebblestore: commit: %w", err)
+		return nil, false, fmt.Errorf("pebblestore: commit: %w", err)
 	}
 	applied = true
 	if t.activeSet {
@@ -369,16 +420,38 @@ func (s *Store) apply(ctx context.Context, orgID string, fn func(tx store.Tx) er
 	if t.protectionSet {
 		o.protection, o.protectionKnown = t.protection, true
 	}
-	return b, nil
+	return b, s.guard.wedged.Load() != fatals, nil
 }
 
-// syncWAL makes every applied batch durable.
+// applyBatch applies b without waiting for its sync. Pebble panics when it
+// cannot write the write-ahead log; the panic becomes a fault here, and no
+// batch is applied again.
+func (s *Store) applyBatch(b *pebble.Batch) error {
+	return s.guard.commit(func() error { return s.db.ApplyNoSyncWait(b, pebble.Sync) })
+}
+
+// syncWAL makes every applied batch durable. While the storage fails it
+// does not touch the write-ahead log: it returns nil when everything
+// visible is known to be durable, and the refusal otherwise.
 func (s *Store) syncWAL() error {
-	if err := s.db.LogData(nil, pebble.Sync); err != nil {
+	if f := s.guard.fault.Load(); f != nil {
+		if s.guard.undurable.Load() || s.unsynced.Load() > 0 {
+			return refusal(f)
+		}
+		return nil
+	}
+	err := s.guard.commit(func() error { return s.db.LogData(nil, pebble.Sync) })
+	if err != nil {
+		s.guard.undurable.Store(true)
+		s.guard.fail(store.FaultWrite, "write error: a sync of the write-ahead log failed: "+errText(err)+"; restart once the disk is repaired", false)
 		return fmt.Errorf("pebblestore: sync: %w", err)
 	}
 	return nil
 }
+
+// Fault implements store.FaultReporter: nil while the store accepts
+// writes. A full disk that has room again ends its fault here.
+func (s *Store) Fault() *store.Fault { return s.guard.current() }
 
 // Sync implements store.Backend.
 func (s *Store) Sync(ctx context.Context) error {
@@ -409,15 +482,38 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
-	for s.active > 0 {
+	// After a fatal commit error Pebble may never finish a call in
+	// progress: then wait only closeWait for them.
+	deadline := time.Now().Add(closeWait)
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(closeWait / 10)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				s.mu.Lock()
+				s.idle.Broadcast()
+				s.mu.Unlock()
+			}
+		}
+	}()
+	for s.active > 0 && (s.guard.wedged.Load() == 0 || time.Now().Before(deadline)) {
 		s.idle.Wait()
 	}
+	close(done)
 	s.mu.Unlock()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("pebblestore: close: %w", err)
 	}
 	return nil
 }
+
+// closeWait bounds Close's wait for calls in progress once Pebble failed
+// fatally.
+const closeWait = 5 * time.Second
 
 // defaultCacheSize keeps the hot index, filter and data blocks (ledger
 // heads, latest bundles, recent dossiers) in memory.
