@@ -23,6 +23,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/clearancehq/clearance/cmd/clearance/internal/keyfile"
+	"github.com/clearancehq/clearance/internal/acktest"
 )
 
 var (
@@ -33,6 +34,7 @@ var (
 const (
 	failoverScript  = "../../scripts/pg-failover-clusters.sh"
 	failoverClients = 8 // concurrent load clients, each on both servers
+	failoverOrgs    = 2 // orgs under load
 	failoverHeld    = 6 // grants bound before each failover and claimed, racing on both servers, after it
 	// failoverPause is a client's pause after a 503, as a real client
 	// backs off; it keeps the outage from being a busy loop.
@@ -111,9 +113,9 @@ func TestPostgresFailover(t *testing.T) {
 	pb := startServer(t, t.TempDir(), common...)
 	httpc := &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 4 * failoverClients}}
 	defer httpc.CloseIdleConnections()
-	orgs := crashSetup(t, pa, platformKey(t, dirA))
+	orgs := acktest.Setup(t, httpc, pa.url, platformKey(t, dirA), failoverOrgs)
 
-	r := &foRun{httpc: httpc, urls: [2]string{pa.url, pb.url}, orgs: orgs, book: &crashBook{winners: map[string]int{}},
+	r := &foRun{httpc: httpc, urls: [2]string{pa.url, pb.url}, orgs: orgs, book: acktest.NewBook(),
 		answers: map[string]int{}, codes: map[string]int{}}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -127,7 +129,7 @@ func TestPostgresFailover(t *testing.T) {
 	var ackedBefore int
 	for round := range *failoverRounds {
 		r.awaitAcks(t, *failoverAcks)
-		held := make([]*crashGrant, 0, failoverHeld)
+		held := make([]*acktest.Grant, 0, failoverHeld)
 		for i := range failoverHeld {
 			g, ok := r.bind(i%2, i/2%len(orgs), fmt.Sprintf("held-%d-%d", round, i), time.Now())
 			if !ok {
@@ -196,14 +198,14 @@ func TestPostgresFailover(t *testing.T) {
 	// Everything acknowledged is on the new primary, seen through either
 	// server; replayed claims and finalizations are refused by both.
 	checkStart := time.Now()
-	crashCheck(t, pa, httpc, orgs, r.book)
-	crashCheck(t, pb, httpc, orgs, r.book)
+	acktest.Check(t, httpc, pa.url, orgs, r.book)
+	acktest.Check(t, httpc, pb.url, orgs, r.book)
 	book := r.book
 	t.Logf("failover figures: %d rounds in %v (checks %v); acknowledged %d decisions, %d grants, %d claims, %d finalizations (%d records before the first failover); "+
 		"answers %s; 503 codes %s; %d wrong answers, 0 lost, 0 double claims, %d replays refused",
 		*failoverRounds, time.Since(start).Round(time.Millisecond), time.Since(checkStart).Round(time.Millisecond),
-		len(book.decisions), len(book.grants), book.claims, book.finals, ackedBefore,
-		foCounts(r.answers), foCounts(r.codes), len(wrong), book.refused)
+		len(book.Decisions), len(book.Grants), book.Claims, book.Finals, ackedBefore,
+		foCounts(r.answers), foCounts(r.codes), len(wrong), book.Refused)
 	for _, l := range lines {
 		t.Log(l)
 	}
@@ -365,10 +367,10 @@ func (p foPhase) String() string { return [...]string{"steady", "failover"}[p] }
 type foRun struct {
 	httpc *http.Client
 	urls  [2]string // A, B
-	orgs  []crashOrg
-	book  *crashBook
+	orgs  []acktest.Org
+	book  *acktest.Book
 
-	problems crashProblems
+	problems acktest.Problems
 
 	mu          sync.Mutex // guards the fields below
 	phase       foPhase
@@ -466,37 +468,37 @@ func (r *foRun) worker(c int, stop <-chan struct{}) {
 	}
 }
 
-func (r *foRun) post(s, org int, path string, body any) (*reply, error) {
+func (r *foRun) post(s, org int, path string, body any) (*acktest.Reply, error) {
 	raw, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
-	return call(r.httpc, "POST", r.urls[s]+path, r.orgs[org].key, string(raw), nil)
+	return acktest.Call(r.httpc, "POST", r.urls[s]+path, r.orgs[org].Key, string(raw))
 }
 
 // answered counts an answer of server s to op and reports whether the
 // caller should judge it: false for a transport error or a 503, which are
 // judged here (a 503 must authorize nothing and come during a failover).
-func (r *foRun) answered(s int, op string, rep *reply, err error) bool {
+func (r *foRun) answered(s int, op string, rep *acktest.Reply, err error) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err != nil {
-		r.problems.add("%s (%s): server %s: %v (the servers never stop in this test)", op, r.phase, foServerName[s], err)
+		r.problems.Add("%s (%s): server %s: %v (the servers never stop in this test)", op, r.phase, foServerName[s], err)
 		return false
 	}
-	r.answers[fmt.Sprintf("%s %s %d", r.phase, op, rep.status)]++
-	if rep.status != http.StatusServiceUnavailable {
+	r.answers[fmt.Sprintf("%s %s %d", r.phase, op, rep.Status)]++
+	if rep.Status != http.StatusServiceUnavailable {
 		return true
 	}
-	code := str(rep.json, "code")
+	code := rep.Str("code")
 	switch {
-	case rep.json == nil || code == "":
-		r.problems.add("%s: server %s: a 503 without a code: %s", op, foServerName[s], rep.raw)
-	case rep.json["should_execute"] == true || str(rep.json, "execution_token") != "" ||
-		str(rep.json, "claim_token") != "" || str(rep.json, "claim_attestation") != "":
-		r.problems.add("%s: server %s: a 503 that authorizes: %s", op, foServerName[s], rep.raw)
+	case rep.JSON == nil || code == "":
+		r.problems.Add("%s: server %s: a 503 without a code: %s", op, foServerName[s], rep.Raw)
+	case rep.JSON["should_execute"] == true || rep.Str("execution_token") != "" ||
+		rep.Str("claim_token") != "" || rep.Str("claim_attestation") != "":
+		r.problems.Add("%s: server %s: a 503 that authorizes: %s", op, foServerName[s], rep.Raw)
 	case r.phase == foSteady:
-		r.problems.add("%s: server %s: 503 while the pair was healthy: %s", op, foServerName[s], rep.raw)
+		r.problems.Add("%s: server %s: 503 while the pair was healthy: %s", op, foServerName[s], rep.Raw)
 	}
 	r.codes[code]++
 	r.unavailable[s]++
@@ -507,12 +509,12 @@ func (r *foRun) answered(s int, op string, rep *reply, err error) bool {
 // A write sent after the primary stopped was committed by the promoted
 // standby: the first one of each server after the promotion started is
 // when that server resumed.
-func (r *foRun) ack(s int, sent time.Time, rec func(b *crashBook)) {
+func (r *foRun) ack(s int, sent time.Time, rec func(b *acktest.Book)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.book.mu.Lock()
+	r.book.Lock()
 	rec(r.book)
-	r.book.mu.Unlock()
+	r.book.Unlock()
 	r.acks++
 	if !r.stopped.IsZero() && sent.After(r.stopped) && !r.promoted.IsZero() && r.resumed[s].IsZero() {
 		r.resumed[s] = time.Now()
@@ -526,12 +528,12 @@ func (r *foRun) decide(s, org, c, i int) bool {
 	if !r.answered(s, "decision", rep, err) {
 		return false
 	}
-	d, ok := decisionOfReply(org, rep)
-	if rep.status != http.StatusOK || !ok {
-		r.problems.add("decision: server %s: %s", foServerName[s], crashDesc(rep, nil))
+	d, ok := acktest.DecisionOf(org, rep)
+	if rep.Status != http.StatusOK || !ok {
+		r.problems.Add("decision: server %s: %s", foServerName[s], acktest.Describe(rep, nil))
 		return false
 	}
-	r.ack(s, sent, func(b *crashBook) { b.decisions = append(b.decisions, d) })
+	r.ack(s, sent, func(b *acktest.Book) { b.Decisions = append(b.Decisions, d) })
 	return true
 }
 
@@ -557,27 +559,24 @@ func (r *foRun) cycle(org int, id string, i int) bool {
 
 // bind sends a signed intent through server s; a grant it answers is
 // recorded as acknowledged.
-func (r *foRun) bind(s, org int, id string, sent time.Time) (*crashGrant, bool) {
-	jws, err := crashIntent(r.orgs[org], id)
+func (r *foRun) bind(s, org int, id string, sent time.Time) (*acktest.Grant, bool) {
+	jws, err := acktest.Intent(r.orgs[org], id)
 	if err != nil {
-		r.problems.add("sign intent: %v", err)
+		r.problems.Add("sign intent: %v", err)
 		return nil, false
 	}
 	rep, err := r.post(s, org, "/v1/authority/enforce-and-bind", map[string]string{"signed_intent": jws})
 	if !r.answered(s, "bind", rep, err) {
 		return nil, false
 	}
-	d, ok := decisionOfReply(org, rep)
-	g := &crashGrant{org: org, id: str(rep.json, "grant_id"), token: str(rep.json, "execution_token"),
-		intentHash: str(rep.json, "intent_hash"), dossier: d.dossierID}
-	g.expires, err = time.Parse(time.RFC3339Nano, str(rep.json, "expires_at"))
-	if rep.status != http.StatusOK || !ok || err != nil || g.id == "" || g.token == "" || g.intentHash == "" {
-		r.problems.add("bind: server %s: not a grant: %s", foServerName[s], crashDesc(rep, nil))
+	g, d, ok := acktest.GrantOf(org, rep)
+	if rep.Status != http.StatusOK || !ok {
+		r.problems.Add("bind: server %s: not a grant: %s", foServerName[s], acktest.Describe(rep, nil))
 		return nil, false
 	}
-	r.ack(s, sent, func(b *crashBook) {
-		b.decisions = append(b.decisions, d)
-		b.grants = append(b.grants, g)
+	r.ack(s, sent, func(b *acktest.Book) {
+		b.Decisions = append(b.Decisions, d)
+		b.Grants = append(b.Grants, g)
 	})
 	return g, true
 }
@@ -586,14 +585,14 @@ func (r *foRun) bind(s, org int, id string, sent time.Time) (*crashGrant, bool) 
 // whose claim won (-1 for none), its claim token, and how many of the two
 // claims were answered 503 (either may have committed unanswered). Both
 // claims refused is wrong unless an earlier claim's answer was lost.
-func (r *foRun) claimRace(org int, g *crashGrant, earlierLost bool) (winner int, token string, unavailable int) {
+func (r *foRun) claimRace(org int, g *acktest.Grant, earlierLost bool) (winner int, token string, unavailable int) {
 	sent := time.Now()
 	var (
-		reps [2]*reply
+		reps [2]*acktest.Reply
 		errs [2]error
 		wg   sync.WaitGroup
 	)
-	body := map[string]string{"execution_token": g.token, "intent_hash": g.intentHash}
+	body := map[string]string{"execution_token": g.Token, "intent_hash": g.IntentHash}
 	for s := range reps {
 		wg.Go(func() { reps[s], errs[s] = r.post(s, org, "/v1/execution/claim-token", body) })
 	}
@@ -607,44 +606,44 @@ func (r *foRun) claimRace(org int, g *crashGrant, earlierLost bool) (winner int,
 			continue
 		}
 		switch {
-		case rep.status == http.StatusOK && rep.json["should_execute"] == true && str(rep.json, "claim_token") != "":
+		case rep.Status == http.StatusOK && rep.JSON["should_execute"] == true && rep.Str("claim_token") != "":
 			answered++
 			if winner >= 0 {
-				r.problems.add("grant %s: the claims through A and B both won", g.id)
+				r.problems.Add("grant %s: the claims through A and B both won", g.ID)
 			}
-			winner, token = s, str(rep.json, "claim_token")
-			r.ack(s, sent, func(b *crashBook) {
-				b.winners[g.id]++
-				b.claims++
-				g.claimToken = token
+			winner, token = s, rep.Str("claim_token")
+			r.ack(s, sent, func(b *acktest.Book) {
+				b.Winners[g.ID]++
+				b.Claims++
+				g.ClaimToken = token
 			})
-		case rep.status == http.StatusConflict && rep.json["should_execute"] == false && str(rep.json, "code") == "CLAIM_REPLAY":
+		case rep.Status == http.StatusConflict && rep.JSON["should_execute"] == false && rep.Str("code") == "CLAIM_REPLAY":
 			answered++
 		default:
-			r.problems.add("claim: server %s: %s", foServerName[s], crashDesc(rep, nil))
+			r.problems.Add("claim: server %s: %s", foServerName[s], acktest.Describe(rep, nil))
 		}
 	}
 	if answered == len(reps) && winner < 0 && !earlierLost {
-		r.problems.add("grant %s: both racing claims were refused: %s / %s", g.id, reps[0].raw, reps[1].raw)
+		r.problems.Add("grant %s: both racing claims were refused: %s / %s", g.ID, reps[0].Raw, reps[1].Raw)
 	}
 	return winner, token, unavailable
 }
 
 // finalize finalizes g's claim through server s. done: acknowledged;
 // unavailable: answered 503 (it may have committed).
-func (r *foRun) finalize(s, org int, g *crashGrant, token, outcome string) (done, unavailable bool) {
+func (r *foRun) finalize(s, org int, g *acktest.Grant, token, outcome string) (done, unavailable bool) {
 	sent := time.Now()
-	rep, err := r.post(s, org, "/v1/execution/finalize-token", map[string]string{"execution_token": g.token, "claim_token": token, "outcome": outcome})
+	rep, err := r.post(s, org, "/v1/execution/finalize-token", map[string]string{"execution_token": g.Token, "claim_token": token, "outcome": outcome})
 	if !r.answered(s, "finalize", rep, err) {
 		return false, err == nil
 	}
-	if rep.status != http.StatusOK || str(rep.json, "outcome") != outcome {
-		r.problems.add("finalize %s: server %s: %s", outcome, foServerName[s], crashDesc(rep, nil))
+	if rep.Status != http.StatusOK || rep.Str("outcome") != outcome {
+		r.problems.Add("finalize %s: server %s: %s", outcome, foServerName[s], acktest.Describe(rep, nil))
 		return false, false
 	}
-	r.ack(s, sent, func(b *crashBook) {
-		b.finals++
-		g.final = outcome
+	r.ack(s, sent, func(b *acktest.Book) {
+		b.Finals++
+		g.Final = outcome
 	})
 	return true, false
 }
@@ -654,13 +653,13 @@ func (r *foRun) finalize(s, org int, g *crashGrant, token, outcome string) (done
 // claim whose answer was lost (a 503 that committed); a winner is then
 // finalized once. It returns
 // how many were won and how many were claimed with the answer lost.
-func (r *foRun) claimHeld(t *testing.T, held []*crashGrant) (won, unanswered int) {
+func (r *foRun) claimHeld(t *testing.T, held []*acktest.Grant) (won, unanswered int) {
 	t.Helper()
 	for _, g := range held {
 		lost, winner, token := false, -1, ""
-		r.await(t, "an answered claim of held grant "+g.id, func() bool {
+		r.await(t, "an answered claim of held grant "+g.ID, func() bool {
 			var n int
-			winner, token, n = r.claimRace(g.org, g, lost)
+			winner, token, n = r.claimRace(g.Org, g, lost)
 			lost = lost || n > 0
 			return winner >= 0 || n == 0
 		})
@@ -671,16 +670,14 @@ func (r *foRun) claimHeld(t *testing.T, held []*crashGrant) (won, unanswered int
 			continue
 		}
 		won++
-		r.finalize(1-winner, g.org, g, token, "COMMITTED") // after a 503, crashCheck finalizes it or sees it final
+		r.finalize(1-winner, g.Org, g, token, "COMMITTED") // after a 503, acktest.Check finalizes it or sees it final
 	}
 	return won, unanswered
 }
 
 // foProblems copies the problems recorded so far.
 func (r *foRun) foProblems() []string {
-	r.problems.mu.Lock()
-	defer r.problems.mu.Unlock()
-	return slices.Clone(r.problems.list)
+	return r.problems.List()
 }
 
 // foCounts prints a count map in key order.

@@ -21,6 +21,7 @@ import (
 
 	"github.com/clearancehq/clearance"
 	"github.com/clearancehq/clearance/cmd/clearance/internal/keyfile"
+	"github.com/clearancehq/clearance/internal/acktest"
 )
 
 // The real binary, built once (without -race, to keep it fast).
@@ -240,35 +241,11 @@ type reply struct {
 // call sends one request; transport errors are returned, not fatal, so
 // that it may run on any goroutine and while the server is being killed.
 func call(client *http.Client, method, url, key, body string, hdr map[string]string) (*reply, error) {
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, url, rd)
+	r, err := acktest.CallWith(client, method, url, key, body, hdr)
 	if err != nil {
 		return nil, err
 	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	res, err := client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer res.Body.Close()
-	raw, err := io.ReadAll(res.Body)
-	if err != nil {
-		return nil, err
-	}
-	r := &reply{status: res.StatusCode, header: res.Header, raw: raw}
-	_ = json.Unmarshal(raw, &r.json)
-	return r, nil
+	return &reply{status: r.Status, header: r.Header, raw: r.Raw, json: r.JSON}, nil
 }
 
 // mustCall is call on the test goroutine, expecting status want.

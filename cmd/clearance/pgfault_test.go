@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clearancehq/clearance/internal/acktest"
 	"github.com/clearancehq/clearance/internal/faultproxy"
 	"github.com/clearancehq/clearance/store/pgstore/pgtest"
 )
@@ -23,8 +24,8 @@ import (
 // fault proxy (internal/faultproxy) and break the network between them
 // while clients keep sending decisions and full agent cycles (enforce-and-
 // bind, two racing claims, finalize). Every answer must be correct, or a
-// 503 with a stable code that authorizes nothing; afterwards the checks of
-// the crash test (crashCheck) find every acknowledged record, no grant
+// 503 with a stable code that authorizes nothing; afterwards acktest.Check
+// (with the book's Exact switch) finds every acknowledged record, no grant
 // claimed twice and verifying ledgers, with exactly the acknowledged
 // decisions in them; and the server recovers by itself, timed from the
 // fault's end to the first success.
@@ -35,7 +36,8 @@ var (
 )
 
 const (
-	faultClients = 6                // concurrent load clients, over crashOrgs orgs
+	faultClients = 6                // concurrent load clients, over faultOrgs orgs
+	faultOrgs    = 2                // orgs under load
 	faultLease   = 2 * time.Second  // --claim-lease of the stall test
 	faultWait    = 90 * time.Second // the longest any condition is waited for
 )
@@ -45,15 +47,15 @@ const (
 var faultCodes = map[string]bool{"STORE_UNAVAILABLE": true}
 
 // faultEnv is a `clearance serve` on its own PostgreSQL schema, reached
-// through a fault proxy, with the orgs of the crash test.
+// through a fault proxy, with acktest's orgs.
 type faultEnv struct {
 	t     *testing.T
 	name  string
 	proxy *faultproxy.Proxy
 	p     *proc
 	httpc *http.Client
-	orgs  []crashOrg
-	book  *crashBook
+	orgs  []acktest.Org
+	book  *acktest.Book
 
 	// needle narrows Cut to the COMMITs of transactions that carry it
 	// (nil: every COMMIT).
@@ -96,7 +98,9 @@ func newFaultEnv(t *testing.T, name string, lease time.Duration) *faultEnv {
 	}
 	e := &faultEnv{t: t, name: name, abort: make(chan struct{}),
 		status: map[int]int{}, codes: map[string]int{}, targeted: map[string]int{},
-		book: &crashBook{winners: map[string]int{}, maybe: map[int]int{}, exact: true}}
+		book: acktest.NewBook()}
+	// Every request but a keyless decision is repeated until answered.
+	e.book.Exact = true
 	e.proxy, err = faultproxy.New(u.Host, faultproxy.Options{Match: func() faultproxy.Matcher {
 		return &needleCommit{inner: faultproxy.PostgresCommit(), needle: &e.needle}
 	}})
@@ -116,7 +120,7 @@ func newFaultEnv(t *testing.T, name string, lease time.Duration) *faultEnv {
 		e.loads.Wait()
 		e.httpc.CloseIdleConnections()
 	})
-	e.orgs = crashSetup(t, e.p, platformKey(t, dir))
+	e.orgs = acktest.Setup(t, e.httpc, e.p.url, platformKey(t, dir), faultOrgs)
 	return e
 }
 
@@ -207,7 +211,7 @@ func (e *faultEnv) count503() int {
 // answer records one answer and judges what the caller does not: no
 // answer at all, a 5xx other than 503, or a 503 without a store code or
 // with anything that could authorize. It reports whether r is a 503.
-func (e *faultEnv) answer(op string, sent time.Time, r *reply, err error) bool {
+func (e *faultEnv) answer(op string, sent time.Time, r *acktest.Reply, err error) bool {
 	e.t.Helper()
 	done := time.Now()
 	if err != nil {
@@ -218,13 +222,13 @@ func (e *faultEnv) answer(op string, sent time.Time, r *reply, err error) bool {
 		}
 		return false
 	}
-	code := str(r.json, "code")
+	code := r.Str("code")
 	e.mu.Lock()
-	e.status[r.status]++
-	if r.status == http.StatusServiceUnavailable {
+	e.status[r.Status]++
+	if r.Status == http.StatusServiceUnavailable {
 		e.codes[code]++
 	}
-	if r.status/100 == 2 {
+	if r.Status/100 == 2 {
 		if e.down && !sent.Before(e.downSince) {
 			e.okDown++
 		}
@@ -235,35 +239,35 @@ func (e *faultEnv) answer(op string, sent time.Time, r *reply, err error) bool {
 	}
 	e.mu.Unlock()
 	switch {
-	case r.status == http.StatusServiceUnavailable:
+	case r.Status == http.StatusServiceUnavailable:
 		if !faultCodes[code] || authorizes(r) {
-			e.t.Errorf("%s: a 503 that is not a plain refusal: %s", op, r.raw)
+			e.t.Errorf("%s: a 503 that is not a plain refusal: %s", op, r.Raw)
 		}
 		return true
-	case r.status >= 500:
-		e.t.Errorf("%s: status %d: %s", op, r.status, r.raw)
+	case r.Status >= 500:
+		e.t.Errorf("%s: status %d: %s", op, r.Status, r.Raw)
 	}
 	return false
 }
 
 // authorizes reports whether a refusal carries anything an agent could act
 // on (or is not the JSON it must be).
-func authorizes(r *reply) bool {
-	return r.json == nil || r.json["should_execute"] == true || str(r.json, "execution_token") != "" ||
-		str(r.json, "claim_token") != "" || str(r.json, "claim_attestation") != "" || str(r.json, "grant_id") != ""
+func authorizes(r *acktest.Reply) bool {
+	return r.JSON == nil || r.JSON["should_execute"] == true || r.Str("execution_token") != "" ||
+		r.Str("claim_token") != "" || r.Str("claim_attestation") != "" || r.Str("grant_id") != ""
 }
 
 // send posts body and, with retry, repeats it after each 503 (as a client
 // would, with backoff) until another answer; every answer is judged. It
 // returns the last answer (nil when there was none: the test has failed or
 // is over) and whether a 503 came before it.
-func (e *faultEnv) send(op string, org int, path, body string, hdr map[string]string, retry bool) (*reply, bool) {
+func (e *faultEnv) send(op string, org int, path, body string, hdr map[string]string, retry bool) (*acktest.Reply, bool) {
 	e.t.Helper()
 	saw503, pause := false, 5*time.Millisecond
 	for deadline := time.Now().Add(faultWait); ; {
 		sent := time.Now()
 		e.inflight.Add(1)
-		r, err := call(e.httpc, "POST", e.p.url+path, e.orgs[org].key, body, hdr)
+		r, err := acktest.CallWith(e.httpc, "POST", e.p.url+path, e.orgs[org].Key, body, hdr)
 		e.inflight.Add(-1)
 		if !e.answer(op, sent, r, err) {
 			if err != nil {
@@ -289,10 +293,10 @@ func (e *faultEnv) send(op string, org int, path, body string, hdr map[string]st
 }
 
 // ack records an acknowledgement in the book.
-func (e *faultEnv) ack(rec func(b *crashBook)) {
-	e.book.mu.Lock()
+func (e *faultEnv) ack(rec func(b *acktest.Book)) {
+	e.book.Lock()
 	rec(e.book)
-	e.book.mu.Unlock()
+	e.book.Unlock()
 	e.acks.Add(1)
 }
 
@@ -310,7 +314,7 @@ func (e *faultEnv) load(round int) *faultLoad {
 	e.loads.Add(1)
 	for c := range faultClients {
 		l.wg.Go(func() {
-			org := c % crashOrgs
+			org := c % faultOrgs
 			for i := 0; ; i++ {
 				select {
 				case <-l.stop:
@@ -356,21 +360,21 @@ func (e *faultEnv) decide(org int, id string, keyed bool) {
 	switch {
 	case r == nil:
 		return
-	case r.status == http.StatusServiceUnavailable: // keyless: recorded or not
-		e.book.mu.Lock()
-		e.book.maybe[org]++
-		e.book.mu.Unlock()
+	case r.Status == http.StatusServiceUnavailable: // keyless: recorded or not
+		e.book.Lock()
+		e.book.Maybe[org]++
+		e.book.Unlock()
 		return
 	}
-	d, ok := decisionOfReply(org, r)
-	if r.status != http.StatusOK || !ok {
-		e.t.Errorf("evaluate-decision %s: %s", id, crashDesc(r, nil))
+	d, ok := acktest.DecisionOf(org, r)
+	if r.Status != http.StatusOK || !ok {
+		e.t.Errorf("evaluate-decision %s: %s", id, acktest.Describe(r, nil))
 		return
 	}
-	e.ack(func(b *crashBook) { b.decisions = append(b.decisions, d) })
+	e.ack(func(b *acktest.Book) { b.Decisions = append(b.Decisions, d) })
 	if keyed {
 		e.mu.Lock()
-		e.keyed = append(e.keyed, faultKey{org: org, key: id, body: body, dossierID: d.dossierID})
+		e.keyed = append(e.keyed, faultKey{org: org, key: id, body: body, dossierID: d.DossierID})
 		e.mu.Unlock()
 	}
 }
@@ -401,8 +405,8 @@ func (e *faultEnv) cycle(org int, id string, failed bool) {
 
 // bind enforce-and-binds the intent id (its Idempotency-Key is its
 // intent_id, so a repeat answers the same grant) and books the grant.
-func (e *faultEnv) bind(org int, id string) *crashGrant {
-	jws, err := crashIntent(e.orgs[org], id)
+func (e *faultEnv) bind(org int, id string) *acktest.Grant {
+	jws, err := acktest.Intent(e.orgs[org], id)
 	if err != nil {
 		e.t.Errorf("sign intent: %v", err)
 		return nil
@@ -410,43 +414,34 @@ func (e *faultEnv) bind(org int, id string) *crashGrant {
 	return e.bindSigned(org, id, jws)
 }
 
-func (e *faultEnv) bindSigned(org int, id, jws string) *crashGrant {
+func (e *faultEnv) bindSigned(org int, id, jws string) *acktest.Grant {
 	body, _ := json.Marshal(map[string]string{"signed_intent": jws})
 	r, _ := e.send("enforce-and-bind", org, "/v1/authority/enforce-and-bind", string(body), nil, true)
 	if r == nil {
 		return nil
 	}
-	d, ok := decisionOfReply(org, r)
-	g := &crashGrant{org: org, id: str(r.json, "grant_id"), token: str(r.json, "execution_token"),
-		intentHash: str(r.json, "intent_hash"), dossier: d.dossierID}
-	var err error
-	g.expires, err = time.Parse(time.RFC3339Nano, str(r.json, "expires_at"))
-	if r.status != http.StatusOK || !ok || err != nil || g.id == "" || g.token == "" || g.intentHash == "" {
-		e.t.Errorf("enforce-and-bind %s: %s", id, crashDesc(r, nil))
+	g, d, ok := acktest.GrantOf(org, r)
+	if r.Status != http.StatusOK || !ok {
+		e.t.Errorf("enforce-and-bind %s: %s", id, acktest.Describe(r, nil))
 		return nil
 	}
-	e.ack(func(b *crashBook) {
-		b.decisions = append(b.decisions, d)
-		b.grants = append(b.grants, g)
+	e.ack(func(b *acktest.Book) {
+		b.Decisions = append(b.Decisions, d)
+		b.Grants = append(b.Grants, g)
 	})
 	return g
-}
-
-func (g *crashGrant) claimBody() string {
-	b, _ := json.Marshal(map[string]string{"execution_token": g.token, "intent_hash": g.intentHash})
-	return string(b)
 }
 
 // claimRace sends n claims of g at once, each repeated after a 503: at most
 // one may win. It books the winner and returns its claim token ("" for
 // none: every claim was refused, which only a claim that committed
 // unanswered explains).
-func (e *faultEnv) claimRace(org int, g *crashGrant, n int) string {
-	reps := make([]*reply, n)
+func (e *faultEnv) claimRace(org int, g *acktest.Grant, n int) string {
+	reps := make([]*acktest.Reply, n)
 	saw := make([]bool, n)
 	var wg sync.WaitGroup
 	for k := range n {
-		wg.Go(func() { reps[k], saw[k] = e.send("claim", org, "/v1/execution/claim-token", g.claimBody(), nil, true) })
+		wg.Go(func() { reps[k], saw[k] = e.send("claim", org, "/v1/execution/claim-token", g.ClaimBody(), nil, true) })
 	}
 	wg.Wait()
 	wins, token := 0, ""
@@ -454,11 +449,11 @@ func (e *faultEnv) claimRace(org int, g *crashGrant, n int) string {
 		switch {
 		case r == nil:
 			return ""
-		case r.status == http.StatusOK && r.json["should_execute"] == true && str(r.json, "claim_token") != "":
+		case r.Status == http.StatusOK && r.JSON["should_execute"] == true && r.Str("claim_token") != "":
 			wins++
-			token = str(r.json, "claim_token")
-			if end, err := time.Parse(time.RFC3339Nano, str(r.json, "claim_lease_expires_at")); err != nil {
-				e.t.Errorf("claim of grant %s: lease end: %s", g.id, r.raw)
+			token = r.Str("claim_token")
+			if end, err := time.Parse(time.RFC3339Nano, r.Str("claim_lease_expires_at")); err != nil {
+				e.t.Errorf("claim of grant %s: lease end: %s", g.ID, r.Raw)
 			} else if !time.Now().Before(end) {
 				// Its COMMIT's answer came after the lease: the agent must
 				// not execute (the interface's rule), and its finalization
@@ -467,76 +462,76 @@ func (e *faultEnv) claimRace(org int, g *crashGrant, n int) string {
 				e.lateWins++
 				e.mu.Unlock()
 			}
-		case r.status == http.StatusConflict && r.json["should_execute"] == false && str(r.json, "code") == "CLAIM_REPLAY":
+		case r.Status == http.StatusConflict && r.JSON["should_execute"] == false && r.Str("code") == "CLAIM_REPLAY":
 		default:
-			e.t.Errorf("claim of grant %s: %s", g.id, crashDesc(r, nil))
+			e.t.Errorf("claim of grant %s: %s", g.ID, acktest.Describe(r, nil))
 			return ""
 		}
 	}
 	switch {
 	case wins > 1:
-		e.t.Errorf("grant %s: %d racing claims won", g.id, wins)
+		e.t.Errorf("grant %s: %d racing claims won", g.ID, wins)
 	case wins == 0 && !slices.Contains(saw, true):
-		e.t.Errorf("grant %s: every racing claim was refused, and none was unanswered", g.id)
+		e.t.Errorf("grant %s: every racing claim was refused, and none was unanswered", g.ID)
 	}
 	if wins == 0 {
 		return ""
 	}
-	e.ack(func(b *crashBook) {
-		b.winners[g.id] += wins
-		b.claims++
-		g.claimToken = token
+	e.ack(func(b *acktest.Book) {
+		b.Winners[g.ID] += wins
+		b.Claims++
+		g.ClaimToken = token
 	})
 	return token
 }
 
 // finalize reports outcome for g's claim, repeated after a 503, and books it.
-func (e *faultEnv) finalize(org int, g *crashGrant, token, outcome string) {
-	body, _ := json.Marshal(map[string]string{"execution_token": g.token, "claim_token": token, "outcome": outcome})
+func (e *faultEnv) finalize(org int, g *acktest.Grant, token, outcome string) {
+	body, _ := json.Marshal(map[string]string{"execution_token": g.Token, "claim_token": token, "outcome": outcome})
 	r, saw503 := e.send("finalize", org, "/v1/execution/finalize-token", string(body), nil, true)
 	if r == nil {
 		return
 	}
-	code := str(r.json, "code")
+	code := r.Str("code")
 	switch {
-	case r.status == http.StatusOK && str(r.json, "outcome") == outcome:
-		e.ack(func(b *crashBook) { b.finals++; g.final = outcome })
-	case r.status == http.StatusConflict && code == "ALREADY_FINALIZED" && saw503:
+	case r.Status == http.StatusOK && r.Str("outcome") == outcome:
+		e.ack(func(b *acktest.Book) { b.Finals++; g.Final = outcome })
+	case r.Status == http.StatusConflict && code == "ALREADY_FINALIZED" && saw503:
 		// A repeat: the attempt answered 503 was recorded after all.
-	case r.status == http.StatusConflict && code == "CLAIM_LEASE_EXPIRED" && e.book.lapses && str(r.json, "outcome") == "INDETERMINATE":
-		e.ack(func(b *crashBook) { b.finals++; g.final = "INDETERMINATE" })
+	case r.Status == http.StatusConflict && code == "CLAIM_LEASE_EXPIRED" && e.book.Lapses && r.Str("outcome") == "INDETERMINATE":
+		e.ack(func(b *acktest.Book) { b.Finals++; g.Final = "INDETERMINATE" })
 	default:
-		e.t.Errorf("finalize of grant %s: %s", g.id, crashDesc(r, nil))
+		e.t.Errorf("finalize of grant %s: %s", g.ID, acktest.Describe(r, nil))
 	}
 }
 
 // health returns the status of GET /v1/health.
 func (e *faultEnv) health() int {
-	r, err := call(e.httpc, "GET", e.p.url+"/v1/health", "", "", nil)
+	r, err := acktest.Call(e.httpc, "GET", e.p.url+"/v1/health", "", "")
 	if err != nil {
 		e.t.Errorf("health: %v", err)
 		return 0
 	}
-	return r.status
+	return r.Status
 }
 
 // check runs the crash test's checks, then repeats every decision
 // acknowledged under an Idempotency-Key: it must answer the same dossier.
 func (e *faultEnv) check() {
 	e.t.Helper()
-	crashCheck(e.t, e.p, e.httpc, e.orgs, e.book)
-	var bad crashProblems
+	acktest.Check(e.t, e.httpc, e.p.url, e.orgs, e.book)
+	var bad acktest.Problems
 	var jobs []func()
 	for _, k := range e.keyed {
 		jobs = append(jobs, func() {
-			r, err := call(e.httpc, "POST", e.p.url+"/v1/protocol/evaluate-decision", e.orgs[k.org].key, k.body, map[string]string{"Idempotency-Key": k.key})
-			if err != nil || r.status != http.StatusOK || str(r.json, "dossier_id") != k.dossierID {
-				bad.add("decision %s (dossier %s) repeated: %s", k.key, k.dossierID, crashDesc(r, err))
+			r, err := acktest.CallWith(e.httpc, "POST", e.p.url+"/v1/protocol/evaluate-decision", e.orgs[k.org].Key, k.body, map[string]string{"Idempotency-Key": k.key})
+			if err != nil || r.Status != http.StatusOK || r.Str("dossier_id") != k.dossierID {
+				bad.Add("decision %s (dossier %s) repeated: %s", k.key, k.dossierID, acktest.Describe(r, err))
 			}
 		})
 	}
-	crashParallel(jobs)
-	bad.fatal(e.t, "repeated decisions")
+	acktest.Parallel(jobs)
+	bad.Fatal(e.t, "repeated decisions")
 }
 
 // figures logs the test's figures line.
@@ -544,14 +539,14 @@ func (e *faultEnv) figures() {
 	e.t.Helper()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.book.mu.Lock()
-	defer e.book.mu.Unlock()
+	e.book.Lock()
+	defer e.book.Unlock()
 	var statuses []string
 	for _, s := range slices.Sorted(maps.Keys(e.status)) {
 		statuses = append(statuses, fmt.Sprintf("%d:%d", s, e.status[s]))
 	}
 	doubles := 0
-	for _, n := range e.book.winners {
+	for _, n := range e.book.Winners {
 		if n > 1 {
 			doubles++
 		}
@@ -586,7 +581,7 @@ func (e *faultEnv) figures() {
 		"answers by status %s (503 codes %v)%s; acknowledged %d decisions, %d grants, %d claims, %d finalizations; "+
 		"%d winning claims answered after their lease; lost 0, double claims %d; recovery (fault end to first success) %s",
 		e.name, len(e.faults), strings.Join(kinds, ", "), ps.Reset, ps.Refused, ps.Cut,
-		strings.Join(statuses, " "), e.codes, targeted, len(e.book.decisions), len(e.book.grants), e.book.claims, e.book.finals,
+		strings.Join(statuses, " "), e.codes, targeted, len(e.book.Decisions), len(e.book.Grants), e.book.Claims, e.book.Finals,
 		e.lateWins, doubles, rec)
 }
 
@@ -698,7 +693,7 @@ func TestPostgresFaultBlackhole(t *testing.T) {
 // ran it, after the stall.
 func TestPostgresFaultStallLongerThanLease(t *testing.T) {
 	e := newFaultEnv(t, "stall", faultLease)
-	e.book.lapses = true
+	e.book.Lapses = true
 	stall := faultLease + max(*faultOutage, 1500*time.Millisecond) // the lease ends on a whole second
 	for round := range *faultRounds {
 		before := e.bind(0, fmt.Sprintf("%s-r%d-before", e.name, round))
@@ -716,7 +711,7 @@ func TestPostgresFaultStallLongerThanLease(t *testing.T) {
 		e.faultBegins(fmt.Sprintf("stall of %v (lease %v)", stall, faultLease))
 		stalled := time.Now()
 		e.proxy.Set(faultproxy.Stall)
-		var fin, cl *reply
+		var fin, cl *acktest.Reply
 		done := make(chan struct{})
 		e.loads.Add(1)
 		go func() {
@@ -724,15 +719,15 @@ func TestPostgresFaultStallLongerThanLease(t *testing.T) {
 			defer close(done)
 			var wg sync.WaitGroup
 			wg.Go(func() {
-				body, _ := json.Marshal(map[string]string{"execution_token": before.token, "claim_token": token, "outcome": "COMMITTED"})
+				body, _ := json.Marshal(map[string]string{"execution_token": before.Token, "claim_token": token, "outcome": "COMMITTED"})
 				fin, _ = e.send("finalize", 0, "/v1/execution/finalize-token", string(body), nil, true)
 			})
-			wg.Go(func() { cl, _ = e.send("claim", 0, "/v1/execution/claim-token", during.claimBody(), nil, true) })
+			wg.Go(func() { cl, _ = e.send("claim", 0, "/v1/execution/claim-token", during.ClaimBody(), nil, true) })
 			wg.Wait()
 		}()
 		select {
 		case <-done:
-			e.t.Fatalf("round %d: the probes were answered during the stall: %s / %s", round, crashDesc(fin, nil), crashDesc(cl, nil))
+			e.t.Fatalf("round %d: the probes were answered during the stall: %s / %s", round, acktest.Describe(fin, nil), acktest.Describe(cl, nil))
 		case <-time.After(time.Until(stalled.Add(stall))): // the stall's length
 		}
 		resumed := time.Now()
@@ -741,25 +736,25 @@ func TestPostgresFaultStallLongerThanLease(t *testing.T) {
 		<-done
 
 		// The finalization ran after the lease, by the database's clock.
-		if fin == nil || fin.status != http.StatusConflict || str(fin.json, "code") != "CLAIM_LEASE_EXPIRED" || str(fin.json, "outcome") != "INDETERMINATE" {
-			e.t.Fatalf("round %d: finalize sent within the lease, run after it: %s", round, crashDesc(fin, nil))
+		if fin == nil || fin.Status != http.StatusConflict || fin.Str("code") != "CLAIM_LEASE_EXPIRED" || fin.Str("outcome") != "INDETERMINATE" {
+			e.t.Fatalf("round %d: finalize sent within the lease, run after it: %s", round, acktest.Describe(fin, nil))
 		}
-		e.ack(func(b *crashBook) { b.finals++; before.final = "INDETERMINATE" })
+		e.ack(func(b *acktest.Book) { b.Finals++; before.Final = "INDETERMINATE" })
 		// The claim's lease starts when the database ran it.
-		if cl == nil || cl.status != http.StatusOK || cl.json["should_execute"] != true {
-			e.t.Fatalf("round %d: claim during the stall: %s", round, crashDesc(cl, nil))
+		if cl == nil || cl.Status != http.StatusOK || cl.JSON["should_execute"] != true {
+			e.t.Fatalf("round %d: claim during the stall: %s", round, acktest.Describe(cl, nil))
 		}
-		leaseEnd, err := time.Parse(time.RFC3339Nano, str(cl.json, "claim_lease_expires_at"))
+		leaseEnd, err := time.Parse(time.RFC3339Nano, cl.Str("claim_lease_expires_at"))
 		if err != nil || leaseEnd.Before(resumed.Add(faultLease-time.Second)) {
 			e.t.Fatalf("round %d: claim sent at %s, stall over at %s: lease ends %s (%v); want a lease from after the stall",
-				round, stalled.Format(time.RFC3339Nano), resumed.Format(time.RFC3339Nano), str(cl.json, "claim_lease_expires_at"), err)
+				round, stalled.Format(time.RFC3339Nano), resumed.Format(time.RFC3339Nano), cl.Str("claim_lease_expires_at"), err)
 		}
-		e.ack(func(b *crashBook) {
-			b.winners[during.id]++
-			b.claims++
-			during.claimToken = str(cl.json, "claim_token")
+		e.ack(func(b *acktest.Book) {
+			b.Winners[during.ID]++
+			b.Claims++
+			during.ClaimToken = cl.Str("claim_token")
 		})
-		e.finalize(0, during, during.claimToken, "COMMITTED")
+		e.finalize(0, during, during.ClaimToken, "COMMITTED")
 
 		e.waitRecovered()
 		e.waitAcks(30)
@@ -813,7 +808,7 @@ func (e *faultEnv) cutOwnCommits(id string, loss faultproxy.Loss) {
 	e.t.Helper()
 	// own arms a cut for the transaction carrying needle, runs op and
 	// requires that the cut happened; it returns op's first answer.
-	own := func(op, needle string, send func() (*reply, bool)) *reply {
+	own := func(op, needle string, send func() (*acktest.Reply, bool)) *acktest.Reply {
 		e.t.Helper()
 		n := []byte(needle)
 		e.needle.Store(&n)
@@ -832,30 +827,30 @@ func (e *faultEnv) cutOwnCommits(id string, loss faultproxy.Loss) {
 			e.t.Fatalf("%s: no answer", op)
 		}
 		e.mu.Lock()
-		e.targeted[fmt.Sprintf("%s/%s/%d", op, strings.ReplaceAll(lossName(loss), " ", "-"), r.status)]++
+		e.targeted[fmt.Sprintf("%s/%s/%d", op, strings.ReplaceAll(lossName(loss), " ", "-"), r.Status)]++
 		e.mu.Unlock()
-		if r.status != http.StatusOK && r.status != http.StatusServiceUnavailable {
-			e.t.Fatalf("%s with its COMMIT cut (%s): %s; want the answer, or 503", op, lossName(loss), crashDesc(r, nil))
+		if r.Status != http.StatusOK && r.Status != http.StatusServiceUnavailable {
+			e.t.Fatalf("%s with its COMMIT cut (%s): %s; want the answer, or 503", op, lossName(loss), acktest.Describe(r, nil))
 		}
 		return r
 	}
-	post := func(op string, org int, path, body string, hdr map[string]string) func() (*reply, bool) {
-		return func() (*reply, bool) { return e.send(op, org, path, body, hdr, false) }
+	post := func(op string, org int, path, body string, hdr map[string]string) func() (*acktest.Reply, bool) {
+		return func() (*acktest.Reply, bool) { return e.send(op, org, path, body, hdr, false) }
 	}
 
 	// A decision without an Idempotency-Key: recorded once, or (503) at
 	// most once.
 	body := decisionBody(id + "-keyless")
-	if r := own("keyless decision", id+"-keyless", post("evaluate-decision", 0, "/v1/protocol/evaluate-decision", body, nil)); r.status == http.StatusOK {
-		d, ok := decisionOfReply(0, r)
+	if r := own("keyless decision", id+"-keyless", post("evaluate-decision", 0, "/v1/protocol/evaluate-decision", body, nil)); r.Status == http.StatusOK {
+		d, ok := acktest.DecisionOf(0, r)
 		if !ok {
-			e.t.Fatalf("keyless decision: %s", r.raw)
+			e.t.Fatalf("keyless decision: %s", r.Raw)
 		}
-		e.ack(func(b *crashBook) { b.decisions = append(b.decisions, d) })
+		e.ack(func(b *acktest.Book) { b.Decisions = append(b.Decisions, d) })
 	} else {
-		e.book.mu.Lock()
-		e.book.maybe[0]++
-		e.book.mu.Unlock()
+		e.book.Lock()
+		e.book.Maybe[0]++
+		e.book.Unlock()
 	}
 
 	// A decision with one: then repeated until answered (check repeats it
@@ -866,7 +861,7 @@ func (e *faultEnv) cutOwnCommits(id string, loss faultproxy.Loss) {
 	e.decide(0, key, true)
 
 	// enforce-and-bind: its repeat answers the same grant.
-	jws, err := crashIntent(e.orgs[0], id+"-cycle")
+	jws, err := acktest.Intent(e.orgs[0], id+"-cycle")
 	if err != nil {
 		e.t.Fatalf("sign intent: %v", err)
 	}
@@ -881,50 +876,50 @@ func (e *faultEnv) cutOwnCommits(id string, loss faultproxy.Loss) {
 	// claim that committed unanswered; it is never refused as a replay of
 	// itself.
 	scope := "scope-" + id + "-cycle"
-	r := own("claim", scope, post("claim", 0, "/v1/execution/claim-token", g.claimBody(), nil))
-	if r.status == http.StatusOK && (r.json["should_execute"] != true || str(r.json, "claim_token") == "") {
-		e.t.Fatalf("claim with its COMMIT cut: %s", r.raw)
+	r := own("claim", scope, post("claim", 0, "/v1/execution/claim-token", g.ClaimBody(), nil))
+	if r.Status == http.StatusOK && (r.JSON["should_execute"] != true || r.Str("claim_token") == "") {
+		e.t.Fatalf("claim with its COMMIT cut: %s", r.Raw)
 	}
 	token := ""
-	if r.status == http.StatusOK {
-		token = str(r.json, "claim_token")
-		e.ack(func(b *crashBook) { b.winners[g.id]++; b.claims++; g.claimToken = token })
+	if r.Status == http.StatusOK {
+		token = r.Str("claim_token")
+		e.ack(func(b *acktest.Book) { b.Winners[g.ID]++; b.Claims++; g.ClaimToken = token })
 		// Repeated, it is a replay.
-		again, _ := e.send("claim", 0, "/v1/execution/claim-token", g.claimBody(), nil, true)
-		if again == nil || again.status != http.StatusConflict || again.json["should_execute"] != false || str(again.json, "code") != "CLAIM_REPLAY" {
-			e.t.Fatalf("claim repeated after it won: %s", crashDesc(again, nil))
+		again, _ := e.send("claim", 0, "/v1/execution/claim-token", g.ClaimBody(), nil, true)
+		if again == nil || again.Status != http.StatusConflict || again.JSON["should_execute"] != false || again.Str("code") != "CLAIM_REPLAY" {
+			e.t.Fatalf("claim repeated after it won: %s", acktest.Describe(again, nil))
 		}
 	} else {
-		again, _ := e.send("claim", 0, "/v1/execution/claim-token", g.claimBody(), nil, true)
+		again, _ := e.send("claim", 0, "/v1/execution/claim-token", g.ClaimBody(), nil, true)
 		switch {
-		case again != nil && again.status == http.StatusOK && again.json["should_execute"] == true && str(again.json, "claim_token") != "":
-			token = str(again.json, "claim_token")
-			e.ack(func(b *crashBook) { b.winners[g.id]++; b.claims++; g.claimToken = token })
-		case again != nil && again.status == http.StatusConflict && str(again.json, "code") == "CLAIM_REPLAY":
+		case again != nil && again.Status == http.StatusOK && again.JSON["should_execute"] == true && again.Str("claim_token") != "":
+			token = again.Str("claim_token")
+			e.ack(func(b *acktest.Book) { b.Winners[g.ID]++; b.Claims++; g.ClaimToken = token })
+		case again != nil && again.Status == http.StatusConflict && again.Str("code") == "CLAIM_REPLAY":
 			e.t.Logf("%s: the claim answered 503 had committed: the grant stays claimed by nobody who knows it", id)
 			return
 		default:
-			e.t.Fatalf("claim repeated after a 503: %s", crashDesc(again, nil))
+			e.t.Fatalf("claim repeated after a 503: %s", acktest.Describe(again, nil))
 		}
 	}
 
 	// Its finalization: recorded once, never refused as already done.
-	fin, _ := json.Marshal(map[string]string{"execution_token": g.token, "claim_token": token, "outcome": "COMMITTED"})
-	if r := own("finalize", scope, post("finalize", 0, "/v1/execution/finalize-token", string(fin), nil)); r.status == http.StatusOK {
-		if str(r.json, "outcome") != "COMMITTED" {
-			e.t.Fatalf("finalize with its COMMIT cut: %s", r.raw)
+	fin, _ := json.Marshal(map[string]string{"execution_token": g.Token, "claim_token": token, "outcome": "COMMITTED"})
+	if r := own("finalize", scope, post("finalize", 0, "/v1/execution/finalize-token", string(fin), nil)); r.Status == http.StatusOK {
+		if r.Str("outcome") != "COMMITTED" {
+			e.t.Fatalf("finalize with its COMMIT cut: %s", r.Raw)
 		}
-		e.ack(func(b *crashBook) { b.finals++; g.final = "COMMITTED" })
+		e.ack(func(b *acktest.Book) { b.Finals++; g.Final = "COMMITTED" })
 		return
 	}
 	again, _ := e.send("finalize", 0, "/v1/execution/finalize-token", string(fin), nil, true)
 	switch {
-	case again != nil && again.status == http.StatusOK && str(again.json, "outcome") == "COMMITTED":
-		e.ack(func(b *crashBook) { b.finals++; g.final = "COMMITTED" })
-	case again != nil && again.status == http.StatusConflict && str(again.json, "code") == "ALREADY_FINALIZED":
+	case again != nil && again.Status == http.StatusOK && again.Str("outcome") == "COMMITTED":
+		e.ack(func(b *acktest.Book) { b.Finals++; g.Final = "COMMITTED" })
+	case again != nil && again.Status == http.StatusConflict && again.Str("code") == "ALREADY_FINALIZED":
 		// The finalization answered 503 had been recorded.
 	default:
-		e.t.Fatalf("finalize repeated after a 503: %s", crashDesc(again, nil))
+		e.t.Fatalf("finalize repeated after a 503: %s", acktest.Describe(again, nil))
 	}
 }
 
@@ -936,9 +931,9 @@ func TestPostgresFaultClaimStoreDown(t *testing.T) {
 	e := newFaultEnv(t, "claimdown", time.Hour)
 	const grants, racers = 4, 8
 	for round := range *faultRounds {
-		var gs []*crashGrant
+		var gs []*acktest.Grant
 		for i := range grants {
-			g := e.bind(i%crashOrgs, fmt.Sprintf("%s-r%d-g%d", e.name, round, i))
+			g := e.bind(i%faultOrgs, fmt.Sprintf("%s-r%d-g%d", e.name, round, i))
 			if g == nil {
 				e.t.Fatalf("round %d: grant %d not bound", round, i)
 			}
@@ -951,9 +946,9 @@ func TestPostgresFaultClaimStoreDown(t *testing.T) {
 		for _, g := range gs {
 			for range racers {
 				wg.Go(func() {
-					r, _ := e.send("claim while down", g.org, "/v1/execution/claim-token", g.claimBody(), nil, false)
-					if r != nil && r.status != http.StatusServiceUnavailable {
-						e.t.Errorf("grant %s: claim while the database is unreachable: %s", g.id, crashDesc(r, nil))
+					r, _ := e.send("claim while down", g.Org, "/v1/execution/claim-token", g.ClaimBody(), nil, false)
+					if r != nil && r.Status != http.StatusServiceUnavailable {
+						e.t.Errorf("grant %s: claim while the database is unreachable: %s", g.ID, acktest.Describe(r, nil))
 					}
 				})
 			}
@@ -966,8 +961,8 @@ func TestPostgresFaultClaimStoreDown(t *testing.T) {
 		e.faultEnds()
 		for _, g := range gs {
 			wg.Go(func() {
-				if token := e.claimRace(g.org, g, racers); token != "" {
-					e.finalize(g.org, g, token, "COMMITTED")
+				if token := e.claimRace(g.Org, g, racers); token != "" {
+					e.finalize(g.Org, g, token, "COMMITTED")
 				}
 			})
 		}
@@ -978,13 +973,13 @@ func TestPostgresFaultClaimStoreDown(t *testing.T) {
 		if okDown > 0 {
 			t.Fatalf("round %d: %d claims sent while the database was unreachable were answered 2xx", round, okDown)
 		}
-		e.book.mu.Lock()
+		e.book.Lock()
 		for _, g := range gs {
-			if n := e.book.winners[g.id]; n != 1 {
-				t.Errorf("round %d: grant %s has %d winning claims once the database is back; want 1", round, g.id, n)
+			if n := e.book.Winners[g.ID]; n != 1 {
+				t.Errorf("round %d: grant %s has %d winning claims once the database is back; want 1", round, g.ID, n)
 			}
 		}
-		e.book.mu.Unlock()
+		e.book.Unlock()
 	}
 	e.check()
 	e.figures()

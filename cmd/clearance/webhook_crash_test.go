@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/clearancehq/clearance/internal/acktest"
 )
 
 // hookSecret signs the deliveries of the webhook tests.
@@ -164,7 +166,7 @@ func TestSIGKILLMidDeliveryRedelivers(t *testing.T) {
 	p := startServer(t, dir, flags...)
 	org := mustCall(t, "POST", p.url+"/v1/platform/orgs", platformKey(t, dir), `{"name":"Hook crash"}`, http.StatusCreated)
 	orgID, key := str(org.json, "org_id"), str(org.json, "api_key")
-	mustCall(t, "POST", p.url+"/v1/protocol/policies/bundles", key, crashBundle, http.StatusCreated)
+	mustCall(t, "POST", p.url+"/v1/protocol/policies/bundles", key, acktest.Bundle, http.StatusCreated)
 	hookConnect(t, p.url, orgID, key, rv.URL+"/hook")
 	dec := mustCall(t, "POST", p.url+"/v1/protocol/evaluate-decision", key,
 		`{"decision_type":"PAYMENT","workflow_key":"hooks","amount":250}`, http.StatusOK)

@@ -1,17 +1,21 @@
 // Package acktest books what a Clearance server acknowledged under load,
 // over real HTTP, and checks afterwards that nothing acknowledged was lost
-// and no grant was claimed twice. The tests that crash the binary and that
-// break its storage share it: they differ only in what they do to the
-// server while the load runs and in which failed answers they accept.
+// and no grant was claimed twice. The tests that crash the binary, break
+// its Pebble storage, break the network to PostgreSQL or fail PostgreSQL
+// over share it: they differ in what they do to the server while the load
+// runs, in which failed answers they accept, and in the switches they set
+// on the Book (Exact, Maybe, Lapses) for what their faults may leave.
 //
-// The load mixes decisions (evaluate-decision) and full agent cycles
-// (enforce-and-bind, two racing claims of the grant, finalize of the
-// winner). An answer is acknowledged when it is a 2xx that carries what it
-// promises (a dossier with its digest and ledger seq, a grant, a winning
-// claim, a finalization); the Book keeps every acknowledgement. Check,
-// after a restart, reads every acknowledged record back through the API,
-// verifies each org's ledger, then replays claims and finalizations
-// (refused) and completes the cycles left open.
+// Load is a load generator that mixes decisions (evaluate-decision) and
+// full agent cycles (enforce-and-bind, two racing claims of the grant,
+// finalize of the winner); a test with its own clients books their
+// acknowledgements itself (DecisionOf, GrantOf). An answer is acknowledged
+// when it is a 2xx that carries what it promises (a dossier with its digest
+// and ledger seq, a grant, a winning claim, a finalization); the Book keeps
+// every acknowledgement. Check, once the server has recovered (restarted
+// after a crash, or back after a fault), reads every acknowledged record
+// back through the API, verifies each org's ledger, then replays claims and
+// finalizations (refused) and completes the cycles left open.
 //
 // It is test support: only tests import it.
 package acktest
@@ -70,7 +74,7 @@ type Grant struct {
 	Final                          string // an acknowledged finalization's outcome
 }
 
-// Book is everything a server acknowledged, across restarts.
+// Book is everything a server acknowledged, across restarts and faults.
 type Book struct {
 	mu        sync.Mutex
 	Decisions []Decision
@@ -80,10 +84,25 @@ type Book struct {
 	Finals    int
 	// Counted by Check.
 	LateClaims, LateFinals, Refused int
+
+	// Set by a test before any load, for what its faults may leave:
+	//
+	// Exact: every request was repeated until it was answered, so each
+	// org's ledger holds exactly the acknowledged decisions and grants,
+	// and at most Maybe[org] more decisions (sent without an
+	// Idempotency-Key and answered 503: repeating one would be another
+	// decision, so it stays unknown).
+	//
+	// Lapses: the claim lease is short, so an acknowledged claim may end
+	// INDETERMINATE (CLAIM_LEASE_EXPIRED), recorded by the expiry worker
+	// (then a late finalization is ledgered too) or by a late
+	// finalization.
+	Exact, Lapses bool
+	Maybe         map[int]int // org -> decisions answered 503, recorded or not
 }
 
 // NewBook returns an empty book.
-func NewBook() *Book { return &Book{Winners: map[string]int{}} }
+func NewBook() *Book { return &Book{Winners: map[string]int{}, Maybe: map[int]int{}} }
 
 // Lock and Unlock guard the book's fields while a test reads them.
 func (b *Book) Lock()   { b.mu.Lock() }
@@ -114,6 +133,11 @@ func Describe(r *Reply, err error) string {
 // Call sends one request; transport errors are returned, not fatal, so
 // that it may run on any goroutine and while the server fails or dies.
 func Call(client *http.Client, method, url, key, body string) (*Reply, error) {
+	return CallWith(client, method, url, key, body, nil)
+}
+
+// CallWith is Call with more request headers (an Idempotency-Key).
+func CallWith(client *http.Client, method, url, key, body string, header map[string]string) (*Reply, error) {
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
@@ -127,6 +151,9 @@ func Call(client *http.Client, method, url, key, body string) (*Reply, error) {
 	}
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
 	}
 	res, err := client.Do(req)
 	if err != nil {
@@ -185,6 +212,8 @@ type Load struct {
 	// OnAck is called after each acknowledgement is booked, with the count
 	// of this load's acknowledgements, while no other is booked: a test
 	// kills the server or breaks its storage there, with work in flight.
+	// It runs under the load's lock: Stop must be called from another
+	// goroutine.
 	OnAck func(acks int)
 	// OnFailure is called with every answer that is neither an
 	// acknowledgement nor the CLAIM_REPLAY of a claim that lost the race
@@ -271,7 +300,7 @@ func (l *Load) decide(c, i int) bool {
 	if err != nil || rep.Status != http.StatusOK {
 		return l.OnFailure(c, "evaluate-decision", rep, err)
 	}
-	d, ok := decisionOf(org, rep)
+	d, ok := DecisionOf(org, rep)
 	if !ok {
 		l.T.Errorf("evaluate-decision answered 200 without a dossier: %s", rep.Raw)
 		return false
@@ -280,10 +309,30 @@ func (l *Load) decide(c, i int) bool {
 	return true
 }
 
-func decisionOf(org int, rep *Reply) (Decision, bool) {
+// DecisionOf is the decision an answer of org's evaluate-decision or
+// enforce-and-bind acknowledges; false when it lacks a dossier id, digest
+// or ledger seq.
+func DecisionOf(org int, rep *Reply) (Decision, bool) {
 	seq, _ := rep.JSON["ledger_seq"].(float64)
 	d := Decision{Org: org, DossierID: rep.Str("dossier_id"), Digest: rep.Str("dossier_digest"), Seq: uint64(seq)}
 	return d, d.DossierID != "" && d.Digest != "" && d.Seq > 0
+}
+
+// GrantOf is the grant, and its decision, an answer of org's
+// enforce-and-bind acknowledges; false when it lacks any of them.
+func GrantOf(org int, rep *Reply) (*Grant, Decision, bool) {
+	d, ok := DecisionOf(org, rep)
+	g := &Grant{Org: org, ID: rep.Str("grant_id"), Token: rep.Str("execution_token"),
+		IntentHash: rep.Str("intent_hash"), Dossier: d.DossierID}
+	var err error
+	g.Expires, err = time.Parse(time.RFC3339Nano, rep.Str("expires_at"))
+	return g, d, ok && err == nil && g.ID != "" && g.Token != "" && g.IntentHash != ""
+}
+
+// ClaimBody is the body of a claim of g.
+func (g *Grant) ClaimBody() string {
+	b, _ := json.Marshal(map[string]string{"execution_token": g.Token, "intent_hash": g.IntentHash})
+	return string(b)
 }
 
 // cycle binds a signed intent, claims the grant twice at once (exactly one
@@ -301,11 +350,8 @@ func (l *Load) cycle(c, i int) bool {
 	if err != nil || rep.Status != http.StatusOK {
 		return l.OnFailure(c, "enforce-and-bind", rep, err)
 	}
-	d, ok := decisionOf(org, rep)
-	g := &Grant{Org: org, ID: rep.Str("grant_id"), Token: rep.Str("execution_token"),
-		IntentHash: rep.Str("intent_hash"), Dossier: d.DossierID}
-	g.Expires, err = time.Parse(time.RFC3339Nano, rep.Str("expires_at"))
-	if !ok || err != nil || g.ID == "" || g.Token == "" || g.IntentHash == "" {
+	g, d, ok := GrantOf(org, rep)
+	if !ok {
 		l.T.Errorf("enforce-and-bind answered 200 without a grant: %s", rep.Raw)
 		return false
 	}
@@ -314,14 +360,14 @@ func (l *Load) cycle(c, i int) bool {
 		b.Grants = append(b.Grants, g)
 	})
 
-	claimBody, _ := json.Marshal(map[string]string{"execution_token": g.Token, "intent_hash": g.IntentHash})
+	claimBody := g.ClaimBody()
 	var (
 		reps [2]*Reply
 		errs [2]error
 		wg   sync.WaitGroup
 	)
 	for k := range reps {
-		wg.Go(func() { reps[k], errs[k] = l.post(org, "/v1/execution/claim-token", string(claimBody)) })
+		wg.Go(func() { reps[k], errs[k] = l.post(org, "/v1/execution/claim-token", claimBody) })
 	}
 	wg.Wait()
 	goOn, answered, claimToken := true, 0, ""
@@ -386,29 +432,38 @@ func Intent(o Org, id string) (string, error) {
 	return grant.SignIntent(o.Agent, payload)
 }
 
-// problems collects lost or changed records from parallel checks.
-type problems struct {
+// Problems collects wrong answers and lost or changed records from
+// parallel checks. The zero value is ready to use.
+type Problems struct {
 	mu   sync.Mutex
 	list []string
 }
 
-func (p *problems) add(format string, args ...any) {
+// Add records one problem.
+func (p *Problems) Add(format string, args ...any) {
 	p.mu.Lock()
 	p.list = append(p.list, fmt.Sprintf(format, args...))
 	p.mu.Unlock()
 }
 
-// fatal fails the test if anything was added.
-func (p *problems) fatal(t testing.TB, what string) {
+// List returns a copy of the problems recorded so far.
+func (p *Problems) List() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.list...)
+}
+
+// Fatal fails the test, with the first ten sorted, if anything was added.
+func (p *Problems) Fatal(t testing.TB, what string) {
 	t.Helper()
-	if n := len(p.list); n > 0 {
-		sort.Strings(p.list)
-		t.Fatalf("%s: %d problems, first:\n%s", what, n, strings.Join(p.list[:min(n, 10)], "\n"))
+	if list := p.List(); len(list) > 0 {
+		sort.Strings(list)
+		t.Fatalf("%s: %d problems, first:\n%s", what, len(list), strings.Join(list[:min(len(list), 10)], "\n"))
 	}
 }
 
-// parallel runs jobs on a few workers.
-func parallel(jobs []func()) {
+// Parallel runs jobs on a few workers and returns when all are done.
+func Parallel(jobs []func()) {
 	ch := make(chan func())
 	var wg sync.WaitGroup
 	for range 8 {
@@ -425,16 +480,19 @@ func parallel(jobs []func()) {
 	wg.Wait()
 }
 
-// Check runs against the server at url after a restart. Read only first:
-// every acknowledged dossier is served with its digest and seq, every
-// acknowledged grant exists in a state its acknowledgements allow (a claim
-// or a finalization answered with a failure may have committed), and each
-// org's ledger verifies and records all of it (claims and finalizations at
-// most once per grant). Then replays: an acknowledged claim or
-// finalization is refused when repeated; a grant still ISSUED is claimed
-// and finalized now, which shows its record and binding survived, and an
-// acknowledged claim still finalizes with its claim token. The book is
-// brought up to date with what Check acknowledged itself.
+// Check runs against the server at url once it has recovered: restarted
+// after a crash, or back after a fault; with several servers on one store,
+// against each. Read only first: every acknowledged dossier is served with
+// its digest and seq, every acknowledged grant exists in a state its
+// acknowledgements allow (a claim or a finalization answered with a
+// failure may have committed), and each org's ledger verifies and records
+// all of it (claims and finalizations at most once per grant; with Exact,
+// nothing but the acknowledged decisions and grants). Then replays: an
+// acknowledged claim or finalization is refused when repeated; a grant
+// still ISSUED is claimed and finalized now, which shows its record and
+// binding survived, and an acknowledged claim still finalizes with its
+// claim token (with Lapses, or is refused as lapsed). The book is brought
+// up to date with what Check acknowledged itself.
 func Check(t testing.TB, client *http.Client, url string, orgs []Org, book *Book) {
 	t.Helper()
 	book.mu.Lock()
@@ -445,7 +503,7 @@ func Check(t testing.TB, client *http.Client, url string, orgs []Org, book *Book
 	}
 	book.mu.Unlock()
 
-	var bad problems
+	var bad Problems
 	post := func(org int, path string, body any) (*Reply, error) {
 		b, _ := json.Marshal(body)
 		return Call(client, "POST", url+path, orgs[org].Key, string(b))
@@ -455,15 +513,15 @@ func Check(t testing.TB, client *http.Client, url string, orgs []Org, book *Book
 		jobs = append(jobs, func() {
 			r, err := Call(client, "GET", url+"/v1/protocol/dossiers/"+d.DossierID, orgs[d.Org].Key, "")
 			if err != nil || r.Status != http.StatusOK {
-				bad.add("dossier %s (seq %d) lost: %s", d.DossierID, d.Seq, Describe(r, err))
+				bad.Add("dossier %s (seq %d) lost: %s", d.DossierID, d.Seq, Describe(r, err))
 				return
 			}
 			sum := sha256.Sum256(r.Raw)
 			if got := "sha256:" + hex.EncodeToString(sum[:]); got != d.Digest || r.Header.Get("X-Clearance-Dossier-Digest") != d.Digest {
-				bad.add("dossier %s: digest %s (header %s), acknowledged %s", d.DossierID, got, r.Header.Get("X-Clearance-Dossier-Digest"), d.Digest)
+				bad.Add("dossier %s: digest %s (header %s), acknowledged %s", d.DossierID, got, r.Header.Get("X-Clearance-Dossier-Digest"), d.Digest)
 			}
 			if seq, _ := r.JSON["ledger_seq"].(float64); uint64(seq) != d.Seq {
-				bad.add("dossier %s: ledger_seq %v, acknowledged %d", d.DossierID, seq, d.Seq)
+				bad.Add("dossier %s: ledger_seq %v, acknowledged %d", d.DossierID, seq, d.Seq)
 			}
 		})
 	}
@@ -473,39 +531,39 @@ func Check(t testing.TB, client *http.Client, url string, orgs []Org, book *Book
 			// The grant's state, as its dossier's dispatch listing reports it.
 			r, err := Call(client, "GET", url+"/v1/protocol/dossiers/"+g.Dossier+"/dispatches", orgs[g.Org].Key, "")
 			if err != nil || r.Status != http.StatusOK || r.Str("grant_state") == "" {
-				bad.add("grant %s lost: %s", g.ID, Describe(r, err))
+				bad.Add("grant %s lost: %s", g.ID, Describe(r, err))
 				return
 			}
 			st := r.Str("grant_state")
 			states[i] = st
 			if r.Str("grant_id") != g.ID {
-				bad.add("grant %s changed: %s", g.ID, r.Raw)
+				bad.Add("grant %s changed: %s", g.ID, r.Raw)
 			}
 			// verify-token agrees: valid while ISSUED, spent once claimed.
 			v, err := post(g.Org, "/v1/execution/verify-token", map[string]string{"execution_token": g.Token, "intent_hash": g.IntentHash})
 			switch {
 			case err != nil:
-				bad.add("grant %s: verify-token: %v", g.ID, err)
+				bad.Add("grant %s: verify-token: %v", g.ID, err)
 			case st == "ISSUED" && (v.Status != http.StatusOK || v.Str("grant_id") != g.ID || v.Str("dossier_id") != g.Dossier):
-				bad.add("grant %s (ISSUED): verify-token %s", g.ID, Describe(v, nil))
+				bad.Add("grant %s (ISSUED): verify-token %s", g.ID, Describe(v, nil))
 			case st != "ISSUED" && (v.Status != http.StatusConflict || v.Str("code") != "GRANT_ALREADY_CLAIMED"):
-				bad.add("grant %s (%s): verify-token %s", g.ID, st, Describe(v, nil))
+				bad.Add("grant %s (%s): verify-token %s", g.ID, st, Describe(v, nil))
 			}
 			switch {
 			case g.Final != "" && st != g.Final:
-				bad.add("grant %s: finalized %s acknowledged, state %s", g.ID, g.Final, st)
-			case g.Final == "" && g.ClaimToken != "" && st != "CLAIMED" && !final(st): // a finalization may have committed unanswered
-				bad.add("grant %s: claim acknowledged, state %s", g.ID, st)
+				bad.Add("grant %s: finalized %s acknowledged, state %s", g.ID, g.Final, st)
+			case g.Final == "" && g.ClaimToken != "" && st != "CLAIMED" && !book.final(st): // a finalization may have committed unanswered
+				bad.Add("grant %s: claim acknowledged, state %s", g.ID, st)
 			case g.ClaimToken == "" && st != "ISSUED" && st != "CLAIMED": // a claim may have committed unanswered
-				bad.add("grant %s: never claimed with an answer, state %s", g.ID, st)
+				bad.Add("grant %s: never claimed with an answer, state %s", g.ID, st)
 			}
 		})
 	}
-	parallel(jobs)
+	Parallel(jobs)
 	for o := range orgs {
-		checkLedger(t, client, url, orgs, o, decisions, grants, states, &bad)
+		checkLedger(t, client, url, orgs, o, decisions, grants, states, book, &bad)
 	}
-	bad.fatal(t, "after the restart")
+	bad.Fatal(t, "after recovery")
 
 	// Replays and late claims.
 	jobs = jobs[:0]
@@ -514,7 +572,7 @@ func Check(t testing.TB, client *http.Client, url string, orgs []Org, book *Book
 			jobs = append(jobs, func() {
 				r, err := post(g.Org, "/v1/execution/claim-token", map[string]string{"execution_token": g.Token, "intent_hash": g.IntentHash})
 				if err != nil || r.Status != http.StatusConflict || r.JSON["should_execute"] != false || r.Str("code") != "CLAIM_REPLAY" {
-					bad.add("grant %s (%s): a replayed claim was not refused: %s", g.ID, states[i], Describe(r, err))
+					bad.Add("grant %s (%s): a replayed claim was not refused: %s", g.ID, states[i], Describe(r, err))
 					return
 				}
 				book.mu.Lock()
@@ -523,11 +581,20 @@ func Check(t testing.TB, client *http.Client, url string, orgs []Org, book *Book
 			})
 		}
 		switch {
-		case g.Final != "" || final(states[i]):
+		case book.Lapses && g.ClaimToken == "" && book.final(states[i]):
+			// Lapsed with a claim token nobody was told: nothing to replay.
+		case g.Final != "" || book.final(states[i]):
 			jobs = append(jobs, func() {
 				r, err := post(g.Org, "/v1/execution/finalize-token", map[string]string{"execution_token": g.Token, "claim_token": g.ClaimToken, "outcome": "COMMITTED"})
-				if err != nil || r.Status != http.StatusConflict || r.Str("code") != "ALREADY_FINALIZED" {
-					bad.add("grant %s (%s): a replayed finalization was not refused: %s", g.ID, states[i], Describe(r, err))
+				code := ""
+				if err == nil {
+					code = r.Str("code")
+				}
+				// A lapse the executor has not reported yet answers its
+				// first report CLAIM_LEASE_EXPIRED, the later ones as a replay.
+				lapsed := book.Lapses && states[i] == "INDETERMINATE" && code == "CLAIM_LEASE_EXPIRED"
+				if err != nil || r.Status != http.StatusConflict || (code != "ALREADY_FINALIZED" && !lapsed) {
+					bad.Add("grant %s (%s): a replayed finalization was not refused: %s", g.ID, states[i], Describe(r, err))
 					return
 				}
 				book.mu.Lock()
@@ -540,7 +607,7 @@ func Check(t testing.TB, client *http.Client, url string, orgs []Org, book *Book
 			jobs = append(jobs, func() {
 				r, err := post(g.Org, "/v1/execution/claim-token", map[string]string{"execution_token": g.Token, "intent_hash": g.IntentHash})
 				if err != nil || r.Status != http.StatusOK || r.JSON["should_execute"] != true || r.Str("claim_token") == "" {
-					bad.add("grant %s: ISSUED after the restart but its claim failed: %s", g.ID, Describe(r, err))
+					bad.Add("grant %s: ISSUED after recovery but its claim failed: %s", g.ID, Describe(r, err))
 					return
 				}
 				g.ClaimToken = r.Str("claim_token")
@@ -554,32 +621,44 @@ func Check(t testing.TB, client *http.Client, url string, orgs []Org, book *Book
 			})
 		}
 	}
-	parallel(jobs)
+	Parallel(jobs)
 	book.mu.Lock()
 	for id, n := range book.Winners {
 		if n > 1 {
-			bad.add("grant %s: %d claims answered should_execute", id, n)
+			bad.Add("grant %s: %d claims answered should_execute", id, n)
 		}
 	}
 	book.mu.Unlock()
-	bad.fatal(t, "replays after the restart")
+	bad.Fatal(t, "replays after recovery")
 }
 
-// finalizeLate finalizes an acknowledged claim after a restart.
-func finalizeLate(g Grant, post func(int, string, any) (*Reply, error), book *Book, bad *problems) {
+// finalizeLate finalizes an acknowledged claim after recovery. With
+// Lapses its lease may have passed first: then it is refused, and
+// recorded, as INDETERMINATE.
+func finalizeLate(g Grant, post func(int, string, any) (*Reply, error), book *Book, bad *Problems) {
 	r, err := post(g.Org, "/v1/execution/finalize-token", map[string]string{"execution_token": g.Token, "claim_token": g.ClaimToken, "outcome": "COMMITTED"})
-	if err != nil || r.Status != http.StatusOK || r.Str("outcome") != "COMMITTED" {
-		bad.add("grant %s: finalizing an acknowledged claim after the restart: %s", g.ID, Describe(r, err))
+	outcome := "COMMITTED"
+	switch {
+	case err == nil && book.Lapses && r.Status == http.StatusConflict && r.Str("code") == "CLAIM_LEASE_EXPIRED" && r.Str("outcome") == "INDETERMINATE":
+		outcome = "INDETERMINATE"
+	case err != nil || r.Status != http.StatusOK || r.Str("outcome") != "COMMITTED":
+		bad.Add("grant %s: finalizing an acknowledged claim after recovery: %s", g.ID, Describe(r, err))
 		return
 	}
 	book.mu.Lock()
 	book.Finals++
 	book.LateFinals++
-	book.grantByID(g.ID).Final = "COMMITTED"
+	book.grantByID(g.ID).Final = outcome
 	book.mu.Unlock()
 }
 
 func final(state string) bool { return state == "COMMITTED" || state == "FAILED" }
+
+// final reports whether state is one a finalization, or with Lapses a
+// lapse, leads to. Lapses is set before any load: no lock.
+func (b *Book) final(state string) bool {
+	return final(state) || (b.Lapses && state == "INDETERMINATE")
+}
 
 // grantByID is called with mu held.
 func (b *Book) grantByID(id string) *Grant {
@@ -594,9 +673,12 @@ func (b *Book) grantByID(id string) *Grant {
 // checkLedger verifies org o's ledger and reads it whole: each
 // acknowledged decision is the entry at its seq, each acknowledged grant,
 // claim and finalization has its entry, no grant has two claim or
-// finalization entries, and a grant's state agrees with its entries (they
-// are written in one transaction).
-func checkLedger(t testing.TB, client *http.Client, url string, orgs []Org, o int, decisions []Decision, grants []Grant, states []string, bad *problems) {
+// finalization entries (with Lapses, an INDETERMINATE grant may have two:
+// the lapse, then the executor's late report), and a grant's state agrees
+// with its entries (they are written in one transaction). With Exact, the
+// ledger holds no decision or grant that was not acknowledged, beyond
+// Maybe.
+func checkLedger(t testing.TB, client *http.Client, url string, orgs []Org, o int, decisions []Decision, grants []Grant, states []string, book *Book, bad *Problems) {
 	t.Helper()
 	key := orgs[o].Key
 	v, err := Call(client, "GET", url+"/v1/protocol/audit/ledger/verify", key, "")
@@ -604,7 +686,7 @@ func checkLedger(t testing.TB, client *http.Client, url string, orgs []Org, o in
 		t.Fatalf("org %d: verify the ledger: %s", o, Describe(v, err))
 	}
 	if v.JSON["valid"] != true {
-		bad.add("org %d: ledger does not verify after the restart: %s", o, v.Raw)
+		bad.Add("org %d: ledger does not verify after recovery: %s", o, v.Raw)
 	}
 	head, _ := v.JSON["head_seq"].(float64)
 
@@ -639,7 +721,7 @@ func checkLedger(t testing.TB, client *http.Client, url string, orgs []Org, o in
 		after = page.Next
 	}
 	if uint64(len(bySeq)) != uint64(head) {
-		bad.add("org %d: %d ledger entries listed, verify reports head %v", o, len(bySeq), head)
+		bad.Add("org %d: %d ledger entries listed, verify reports head %v", o, len(bySeq), head)
 	}
 
 	acked := OrgBase
@@ -650,21 +732,23 @@ func checkLedger(t testing.TB, client *http.Client, url string, orgs []Org, o in
 		}
 		acked++
 		if seqs[d.Seq] {
-			bad.add("org %d: two acknowledged decisions share ledger seq %d", o, d.Seq)
+			bad.Add("org %d: two acknowledged decisions share ledger seq %d", o, d.Seq)
 		}
 		seqs[d.Seq] = true
 		if e := bySeq[d.Seq]; e != (entry{"decision.recorded", d.DossierID, d.Digest}) {
-			bad.add("org %d: seq %d is %+v, acknowledged decision %s %s", o, d.Seq, e, d.DossierID, d.Digest)
+			bad.Add("org %d: seq %d is %+v, acknowledged decision %s %s", o, d.Seq, e, d.DossierID, d.Digest)
 		}
 	}
+	orgGrants := 0
 	for i, g := range grants {
 		if g.Org != o {
 			continue
 		}
 		acked++
+		orgGrants++
 		claimed, finalized := count["execution.claimed "+g.ID], count["execution.finalized "+g.ID]
 		if n := count["grant.issued "+g.ID]; n != 1 {
-			bad.add("org %d: grant %s has %d grant.issued entries", o, g.ID, n)
+			bad.Add("org %d: grant %s has %d grant.issued entries", o, g.ID, n)
 		}
 		if g.ClaimToken != "" {
 			acked++
@@ -673,18 +757,37 @@ func checkLedger(t testing.TB, client *http.Client, url string, orgs []Org, o in
 			acked++
 		}
 		if want := states[i] != "ISSUED"; claimed > 1 || (claimed == 1) != want {
-			bad.add("org %d: grant %s is %s with %d execution.claimed entries", o, g.ID, states[i], claimed)
+			bad.Add("org %d: grant %s is %s with %d execution.claimed entries", o, g.ID, states[i], claimed)
 		}
-		if want := final(states[i]); finalized > 1 || (finalized == 1) != want {
-			bad.add("org %d: grant %s is %s with %d execution.finalized entries", o, g.ID, states[i], finalized)
+		most := 1
+		if book.Lapses && states[i] == "INDETERMINATE" {
+			most = 2 // the lapse, then the executor's late report
+		}
+		if want := book.final(states[i]); finalized > most || (finalized >= 1) != want {
+			bad.Add("org %d: grant %s is %s with %d execution.finalized entries", o, g.ID, states[i], finalized)
+		}
+	}
+	if book.Exact {
+		// Nothing was left unanswered, so nothing but what was
+		// acknowledged may be there: a repeated request was applied once.
+		kinds := map[string]int{}
+		for k, n := range count {
+			kinds[k[:strings.IndexByte(k, ' ')]] += n
+		}
+		book.mu.Lock()
+		maybe := book.Maybe[o]
+		book.mu.Unlock()
+		if n := kinds["decision.recorded"]; n < len(seqs) || n > len(seqs)+maybe || kinds["grant.issued"] != orgGrants {
+			bad.Add("org %d: ledger has %d decisions and %d grants; %d (and up to %d unanswered) and %d were acknowledged, each once",
+				o, n, kinds["grant.issued"], len(seqs), maybe, orgGrants)
 		}
 	}
 	for k, n := range count {
 		if strings.HasPrefix(k, "execution.claimed ") && n > 1 {
-			bad.add("org %d: %s recorded %d times", o, k, n)
+			bad.Add("org %d: %s recorded %d times", o, k, n)
 		}
 	}
 	if uint64(head) < uint64(acked) {
-		bad.add("org %d: ledger head %v < %d acknowledged records", o, head, acked)
+		bad.Add("org %d: ledger head %v < %d acknowledged records", o, head, acked)
 	}
 }
