@@ -17,8 +17,10 @@ const (
 	ColTime       = "time"
 	ColRSS        = "rss_bytes"
 	ColHeap       = "heap_inuse_bytes"
+	ColGoSys      = "go_sys_bytes"
 	ColGoroutines = "goroutines"
 	ColFDs        = "open_fds"
+	ColTableFDs   = "sst_fds"
 	ColRequests   = "requests"
 	ColErrors     = "errors_5xx"
 	ColRate       = "requests_per_s"
@@ -29,8 +31,8 @@ const (
 )
 
 // Columns is the CSV header.
-var Columns = []string{ColElapsed, ColTime, ColRSS, ColHeap, ColGoroutines, ColFDs, ColRequests, ColErrors, ColRate,
-	ColP50, ColP99, ColOps, ColFailures}
+var Columns = []string{ColElapsed, ColTime, ColRSS, ColHeap, ColGoSys, ColGoroutines, ColFDs, ColTableFDs, ColRequests,
+	ColErrors, ColRate, ColP50, ColP99, ColOps, ColFailures}
 
 // WriteCSV writes the samples with a header line.
 func WriteCSV(w io.Writer, samples []Sample) error {
@@ -51,7 +53,7 @@ func WriteCSV(w io.Writer, samples []Sample) error {
 			rate = s.Rate(samples[i-1])
 		}
 		rec := []string{strconv.FormatFloat(s.Elapsed.Seconds(), 'f', 3, 64), s.At.UTC().Format(time.RFC3339Nano),
-			i64(s.RSS), i64(s.HeapInuse), i64(s.Goroutines), i64(s.FDs), i64(s.Requests), i64(s.Errors5xx),
+			i64(s.RSS), i64(s.HeapInuse), i64(s.GoSys), i64(s.Goroutines), i64(s.FDs), i64(s.TableFDs), i64(s.Requests), i64(s.Errors5xx),
 			strconv.FormatFloat(rate, 'f', 1, 64), ms(s.P50), ms(s.P99), i64(s.Ops), i64(s.Failures)}
 		if err := cw.Write(rec); err != nil {
 			return err
@@ -115,9 +117,9 @@ func parseRecord(rec []string) (Sample, error) {
 		err = fmt.Errorf("%s: %w", ColTime, terr)
 	}
 	s.At = at
-	s.RSS, s.HeapInuse, s.Goroutines, s.FDs = num(2), num(3), num(4), num(5)
-	s.Requests, s.Errors5xx = num(6), num(7)
-	s.P50, s.P99 = dur(9, time.Millisecond, -1), dur(10, time.Millisecond, -1)
-	s.Ops, s.Failures = num(11), num(12)
+	s.RSS, s.HeapInuse, s.GoSys, s.Goroutines, s.FDs, s.TableFDs = num(2), num(3), num(4), num(5), num(6), num(7)
+	s.Requests, s.Errors5xx = num(8), num(9)
+	s.P50, s.P99 = dur(11, time.Millisecond, -1), dur(12, time.Millisecond, -1)
+	s.Ops, s.Failures = num(13), num(14)
 	return s, err
 }

@@ -43,7 +43,7 @@ type features struct {
 
 	ops, failures atomic.Int64 // since the last sample (taken and reset by it)
 
-	// Only the feature loop touches these.
+	// Only the feature loop touches these (lastTo: only the export loop).
 	rounds   int
 	lastSize int64 // tree size of the previous checkpoint
 	oldLink  *link // a share link made before the last revocation

@@ -60,12 +60,14 @@ func Plot(w io.Writer, samples []Sample, v Verdict) error {
 			"memory (MiB)", []line{
 				{"RSS", series(func(_ int, s Sample) (float64, bool) { return float64(s.RSS) / mib, true })},
 				{"Go heap in use", series(func(_ int, s Sample) (float64, bool) { return float64(s.HeapInuse) / mib, true })},
+				{"Go runtime from the OS", series(func(_ int, s Sample) (float64, bool) { return float64(s.GoSys) / mib, true })},
 			}},
 		{"", "goroutines", []line{
 			{"goroutines", series(func(_ int, s Sample) (float64, bool) { return float64(s.Goroutines), true })},
 		}},
 		{"", "open file descriptors", []line{
 			{"open FDs", series(func(_ int, s Sample) (float64, bool) { return float64(s.FDs), true })},
+			{"of which table files (*.sst)", series(func(_ int, s Sample) (float64, bool) { return float64(s.TableFDs), true })},
 		}},
 		{"", "latency (ms)", []line{
 			{"p50", series(func(_ int, s Sample) (float64, bool) { return s.P50.Seconds() * 1e3, s.P50 >= 0 && s.Requests > 0 })},
@@ -127,7 +129,8 @@ type line struct {
 	xy   plotter.XYs
 }
 
-var palette = []color.Color{color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}}
+var palette = []color.Color{color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
+	color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}}
 
 // rateAt is the i-th interval's requests per second; none for the first
 // sample, which ends no interval.

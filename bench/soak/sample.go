@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,10 +30,17 @@ type Sample struct {
 	RSS int64
 	// HeapInuse is the Go heap in use in bytes (go_memstats_heap_inuse_bytes).
 	HeapInuse int64
+	// GoSys is what the Go runtime holds from the OS in bytes
+	// (go_memstats_sys_bytes): RSS beyond it is native memory, chiefly
+	// Pebble's block cache and memtables (bounded by the store's cache
+	// size) and the binary's own pages.
+	GoSys int64
 	// Goroutines is go_goroutines.
 	Goroutines int64
-	// FDs is how many file descriptors the server holds open.
-	FDs int64
+	// FDs is how many file descriptors the server holds open; TableFDs how
+	// many of them are the store's table files (*.sst), which Pebble's
+	// table cache holds and which grow in number with the store.
+	FDs, TableFDs int64
 	// Requests is how many requests the server answered in the interval,
 	// every route but GET /metrics; Errors5xx how many of them were 5xx.
 	Requests, Errors5xx int64
@@ -56,6 +64,7 @@ func (s Sample) Rate(prev Sample) float64 {
 // Metric names read from the server's /metrics.
 const (
 	metricHeapInuse  = "go_memstats_heap_inuse_bytes"
+	metricGoSys      = "go_memstats_sys_bytes"
 	metricGoroutines = "go_goroutines"
 	metricRequests   = "clearance_http_requests_total"
 	metricLatency    = "clearance_http_request_duration_seconds"
@@ -67,8 +76,8 @@ const (
 // scrape is what one read of /metrics gives: gauges, and cumulative
 // counts since the server started.
 type scrape struct {
-	heapInuse, goroutines int64
-	requests, errors5xx   int64
+	heapInuse, goSys, goroutines int64
+	requests, errors5xx          int64
 	// bounds are the latency histogram's upper bounds (seconds, ascending,
 	// +Inf excluded); cum the cumulative counts at each, summed over the
 	// routes; total the count of every observation (+Inf).
@@ -99,6 +108,9 @@ func parseMetrics(r io.Reader) (scrape, error) {
 		return 0, fmt.Errorf("/metrics: %s is not a gauge", name)
 	}
 	if s.heapInuse, err = gauge(metricHeapInuse); err != nil {
+		return scrape{}, err
+	}
+	if s.goSys, err = gauge(metricGoSys); err != nil {
 		return scrape{}, err
 	}
 	if s.goroutines, err = gauge(metricGoroutines); err != nil {
@@ -220,18 +232,26 @@ func procRSS(status []byte) (int64, error) {
 	return 0, errors.New("no VmRSS in the process status (has it exited?)")
 }
 
-// readProc reads the resident memory and the open file descriptors of pid.
-func readProc(pid int) (rss, fds int64, err error) {
+// readProc reads the resident memory and the open file descriptors of
+// pid, and how many of those are table files.
+func readProc(pid int) (rss, fds, tables int64, err error) {
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	if rss, err = procRSS(status); err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
-	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
-	return rss, int64(len(ents)), nil
+	for _, e := range ents {
+		// A descriptor closed since the listing has no link: not counted.
+		if target, err := os.Readlink(filepath.Join(dir, e.Name())); err == nil && strings.HasSuffix(target, ".sst") {
+			tables++
+		}
+	}
+	return rss, int64(len(ents)), tables, nil
 }

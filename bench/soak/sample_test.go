@@ -38,6 +38,8 @@ const exposition = `# TYPE go_goroutines gauge
 go_goroutines 42
 # TYPE go_memstats_heap_inuse_bytes gauge
 go_memstats_heap_inuse_bytes 1.2582912e+07
+# TYPE go_memstats_sys_bytes gauge
+go_memstats_sys_bytes 4.194304e+07
 # TYPE clearance_http_requests_total counter
 clearance_http_requests_total{code="200",method="POST",route="POST /v1/protocol/evaluate-decision"} 90
 clearance_http_requests_total{code="503",method="POST",route="POST /v1/protocol/evaluate-decision"} 2
@@ -67,7 +69,7 @@ func TestParseMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.goroutines != 42 || s.heapInuse != 12<<20 || s.requests != 100 || s.errors5xx != 2 || s.total != 100 {
+	if s.goroutines != 42 || s.heapInuse != 12<<20 || s.goSys != 40<<20 || s.requests != 100 || s.errors5xx != 2 || s.total != 100 {
 		t.Fatalf("%+v", s)
 	}
 	if len(s.bounds) != 2 || s.bounds[0] != 0.001 || s.bounds[1] != 0.01 || s.cum[0] != 50 || s.cum[1] != 98 {
@@ -88,8 +90,9 @@ func TestParseMetrics(t *testing.T) {
 	}
 
 	for name, text := range map[string]string{
-		"no heap":       "# TYPE go_goroutines gauge\ngo_goroutines 1\n",
-		"no goroutines": "# TYPE go_memstats_heap_inuse_bytes gauge\ngo_memstats_heap_inuse_bytes 1\n",
+		"no heap":       "# TYPE go_goroutines gauge\ngo_goroutines 1\n# TYPE go_memstats_sys_bytes gauge\ngo_memstats_sys_bytes 1\n",
+		"no go sys":     "# TYPE go_goroutines gauge\ngo_goroutines 1\n# TYPE go_memstats_heap_inuse_bytes gauge\ngo_memstats_heap_inuse_bytes 1\n",
+		"no goroutines": "# TYPE go_memstats_heap_inuse_bytes gauge\ngo_memstats_heap_inuse_bytes 1\n# TYPE go_memstats_sys_bytes gauge\ngo_memstats_sys_bytes 1\n",
 		"not metrics":   "<html>",
 	} {
 		if _, err := parseMetrics(strings.NewReader(text)); err == nil {
@@ -126,7 +129,7 @@ func TestCSVRoundTrip(t *testing.T) {
 		t.Fatalf("%q", lines)
 	}
 	// The second row: 1.234 s, 12000 requests in 60 s.
-	if f := strings.Split(lines[2], ","); f[0] != "61.234" || f[8] != "200.0" || f[10] != "12.345" {
+	if f := strings.Split(lines[2], ","); f[0] != "61.234" || f[10] != "200.0" || f[12] != "12.345" {
 		t.Fatalf("row %q", f)
 	}
 	out, err := ReadCSV(&buf)

@@ -25,9 +25,12 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultInterval     = time.Minute
-	DefaultRate         = 200
-	DefaultConcurrency  = 8
+	DefaultInterval = time.Minute
+	DefaultRate     = 200
+	// DefaultConcurrency is the load tool's workers: enough that the rate
+	// holds while latency climbs (8 workers at 200 operations/s leave 40 ms
+	// each), idle otherwise.
+	DefaultConcurrency  = 32
 	DefaultCycleShare   = 0.2
 	DefaultFeatureEvery = 2 * time.Second
 	DefaultExportEvery  = 30 * time.Second
@@ -247,9 +250,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	})
 
 	rep := &Report{}
-	samples, stopped := sampleFor(ctx, cfg, srv, platform, f, start, logf)
-	stopFeatures()
-	workers.Wait()
+	// The harness stops just before the last sample, which so counts every
+	// operation it finished.
+	stop := func() {
+		stopFeatures()
+		workers.Wait()
+	}
+	samples, stopped := sampleFor(ctx, cfg, srv, platform, f, start, stop, logf)
+	stop()
 	rep.Samples = samples
 	rep.Verdict = Judge(samples, cfg.Rule)
 	if stopped != nil {
@@ -307,10 +315,10 @@ func storeNote(store string) string {
 }
 
 // sampleFor takes a sample at the start and every Interval until Duration
-// has passed; it stops early, saying why, when the server exits or the
-// context ends.
+// has passed, calling beforeLast before the last; it stops early, saying
+// why, when the server exits or the context ends.
 func sampleFor(ctx context.Context, cfg Config, srv *server, platform *client.Client, f *features, start time.Time,
-	logf func(string, ...any)) ([]Sample, error) {
+	beforeLast func(), logf func(string, ...any)) ([]Sample, error) {
 	var samples []Sample
 	var prev scrape
 	take := func() error {
@@ -332,8 +340,8 @@ func sampleFor(ctx context.Context, cfg Config, srv *server, platform *client.Cl
 		if n := len(samples); n > 1 {
 			rate = s.Rate(samples[n-2])
 		}
-		logf("soak: %6.0fs  rss %7.1f MiB  heap %6.1f MiB  goroutines %5d  fds %4d  req/s %7.1f  p50 %7.2f ms  p99 %8.2f ms  5xx %d  failed %d",
-			s.Elapsed.Seconds(), float64(s.RSS)/(1<<20), float64(s.HeapInuse)/(1<<20), s.Goroutines, s.FDs, rate,
+		logf("soak: %6.0fs  rss %7.1f MiB  heap %6.1f MiB  go %6.1f MiB  goroutines %5d  fds %4d (sst %d)  req/s %7.1f  p50 %7.2f ms  p99 %8.2f ms  5xx %d  failed %d",
+			s.Elapsed.Seconds(), float64(s.RSS)/(1<<20), float64(s.HeapInuse)/(1<<20), float64(s.GoSys)/(1<<20), s.Goroutines, s.FDs, s.TableFDs, rate,
 			ms(s.P50), ms(s.P99), s.Errors5xx, s.Failures)
 		return nil
 	}
@@ -343,13 +351,16 @@ func sampleFor(ctx context.Context, cfg Config, srv *server, platform *client.Cl
 	n := int(cfg.Duration / cfg.Interval)
 	tick := time.NewTicker(cfg.Interval)
 	defer tick.Stop()
-	for range n {
+	for i := range n {
 		select {
 		case <-ctx.Done():
 			return samples, ctx.Err()
 		case <-srv.done:
 			return samples, fmt.Errorf("the server exited during the run: %v", srv.waitErr)
 		case <-tick.C:
+		}
+		if i == n-1 {
+			beforeLast()
 		}
 		if err := take(); err != nil {
 			return samples, err
@@ -360,7 +371,7 @@ func sampleFor(ctx context.Context, cfg Config, srv *server, platform *client.Cl
 
 func takeSample(ctx context.Context, srv *server, platform *client.Client, start time.Time) (Sample, scrape, error) {
 	at := time.Now()
-	rss, fds, err := readProc(srv.pid)
+	rss, fds, tables, err := readProc(srv.pid)
 	if err != nil {
 		return Sample{}, scrape{}, fmt.Errorf("read /proc of the server: %w", err)
 	}
@@ -373,8 +384,8 @@ func takeSample(ctx context.Context, srv *server, platform *client.Client, start
 		return Sample{}, scrape{}, err
 	}
 	// Milliseconds are what the CSV keeps.
-	s := Sample{Elapsed: at.Sub(start).Round(time.Millisecond), At: at, RSS: rss, HeapInuse: sc.heapInuse,
-		Goroutines: sc.goroutines, FDs: fds, P50: -1, P99: -1}
+	s := Sample{Elapsed: at.Sub(start).Round(time.Millisecond), At: at, RSS: rss, HeapInuse: sc.heapInuse, GoSys: sc.goSys,
+		Goroutines: sc.goroutines, FDs: fds, TableFDs: tables, P50: -1, P99: -1}
 	return s, sc, nil
 }
 
@@ -702,4 +713,5 @@ func (l *loadProc) kill() {
 		_ = l.cmd.Process.Kill()
 		<-l.done
 	}
+	_ = l.logOut.Close() // a second Close only returns an error
 }

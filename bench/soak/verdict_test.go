@@ -15,7 +15,7 @@ func series(n int, mut func(i int, s *Sample)) []Sample {
 	for i := range out {
 		j := int64(i%3) - 1 // -1, 0, 1
 		s := Sample{Elapsed: time.Duration(i) * time.Minute, At: t0.Add(time.Duration(i) * time.Minute),
-			RSS: 120<<20 + j*(2<<20), HeapInuse: 24<<20 + j*(3<<20), Goroutines: 40 + j, FDs: 30 + j,
+			RSS: 120<<20 + j*(2<<20), HeapInuse: 24<<20 + j*(3<<20), GoSys: 60 << 20, Goroutines: 40 + j, FDs: 30 + j, TableFDs: 8,
 			Requests: 12000, P50: time.Millisecond, P99: time.Duration(10+2*j) * time.Millisecond}
 		if mut != nil {
 			mut(i, &s)
