@@ -188,13 +188,19 @@ const exportPoll = 250 * time.Millisecond
 // export asks for a validation pack of the decisions since the previous
 // one, follows it until built (within limit), downloads it and checks its
 // bytes against the record's SHA-256.
-func (f *features) export(ctx context.Context, limit time.Duration) {
+// A run that ends while an export is being built leaves it (halt).
+func (f *features) export(ctx context.Context, halt <-chan struct{}, limit time.Duration) {
 	from, to := f.lastTo, time.Now().UTC().Truncate(time.Microsecond)
 	f.lastTo = to
-	f.record(ctx, "export", f.exportWindow(ctx, from, to, limit))
+	if err := f.exportWindow(ctx, halt, from, to, limit); err != errHalted {
+		f.record(ctx, "export", err)
+	}
 }
 
-func (f *features) exportWindow(ctx context.Context, from, to time.Time, limit time.Duration) error {
+// errHalted: the run ended while the export was being built.
+var errHalted = errors.New("the run ended")
+
+func (f *features) exportWindow(ctx context.Context, halt <-chan struct{}, from, to time.Time, limit time.Duration) error {
 	e, err := f.api.CreateAuditExport(ctx, f.orgID, client.AuditExportRequest{Format: client.AuditExportRequestFormatJson,
 		From: &from, To: &to, IncludeEvents: ptr(false)})
 	if err != nil {
@@ -210,6 +216,8 @@ func (f *features) exportWindow(ctx context.Context, from, to time.Time, limit t
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-halt:
+			return errHalted
 		case <-tick.C:
 		}
 		if e, err = f.api.AuditExport(ctx, f.orgID, e.ExportId); err != nil {

@@ -242,18 +242,21 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	f := &features{api: api, public: public, orgID: orgID, log: logf, counts: map[string]*Count{},
 		rng: mrand.New(mrand.NewPCG(uint64(start.UnixNano()), 22)), lastTo: start.UTC().Truncate(time.Microsecond),
 		evaluated: map[string]bool{}}
-	fctx, stopFeatures := context.WithCancel(ctx)
+	// At the end the loops stop between operations, never cutting a request
+	// short: the server counts a request its client abandoned as a 503.
+	halt := make(chan struct{})
 	var workers sync.WaitGroup
-	workers.Go(func() { every(fctx, cfg.FeatureEvery, true, f.round) })
+	workers.Go(func() { every(ctx, halt, cfg.FeatureEvery, true, f.round) })
 	workers.Go(func() {
-		every(fctx, cfg.ExportEvery, false, func(ctx context.Context) { f.export(ctx, max(exportLimitMin, cfg.ExportEvery)) })
+		every(ctx, halt, cfg.ExportEvery, false, func(ctx context.Context) { f.export(ctx, halt, max(exportLimitMin, cfg.ExportEvery)) })
 	})
 
 	rep := &Report{}
 	// The harness stops just before the last sample, which so counts every
 	// operation it finished.
+	var once sync.Once
 	stop := func() {
-		stopFeatures()
+		once.Do(func() { close(halt) })
 		workers.Wait()
 	}
 	samples, stopped := sampleFor(ctx, cfg, srv, platform, f, start, stop, logf)
@@ -405,9 +408,9 @@ func ms(d time.Duration) float64 {
 	return float64(d) / float64(time.Millisecond)
 }
 
-// every calls fn every period until ctx ends, the first time at once when
-// now is set, otherwise after a period.
-func every(ctx context.Context, period time.Duration, now bool, fn func(context.Context)) {
+// every calls fn every period until ctx ends or halt is closed, the first
+// time at once when now is set, otherwise after a period.
+func every(ctx context.Context, halt <-chan struct{}, period time.Duration, now bool, fn func(context.Context)) {
 	t := time.NewTicker(period)
 	defer t.Stop()
 	if now {
@@ -416,6 +419,8 @@ func every(ctx context.Context, period time.Duration, now bool, fn func(context.
 	for {
 		select {
 		case <-ctx.Done():
+			return
+		case <-halt:
 			return
 		case <-t.C:
 		}
