@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/clearancehq/clearance/bench/soak"
 )
@@ -34,7 +35,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Binary, "bin", "", "the clearance binary (required to run)")
 	fs.StringVar(&cfg.Dir, "out", "soak-out", "output directory: soak.csv, soak.png, verdict.txt, logs")
 	fs.StringVar(&cfg.Store, "store", "", "the server's --store: empty for embedded Pebble, or a postgres:// URL of a scratch database or schema")
-	fs.DurationVar(&cfg.Duration, "duration", soak.DefaultInterval*60, "how long to load")
+	fs.DurationVar(&cfg.Duration, "duration", time.Hour, "how long to load")
 	fs.DurationVar(&cfg.Interval, "interval", soak.DefaultInterval, "time between samples")
 	fs.Float64Var(&cfg.Rate, "rate", soak.DefaultRate, "the load tool's operations per second")
 	fs.IntVar(&cfg.Concurrency, "concurrency", soak.DefaultConcurrency, "the load tool's workers")
