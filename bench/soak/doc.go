@@ -13,7 +13,8 @@
 // three loads at once:
 //   - `clearance loadtest --scenario mixed` at Config.Rate operations per
 //     second (evaluate-decision, and full agent cycles: enforce-and-bind,
-//     claim, finalize), as a process of its own;
+//     claim, finalize), as a process of its own, which runs a little past
+//     the last sample and then stops by itself;
 //   - every Config.FeatureEvery, one round of the other features: a
 //     decision of workflow "soak" (whose decision.resolved callbacks a
 //     local receiver takes and checks), the console's reads (decisions,
@@ -43,12 +44,18 @@
 // # The verdict
 //
 // [Judge] drops the samples of the warm-up and cuts the rest into four
-// quarters. The run is flat when, for RSS, heap in use, goroutines and open
-// FDs, the last quarter's mean is at most the second quarter's times
-// (1 + tolerance) (plus an absolute slack for the two counts), and the last
-// quarter's median p99 is at most Rule.P99 times the second quarter's. It
+// quarters. The run is flat when, for RSS, heap in use, goroutines and the
+// open FDs other than the store's table files (which grow in number with
+// its data, held by Pebble's bounded table cache), the last quarter's mean
+// is at most the second quarter's times (1 + tolerance) (plus an absolute
+// slack for the two counts), and the last quarter's median p99 is at most
+// Rule.P99 times the second quarter's. It
 // passes when it is flat, no request was answered 5xx, and no operation of
-// the harness or of the load tool failed. The tolerances are [DefaultRule].
+// the harness or of the load tool failed, every decision the harness made
+// was called back, and the server stopped cleanly on SIGTERM. The
+// tolerances are [DefaultRule]. At the end the harness stops between
+// operations, never abandoning a request (the server would count it as a
+// 503).
 //
 // # Output
 //

@@ -267,7 +267,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		rep.Verdict.Fail(stopped.Error())
 	}
 
-	// The load tool stops by itself at Duration after its own setup.
+	// The load tool stops by itself a little after the last sample.
 	logf("soak: sampling done; waiting for the load tool")
 	res, lerr := load.wait(loadStopLimit)
 	if lerr != nil {
@@ -671,10 +671,14 @@ func startLoad(ctx context.Context, cfg Config, url, key string) (*loadProc, err
 	if err != nil {
 		return nil, err
 	}
+	// The load outlasts the last sample by a little, so that the sample
+	// sees it running; the tool then stops by itself, never cutting a
+	// request short.
+	grace := min(max(cfg.Interval, 5*time.Second), 30*time.Second)
 	args := []string{"loadtest", "--target", url, "--key", key, "--scenario", "mixed",
 		"--cycle-share", strconv.FormatFloat(cfg.CycleShare, 'g', -1, 64),
 		"--concurrency", strconv.Itoa(cfg.Concurrency), "--rate", strconv.FormatFloat(cfg.Rate, 'g', -1, 64),
-		"--duration", cfg.Duration.String(), "--warmup", "0s", "--quiet", "--json"}
+		"--duration", (cfg.Duration + grace).String(), "--warmup", "0s", "--quiet", "--json"}
 	l := &loadProc{cmd: exec.CommandContext(ctx, cfg.Binary, args...), dir: cfg.Dir, done: make(chan struct{}), logOut: logFile}
 	l.cmd.Stdout, l.cmd.Stderr = &l.out, logFile
 	if err := l.cmd.Start(); err != nil {

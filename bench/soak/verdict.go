@@ -9,7 +9,9 @@ import (
 )
 
 // Rule is what flat means: how much the last quarter of a run may exceed
-// its second quarter. Only growth counts; a series that falls is flat.
+// its second quarter. Only growth counts; a series that falls is flat. The
+// series judged are RSS, heap in use, goroutines, the open file descriptors
+// other than the store's table files, and p99.
 type Rule struct {
 	// Warmup is left out of the judgement (caches filling, connections
 	// opening); 0 means an eighth of the run.
@@ -18,7 +20,8 @@ type Rule struct {
 	// in use (0.25: the last quarter's mean may be 25 % above the second's).
 	Memory float64
 	// Count is the relative growth allowed to the means of goroutines and
-	// open file descriptors, and CountSlack an absolute allowance on top:
+	// open file descriptors (but table files), and CountSlack an absolute
+	// allowance on top:
 	// a handful of connections and files come and go with the load.
 	Count, CountSlack float64
 	// P99 is the factor allowed between the last and the second quarter's
@@ -39,9 +42,13 @@ type Rule struct {
 // long enough.
 var DefaultRule = Rule{Memory: 0.25, Count: 0.10, CountSlack: 10, P99: 1.5}
 
+// CheckFDs names the check of the open file descriptors other than the
+// store's table files (open_fds − sst_fds).
+const CheckFDs = "open_fds_but_sst"
+
 // Check is the judgement of one series.
 type Check struct {
-	// Name is the series' CSV column.
+	// Name is the series' CSV column, or CheckFDs.
 	Name string
 	// Second and Last are the second and last quarters' means (medians for
 	// p99, in seconds); Limit is the most Last may be.
@@ -108,7 +115,9 @@ func Judge(samples []Sample, rule Rule) Verdict {
 		grow(ColRSS, func(s Sample) float64 { return float64(s.RSS) }, rule.Memory, 0)
 		grow(ColHeap, func(s Sample) float64 { return float64(s.HeapInuse) }, rule.Memory, 0)
 		grow(ColGoroutines, func(s Sample) float64 { return float64(s.Goroutines) }, rule.Count, rule.CountSlack)
-		grow(ColFDs, func(s Sample) float64 { return float64(s.FDs) }, rule.Count, rule.CountSlack)
+		// The store's table files grow in number with its data, held by
+		// Pebble's table cache (bounded): a leaked descriptor is any other.
+		grow(CheckFDs, func(s Sample) float64 { return float64(s.FDs - s.TableFDs) }, rule.Count, rule.CountSlack)
 		c := Check{Name: ColP99, Second: medianP99(q2), Last: medianP99(q4)}
 		c.Limit = c.Second * rule.P99
 		// A quarter without requests has no p99: nothing to judge it by.
@@ -187,7 +196,7 @@ func (v Verdict) String() string {
 		if !c.OK {
 			ok = "GREW"
 		}
-		fmt.Fprintf(&b, "  %-16s second %12s  last %12s  limit %12s  %s\n", c.Name, c.format(c.Second), c.format(c.Last), c.format(c.Limit), ok)
+		fmt.Fprintf(&b, "  %-17s second %12s  last %12s  limit %12s  %s\n", c.Name, c.format(c.Second), c.format(c.Last), c.format(c.Limit), ok)
 	}
 	fmt.Fprintf(&b, "5xx %d, failed operations %d\n", v.Errors5xx, v.Failures)
 	switch {
