@@ -65,6 +65,7 @@ func loadtest(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	warmup := fs.Duration("warmup", time.Second, "warmup whose operations are not measured; 0 when only --count is given")
 	orgs := fs.Int("orgs", 1, "create this many orgs and spread the workers over them (needs a platform key or --self)")
 	prefill := fs.Int64("prefill", 0, "record this many decisions before the warmup, unmeasured, to measure a store of that size")
+	pace := fs.Float64("rate", 0, "start at most this many operations per second, all workers together (0: as fast as the workers go)")
 	cycleShare := fs.Float64("cycle-share", load.DefaultCycleShare, "share of cycles among operations (mixed only)")
 	timeout := fs.Duration("timeout", load.DefaultTimeout, "per-request timeout")
 	asJSON := fs.Bool("json", false, "print one JSON document instead of the table")
@@ -120,7 +121,7 @@ func loadtest(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	cfg := load.Config{Scenario: load.Scenario(*scenario), Target: *target, AllowRemote: *allowRemote, APIKey: *key,
 		PlatformKey: *platformKey, CycleShare: *cycleShare, Concurrency: *concurrency, Duration: *duration, Count: *count,
-		Warmup: *warmup, Orgs: *orgs, Prefill: *prefill, Timeout: *timeout, SelfHosted: *self, Peer: load.Peer(*peer), OPAPath: *opaPath}
+		Warmup: *warmup, Orgs: *orgs, Prefill: *prefill, Rate: *pace, Timeout: *timeout, SelfHosted: *self, Peer: load.Peer(*peer), OPAPath: *opaPath}
 	if *self {
 		cfg.Target, cfg.APIKey, cfg.PlatformKey = "http://127.0.0.1:1", "", "placeholder" // replaced below
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -74,6 +75,11 @@ type Config struct {
 	// OPAPath is the data path of the decision an OPA peer answers;
 	// empty means DefaultOPAPath.
 	OPAPath string
+	// Rate caps the operations started per second by all workers together
+	// (warmup included, prefill not); 0 means no cap. A capped run is an
+	// open load at a steady pace, for soaks: without a cap the workers
+	// saturate the machine and latency measures that.
+	Rate float64
 }
 
 // Validate checks the configuration, including CheckTarget.
@@ -121,6 +127,9 @@ func (c Config) Validate() error {
 	}
 	if c.CycleShare < 0 || c.CycleShare > 1 || c.CycleShare != c.CycleShare {
 		return errors.New("cycle share must be between 0 and 1")
+	}
+	if !(c.Rate >= 0) || math.IsInf(c.Rate, 1) {
+		return errors.New("rate must be a finite number of operations per second, 0 for none")
 	}
 	return nil
 }

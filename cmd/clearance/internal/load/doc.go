@@ -57,7 +57,10 @@
 // discarded. The run stops at Config.Duration after the warmup, after
 // Config.Count measured operations (whichever comes first), or when the
 // context is cancelled (operations cut short by the cancellation are
-// discarded). Each request is bounded by Config.Timeout.
+// discarded). Each request is bounded by Config.Timeout. Config.Rate, when
+// set, paces the workers together: operations start at most that many per
+// second, evenly spaced (a steady load for soaks rather than a saturating
+// one); the workers only bound how many are in flight.
 //
 // Config.Orgs spreads the workers over that many orgs the run creates
 // (worker i loads org i mod Orgs): per-org serialization must not become a
@@ -94,6 +97,7 @@
 //	peer                "opa" when the target is a peer; absent for Clearance
 //	opa_path            the OPA data path loaded (peer opa only)
 //	concurrency         workers
+//	rate                the pace (Config.Rate), absent when none
 //	cycle_share         share of cycles (mixed), 0 for evaluate, 1 for cycle
 //	warmup_seconds      warmup length
 //	elapsed_seconds     measured window: end of warmup to the last operation

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -295,6 +296,22 @@ func TestCancelStops(t *testing.T) {
 	}
 }
 
+// TestRatePaces: with a rate, the workers together start no more
+// operations than the rate allows, however many they are.
+func TestRatePaces(t *testing.T) {
+	srv := newServer(t, true)
+	const pace = 40.0
+	res, err := load.Run(context.Background(), load.Config{Scenario: load.Mixed, Target: srv.url, PlatformKey: srv.platform,
+		Concurrency: 8, Duration: time.Second, Rate: pace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A burst of one: the first operation at once, then one per 1/pace.
+	if !res.Pass || res.Rate != pace || res.Operations < 2 || res.Operations > int64(pace)+1 {
+		t.Fatalf("%d operations in %vs at a rate of %v: %+v", res.Operations, res.ElapsedSeconds, pace, res)
+	}
+}
+
 func TestRemoteTargetRefused(t *testing.T) {
 	for _, target := range []string{"http://10.1.2.3:8080", "https://example.com", "http://[2001:db8::1]:8080", "http://0.0.0.0:8080"} {
 		err := load.CheckTarget(target, false)
@@ -333,6 +350,9 @@ func TestValidate(t *testing.T) {
 		"unbounded":   func(c *load.Config) { c.Count = 0 },
 		"share":       func(c *load.Config) { c.CycleShare = 1.5 },
 		"count":       func(c *load.Config) { c.Count = -1 },
+		"rate":        func(c *load.Config) { c.Rate = -1 },
+		"rate NaN":    func(c *load.Config) { c.Rate = math.NaN() },
+		"rate Inf":    func(c *load.Config) { c.Rate = math.Inf(1) },
 	} {
 		c := ok
 		mut(&c)

@@ -20,6 +20,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/clearancehq/clearance/grant"
 	"github.com/clearancehq/clearance/internal/canon"
 	"github.com/clearancehq/clearance/policy"
@@ -81,7 +83,8 @@ type runner struct {
 	peerPath string
 
 	measureStart time.Time
-	deadline     time.Time // zero: none
+	deadline     time.Time     // zero: none
+	pace         *rate.Limiter // Config.Rate; nil: none
 	slots        atomic.Int64
 	warm         atomic.Int64
 	intents      atomic.Int64
@@ -127,6 +130,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		r.deadline = r.measureStart.Add(cfg.Duration)
 	}
 	r.stats = newStats(cfg.Scenario)
+	if cfg.Rate > 0 {
+		// A burst of one: operations start evenly spaced, not in clumps.
+		r.pace = rate.NewLimiter(rate.Limit(cfg.Rate), 1)
+	}
 
 	done := make(chan struct{})
 	var progress sync.WaitGroup
@@ -413,6 +420,9 @@ func (r *runner) worker(ctx context.Context, id int) {
 	t, key := r.tenantOf(id)
 	var buf []byte
 	for {
+		if r.pace != nil && r.pace.Wait(ctx) != nil {
+			return
+		}
 		now := time.Now()
 		if ctx.Err() != nil || (!r.deadline.IsZero() && !now.Before(r.deadline)) {
 			return

@@ -104,6 +104,7 @@ type Result struct {
 	OPAPath           string             `json:"opa_path,omitempty"`
 	Concurrency       int                `json:"concurrency"`
 	Orgs              int                `json:"orgs,omitempty"`
+	Rate              float64            `json:"rate,omitempty"`
 	CycleShare        float64            `json:"cycle_share"`
 	WarmupSeconds     float64            `json:"warmup_seconds"`
 	ElapsedSeconds    float64            `json:"elapsed_seconds"`
@@ -241,7 +242,7 @@ func (st *stats) result(cfg Config, start, measureStart time.Time, m Machine) *R
 		elapsed = st.last.Sub(measureStart).Seconds()
 	}
 	r := &Result{Format: formatVersion, Scenario: cfg.Scenario, Target: cfg.Target, SelfHosted: cfg.SelfHosted, Peer: cfg.Peer,
-		Concurrency: cfg.Concurrency, CycleShare: cfg.share(), WarmupSeconds: cfg.Warmup.Seconds(),
+		Concurrency: cfg.Concurrency, Rate: cfg.Rate, CycleShare: cfg.share(), WarmupSeconds: cfg.Warmup.Seconds(),
 		ElapsedSeconds: round3(elapsed), Operations: st.ops, Succeeded: st.okOp, Failed: st.ops - st.okOp,
 		Requests: st.requests, Latency: summarize(st.overall), Kinds: map[string]Latency{}, Steps: map[string]Latency{},
 		Errors:  Errors{Total: st.errs.Total, ByStatus: maps.Clone(st.errs.ByStatus), ByCode: maps.Clone(st.errs.ByCode)},
