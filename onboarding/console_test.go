@@ -3,19 +3,12 @@ package onboarding_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
-	"time"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
-
-	"github.com/clearancehq/clearance"
 	"github.com/clearancehq/clearance/internal/core"
-	"github.com/clearancehq/clearance/internal/mail"
 	"github.com/clearancehq/clearance/onboarding"
 	"github.com/clearancehq/clearance/store"
-	"github.com/clearancehq/clearance/store/pebblestore"
 )
 
 // failingOrg is a backend whose transactions of one org fail while armed.
@@ -39,25 +32,9 @@ func (f *failingOrg) Update(ctx context.Context, org string, fn func(store.Tx) e
 // sign-out, no key is issued meanwhile, and the second sign-out revokes
 // them and ends the session.
 func TestSignOutRetriesAfterFailedRevocation(t *testing.T) {
-	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
-	clock := func() time.Time { return now }
-	inner, err := pebblestore.Open("db", pebblestore.Options{FS: vfs.NewMem(), Now: clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { inner.Close() })
-	dir := filepath.Join(t.TempDir(), "mailbox")
-	mb, err := mail.NewMailbox(dir, "clearance@example.com", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	backend := &failingOrg{Backend: inner}
-	engine, err := clearance.Open(backend, clearance.Options{Now: clock, Mailer: mb,
-		SecretsKey: []byte("onboarding-unit-test-secrets-key-32!")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &harness{t: t, engine: engine, mailbox: dir, now: now}
+	backend := &failingOrg{}
+	h := newHarnessOver(t, func(inner store.Backend) store.Backend { backend.Backend = inner; return backend })
+	engine := h.engine
 	ctx := context.Background()
 	const addr = "owner@example.com"
 	v := h.signUp(addr)

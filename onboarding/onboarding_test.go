@@ -69,6 +69,30 @@ func newHarness(t *testing.T) *harness {
 	return h
 }
 
+// newHarnessOver is a harness whose engine runs over wrap(the in-memory
+// Pebble): a backend that injects faults or retries.
+func newHarnessOver(t *testing.T, wrap func(store.Backend) store.Backend) *harness {
+	t.Helper()
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	inner, err := pebblestore.Open("db", pebblestore.Options{FS: vfs.NewMem(), Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { inner.Close() })
+	dir := filepath.Join(t.TempDir(), "mailbox")
+	mb, err := mail.NewMailbox(dir, "clearance@example.com", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	engine, err := clearance.Open(wrap(inner), clearance.Options{Now: clock, Mailer: mb,
+		SecretsKey: []byte("onboarding-unit-test-secrets-key-32!")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &harness{t: t, engine: engine, mailbox: dir, now: now}
+}
+
 func (h *harness) advance(d time.Duration) { h.mu.Lock(); h.now = h.now.Add(d); h.mu.Unlock() }
 
 var codeIn = regexp.MustCompile(`code is ([0-9]{6})\.`)
@@ -351,25 +375,8 @@ func (r *retrying) Update(ctx context.Context, org string, fn func(store.Tx) err
 // does not bring the spent code back: nothing of the rolled-back run leaks
 // into the retry.
 func TestVerifyRetriedTransactionLeavesNothing(t *testing.T) {
-	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
-	clock := func() time.Time { return now }
-	inner, err := pebblestore.Open("db", pebblestore.Options{FS: vfs.NewMem(), Now: clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { inner.Close() })
-	dir := filepath.Join(t.TempDir(), "mailbox")
-	mb, err := mail.NewMailbox(dir, "clearance@example.com", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	backend := &retrying{Backend: inner}
-	engine, err := clearance.Open(backend, clearance.Options{Now: clock, Mailer: mb,
-		SecretsKey: []byte("onboarding-unit-test-secrets-key-32!")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &harness{t: t, engine: engine, mailbox: dir, now: now}
+	backend := &retrying{}
+	h := newHarnessOver(t, func(inner store.Backend) store.Backend { backend.Backend = inner; return backend })
 	const addr = "retry@example.com"
 	if _, err := h.start(addr); err != nil {
 		t.Fatal(err)
@@ -379,7 +386,7 @@ func TestVerifyRetriedTransactionLeavesNothing(t *testing.T) {
 	var won error
 	backend.between = func() { _, won = h.verify(addr, code) }
 	backend.armed = true
-	_, err = h.verify(addr, wrong)
+	_, err := h.verify(addr, wrong)
 	wantCode(t, "the wrong try", err, onboarding.CodeOTPInvalid)
 	if won != nil {
 		t.Fatalf("the right code, between the runs: %v", won)
