@@ -698,20 +698,26 @@ func (s *badSuite) signInSpecs(a signInArgs) map[string]routeSpec {
 	signOutSpec := routeSpec{headers: account(signOut, true), phase: phaseRevokes,
 		extra: func(q req) []badCase { return sessionCases(q, signOut) }}
 
+	// refusedAt is a refused variant of q sent to path (q's when "") with
+	// extra headers, answered status and code.
+	refusedAt := func(q req, cat, name, path, body string, headers map[string]string, status int, code string) badCase {
+		c := s.variant(q, cat, name, body, code)
+		c.status = status
+		if path != "" {
+			c.path = path
+		}
+		for k, v := range headers {
+			c = c.with(k, v)
+		}
+		return c
+	}
+
 	// revoke-credentials: the body is optional ({} or none); a workspace
 	// of no account, of another account or of nothing is 404.
 	revokeValues := func(q req) []badCase {
 		out := sessionCases(q, live)
 		add := func(cat, name, path, body string, headers map[string]string, status int, code string) {
-			c := s.variant(q, cat, name, body, code)
-			c.status = status
-			if path != "" {
-				c.path = path
-			}
-			for k, v := range headers {
-				c = c.with(k, v)
-			}
-			out = append(out, c)
+			out = append(out, refusedAt(q, cat, name, path, body, headers, status, code))
 		}
 		for _, v := range []string{`"true"`, `"false"`, `""`, `1`, `0`, `{}`, `[]`, `[true]`} {
 			add(catWrongType, "issue_replacement_key "+v, "", `{"issue_replacement_key":`+v+`}`, nil, http.StatusBadRequest, "WRONG_TYPE")
@@ -752,15 +758,7 @@ func (s *badSuite) signInSpecs(a signInArgs) map[string]routeSpec {
 	consoleKeyValues := func(q req) []badCase {
 		out := sessionCases(q, live)
 		add := func(cat, name, path, body string, headers map[string]string, status int, code string) {
-			c := s.variant(q, cat, name, body, code)
-			c.status = status
-			if path != "" {
-				c.path = path
-			}
-			for k, v := range headers {
-				c = c.with(k, v)
-			}
-			out = append(out, c)
+			out = append(out, refusedAt(q, cat, name, path, body, headers, status, code))
 		}
 		for _, b := range []string{`{"scopes":["org:*"]}`, `{"org_id":` + lit(wsOrg) + `}`, `{"ttl_seconds":86400}`, `{"Scopes":[]}`} {
 			add(catUnknown, shorten(b), "", b, nil, http.StatusBadRequest, "UNKNOWN_MEMBER")
