@@ -88,7 +88,10 @@ for t in "${targets[@]}"; do
 				fi
 			done
 		fi
-		corpus=$(find "$dir/testdata/fuzz/$name" -type f 2>/dev/null | wc -l)
+		corpus=0
+		if [[ -d $dir/testdata/fuzz/$name ]]; then
+			corpus=$(find "$dir/testdata/fuzz/$name" -type f | wc -l)
+		fi
 		line=$(printf '%-45s %-22s ok    %4ds' "$dir" "$name" $((SECONDS - start)))
 		execs=$(grep -o 'execs: [0-9]*' "$log" | tail -1 || true)
 		summary+=("$line ${execs:-} corpus: $corpus (+$added)")
