@@ -108,3 +108,14 @@ func (e *Engine) QueueDepth(ctx context.Context, kind string, limit int) (int, e
 // sealer seals within a DefaultSealInterval, so an old time means it is
 // failing (or not running, or the Engine has no LedgerKey).
 func (e *Engine) OldestUnsealed() (time.Time, bool) { return e.store.OldestUnsealed() }
+
+// StoreMemory returns the memory the store's caches hold (Pebble's block
+// cache and memtables, outside the Go heap when built with cgo); false when
+// the backend does not say (PostgreSQL keeps its caches in the database).
+func (e *Engine) StoreMemory() (store.Memory, bool) {
+	r, ok := e.store.Backend.(store.MemoryReporter)
+	if !ok {
+		return store.Memory{}, false
+	}
+	return r.Memory(), true
+}

@@ -254,6 +254,21 @@ func TestMetricsAfterACycle(t *testing.T) {
 	if batches, _ := value("clearance_store_commit_batch_size", map[string]string{"backend": backend}); !ok || commits < 6 || batches != commits {
 		t.Errorf("store commits %v (present %v), batch-size samples %v: want one of each per commit, at least 6", commits, ok, batches)
 	}
+	// Pebble tells what its caches hold (the cycle's writes sit in the
+	// memtable), within their size; PostgreSQL's are in the database.
+	memtables, hasMemory := value("clearance_store_cache_bytes", map[string]string{"cache": "memtables"})
+	_, hasBlocks := value("clearance_store_cache_bytes", map[string]string{"cache": "block_cache"})
+	limit, _ := value("clearance_store_cache_limit_bytes", nil)
+	switch backend {
+	case "pebble":
+		if !hasMemory || !hasBlocks || memtables <= 0 || memtables > limit {
+			t.Errorf("store caches: memtables %v (present %v), block cache present %v, limit %v", memtables, hasMemory, hasBlocks, limit)
+		}
+	default:
+		if hasMemory || hasBlocks {
+			t.Errorf("store cache memory reported on %s", backend)
+		}
+	}
 	// Nothing seals in this server (no Run): its writes wait for a checkpoint.
 	if age, ok := value("clearance_ledger_unsealed_age_seconds", nil); !ok || age <= 0 {
 		t.Errorf("unsealed age %v (present %v), want > 0", age, ok)

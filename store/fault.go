@@ -46,3 +46,20 @@ type FaultReporter interface {
 	// ended (and end it).
 	Fault() *Fault
 }
+
+// Memory is what a backend holds in caches of its own, in bytes. Pebble
+// allocates them outside the Go heap when built with cgo, so they count in
+// the process's resident memory but not in Go's memory statistics.
+type Memory struct {
+	// BlockCache is the block cache in use; Memtables the memtables
+	// (active, queued for flushing and kept by readers).
+	BlockCache, Memtables int64
+	// Limit is what the two may reach together by the store's
+	// configuration (a memtable kept by a long read may exceed it briefly).
+	Limit int64
+}
+
+// MemoryReporter is a Backend that can tell the memory its caches hold.
+type MemoryReporter interface {
+	Memory() Memory
+}

@@ -28,11 +28,14 @@ const (
 	ColP99        = "p99_ms"
 	ColOps        = "harness_ops"
 	ColFailures   = "harness_failures"
+	// ColStoreCache is the memory of the store's caches (Pebble's block
+	// cache and memtables; 0 on PostgreSQL). Older CSVs lack it.
+	ColStoreCache = "store_cache_bytes"
 )
 
 // Columns is the CSV header.
 var Columns = []string{ColElapsed, ColTime, ColRSS, ColHeap, ColGoSys, ColGoroutines, ColFDs, ColTableFDs, ColRequests,
-	ColErrors, ColRate, ColP50, ColP99, ColOps, ColFailures}
+	ColErrors, ColRate, ColP50, ColP99, ColOps, ColFailures, ColStoreCache}
 
 // WriteCSV writes the samples with a header line.
 func WriteCSV(w io.Writer, samples []Sample) error {
@@ -54,7 +57,7 @@ func WriteCSV(w io.Writer, samples []Sample) error {
 		}
 		rec := []string{strconv.FormatFloat(s.Elapsed.Seconds(), 'f', 3, 64), s.At.UTC().Format(time.RFC3339Nano),
 			i64(s.RSS), i64(s.HeapInuse), i64(s.GoSys), i64(s.Goroutines), i64(s.FDs), i64(s.TableFDs), i64(s.Requests), i64(s.Errors5xx),
-			strconv.FormatFloat(rate, 'f', 1, 64), ms(s.P50), ms(s.P99), i64(s.Ops), i64(s.Failures)}
+			strconv.FormatFloat(rate, 'f', 1, 64), ms(s.P50), ms(s.P99), i64(s.Ops), i64(s.Failures), i64(s.StoreCache)}
 		if err := cw.Write(rec); err != nil {
 			return err
 		}
@@ -71,7 +74,8 @@ func ReadCSV(r io.Reader) ([]Sample, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the CSV header: %w", err)
 	}
-	if !slices.Equal(head, Columns) {
+	// A CSV from before the store cache column reads with it 0.
+	if !slices.Equal(head, Columns) && !slices.Equal(head, Columns[:len(Columns)-1]) {
 		return nil, fmt.Errorf("unexpected CSV header %q", head)
 	}
 	var out []Sample
@@ -121,5 +125,8 @@ func parseRecord(rec []string) (Sample, error) {
 	s.Requests, s.Errors5xx = num(8), num(9)
 	s.P50, s.P99 = dur(11, time.Millisecond, -1), dur(12, time.Millisecond, -1)
 	s.Ops, s.Failures = num(13), num(14)
+	if len(rec) > 15 {
+		s.StoreCache = num(15)
+	}
 	return s, err
 }

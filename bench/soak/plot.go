@@ -61,6 +61,8 @@ func Plot(w io.Writer, samples []Sample, v Verdict) error {
 				{"RSS", series(func(_ int, s Sample) (float64, bool) { return float64(s.RSS) / mib, true })},
 				{"Go heap in use", series(func(_ int, s Sample) (float64, bool) { return float64(s.HeapInuse) / mib, true })},
 				{"Go runtime from the OS", series(func(_ int, s Sample) (float64, bool) { return float64(s.GoSys) / mib, true })},
+				{"store caches (Pebble)", series(func(_ int, s Sample) (float64, bool) { return float64(s.StoreCache) / mib, true })},
+				{"RSS but store caches", series(func(_ int, s Sample) (float64, bool) { return float64(s.RSS-s.StoreCache) / mib, true })},
 			}},
 		{"", "goroutines", []line{
 			{"goroutines", series(func(_ int, s Sample) (float64, bool) { return float64(s.Goroutines), true })},

@@ -35,6 +35,12 @@ type Sample struct {
 	// Pebble's block cache and memtables (bounded by the store's cache
 	// size) and the binary's own pages.
 	GoSys int64
+	// StoreCache is what the store's caches hold in bytes
+	// (clearance_store_cache_bytes summed: Pebble's block cache and
+	// memtables, bounded by its cache size; 0 when the server does not
+	// report it). Built with cgo, Pebble allocates them with malloc: they
+	// count in RSS, not in GoSys.
+	StoreCache int64
 	// Goroutines is go_goroutines.
 	Goroutines int64
 	// FDs is how many file descriptors the server holds open; TableFDs how
@@ -66,6 +72,7 @@ const (
 	metricHeapInuse  = "go_memstats_heap_inuse_bytes"
 	metricGoSys      = "go_memstats_sys_bytes"
 	metricGoroutines = "go_goroutines"
+	metricStoreCache = "clearance_store_cache_bytes"
 	metricRequests   = "clearance_http_requests_total"
 	metricLatency    = "clearance_http_request_duration_seconds"
 	// scrapeRoute is the route of the scrapes themselves, left out of the
@@ -77,6 +84,7 @@ const (
 // counts since the server started.
 type scrape struct {
 	heapInuse, goSys, goroutines int64
+	storeCache                   int64 // summed over the caches; 0 when absent
 	requests, errors5xx          int64
 	// bounds are the latency histogram's upper bounds (seconds, ascending,
 	// +Inf excluded); cum the cumulative counts at each, summed over the
@@ -115,6 +123,11 @@ func parseMetrics(r io.Reader) (scrape, error) {
 	}
 	if s.goroutines, err = gauge(metricGoroutines); err != nil {
 		return scrape{}, err
+	}
+	if f := fams[metricStoreCache]; f != nil {
+		for _, m := range f.GetMetric() {
+			s.storeCache += int64(m.GetGauge().GetValue())
+		}
 	}
 	if f := fams[metricRequests]; f != nil {
 		for _, m := range f.GetMetric() {

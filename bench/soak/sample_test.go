@@ -40,6 +40,11 @@ go_goroutines 42
 go_memstats_heap_inuse_bytes 1.2582912e+07
 # TYPE go_memstats_sys_bytes gauge
 go_memstats_sys_bytes 4.194304e+07
+# TYPE clearance_store_cache_bytes gauge
+clearance_store_cache_bytes{cache="block_cache"} 3.145728e+06
+clearance_store_cache_bytes{cache="memtables"} 1.048576e+06
+# TYPE clearance_store_cache_limit_bytes gauge
+clearance_store_cache_limit_bytes 2.68435456e+08
 # TYPE clearance_http_requests_total counter
 clearance_http_requests_total{code="200",method="POST",route="POST /v1/protocol/evaluate-decision"} 90
 clearance_http_requests_total{code="503",method="POST",route="POST /v1/protocol/evaluate-decision"} 2
@@ -69,7 +74,7 @@ func TestParseMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.goroutines != 42 || s.heapInuse != 12<<20 || s.goSys != 40<<20 || s.requests != 100 || s.errors5xx != 2 || s.total != 100 {
+	if s.goroutines != 42 || s.heapInuse != 12<<20 || s.goSys != 40<<20 || s.storeCache != 4<<20 || s.requests != 100 || s.errors5xx != 2 || s.total != 100 {
 		t.Fatalf("%+v", s)
 	}
 	if len(s.bounds) != 2 || s.bounds[0] != 0.001 || s.bounds[1] != 0.01 || s.cum[0] != 50 || s.cum[1] != 98 {
@@ -118,6 +123,7 @@ func TestCSVRoundTrip(t *testing.T) {
 		s.Elapsed += 1234 * time.Millisecond
 		s.Errors5xx, s.Ops, s.Failures = int64(i), int64(10*i), int64(i%2)
 		s.P99 = 12345 * time.Microsecond
+		s.StoreCache = int64(i) << 20
 	})
 	in[0].Requests, in[0].P50, in[0].P99 = 0, -1, -1 // the first sample ends no interval
 	var buf bytes.Buffer
@@ -148,6 +154,14 @@ func TestCSVRoundTrip(t *testing.T) {
 		if a != b {
 			t.Errorf("row %d: %+v, want %+v", i, b, a)
 		}
+	}
+	// A CSV written before the store cache column reads with it 0.
+	var old bytes.Buffer
+	for _, l := range lines {
+		old.WriteString(l[:strings.LastIndexByte(l, ',')] + "\n")
+	}
+	if back, err := ReadCSV(&old); err != nil || len(back) != len(in) || back[3].StoreCache != 0 || back[3].RSS != in[3].RSS {
+		t.Errorf("an older CSV: %v", err)
 	}
 	if _, err := ReadCSV(strings.NewReader("elapsed_s,time\n")); err == nil {
 		t.Error("a foreign header accepted")

@@ -343,8 +343,8 @@ func sampleFor(ctx context.Context, cfg Config, srv *server, platform *client.Cl
 		if n := len(samples); n > 1 {
 			rate = s.Rate(samples[n-2])
 		}
-		logf("soak: %6.0fs  rss %7.1f MiB  heap %6.1f MiB  go %6.1f MiB  goroutines %5d  fds %4d (sst %d)  req/s %7.1f  p50 %7.2f ms  p99 %8.2f ms  5xx %d  failed %d",
-			s.Elapsed.Seconds(), float64(s.RSS)/(1<<20), float64(s.HeapInuse)/(1<<20), float64(s.GoSys)/(1<<20), s.Goroutines, s.FDs, s.TableFDs, rate,
+		logf("soak: %6.0fs  rss %7.1f MiB  heap %6.1f MiB  go %6.1f MiB  store caches %6.1f MiB  goroutines %5d  fds %4d (sst %d)  req/s %7.1f  p50 %7.2f ms  p99 %8.2f ms  5xx %d  failed %d",
+			s.Elapsed.Seconds(), float64(s.RSS)/(1<<20), float64(s.HeapInuse)/(1<<20), float64(s.GoSys)/(1<<20), float64(s.StoreCache)/(1<<20), s.Goroutines, s.FDs, s.TableFDs, rate,
 			ms(s.P50), ms(s.P99), s.Errors5xx, s.Failures)
 		return nil
 	}
@@ -387,7 +387,7 @@ func takeSample(ctx context.Context, srv *server, platform *client.Client, start
 		return Sample{}, scrape{}, err
 	}
 	// Milliseconds are what the CSV keeps.
-	s := Sample{Elapsed: at.Sub(start).Round(time.Millisecond), At: at, RSS: rss, HeapInuse: sc.heapInuse, GoSys: sc.goSys,
+	s := Sample{Elapsed: at.Sub(start).Round(time.Millisecond), At: at, RSS: rss, HeapInuse: sc.heapInuse, GoSys: sc.goSys, StoreCache: sc.storeCache,
 		Goroutines: sc.goroutines, FDs: fds, TableFDs: tables, P50: -1, P99: -1}
 	return s, sc, nil
 }

@@ -153,7 +153,8 @@ func shortSoak(t *testing.T, store string) {
 	for i, x := range s {
 		ops += x.Ops
 		if x.RSS < 1<<20 || x.HeapInuse < 1<<20 || x.GoSys < x.HeapInuse || x.Goroutines < 5 || x.FDs < 5 ||
-			x.TableFDs < 0 || x.TableFDs > x.FDs || (store != "" && x.TableFDs != 0) {
+			x.TableFDs < 0 || x.TableFDs > x.FDs || (store != "" && x.TableFDs != 0) ||
+			(store == "") != (x.StoreCache > 0) || x.StoreCache > x.RSS {
 			t.Errorf("sample %d: %+v", i, x)
 		}
 		if i == 0 {

@@ -59,7 +59,7 @@ func TestJudgeLeaks(t *testing.T) {
 		// 1 MiB a minute on 24 MiB: the heap doubles within the hour.
 		"heap": {ColHeap, func(i int, s *Sample) { s.HeapInuse += int64(i) << 20 }},
 		// 2 MiB a minute on 120 MiB, off the Go heap (cgo, a cache without a bound).
-		"rss": {ColRSS, func(i int, s *Sample) { s.RSS += int64(i) << 21 }},
+		"rss": {CheckRSS, func(i int, s *Sample) { s.RSS += int64(i) << 21 }},
 		// A goroutine per minute that never returns: +1 each sample.
 		"goroutines": {ColGoroutines, func(i int, s *Sample) { s.Goroutines += int64(i) }},
 		// An unclosed response body every minute.
@@ -153,8 +153,27 @@ func TestJudgeWarmupAndQuarters(t *testing.T) {
 	if v.Judged != 8 || c.Second != 4500 || c.Last != 8500 || !c.OK {
 		t.Fatalf("judged %d, %+v", v.Judged, c)
 	}
-	if !check(v, ColRSS).OK {
+	if !check(v, CheckRSS).OK {
 		t.Fatalf("the warm-up's spike was judged: %s", v)
+	}
+}
+
+// Pebble's caches filling up to their size over the hour grow RSS by as
+// much: that is not a leak. RSS growing beyond them is.
+func TestJudgeStoreCachesFilling(t *testing.T) {
+	filling := func(i int, s *Sample) {
+		s.StoreCache = min(int64(i)<<22, 200<<20) // 4 MiB a minute up to 200 MiB
+		s.RSS += s.StoreCache
+	}
+	if v := Judge(series(60, filling), DefaultRule); !v.Flat || !v.Pass {
+		t.Fatalf("caches filling judged a leak: %s", v)
+	}
+	v := Judge(series(60, func(i int, s *Sample) {
+		filling(i, s)
+		s.RSS += int64(i) << 21 // and 2 MiB a minute besides
+	}), DefaultRule)
+	if c := check(v, CheckRSS); v.Flat || c.OK {
+		t.Fatalf("a leak beside the caches judged flat: %s", v)
 	}
 }
 

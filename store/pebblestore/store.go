@@ -55,6 +55,8 @@ type Store struct {
 	now   func() time.Time
 	guard *guard // refuses writes once the storage fails (fault.go)
 
+	cacheLimit int64 // Pebble's cache size: blocks and memtables together
+
 	orgs  sync.Map   // org id -> *org: serializes each org's Updates
 	revMu sync.Mutex // serializes grant key revocations (first one kept)
 
@@ -72,8 +74,9 @@ type Store struct {
 }
 
 var (
-	_ store.Backend       = (*Store)(nil)
-	_ store.FaultReporter = (*Store)(nil)
+	_ store.Backend        = (*Store)(nil)
+	_ store.FaultReporter  = (*Store)(nil)
+	_ store.MemoryReporter = (*Store)(nil)
 )
 
 // Open opens (creating if needed) the store in dir.
@@ -87,13 +90,14 @@ func Open(dir string, opts Options) (*Store, error) {
 		reserve = DefaultDiskReserve
 	}
 	g := newGuard(disk, dir, reserve, loggerOr(opts.Logger))
+	cacheLimit := blockCacheSize(cacheSize(opts.CacheSize), memTableSize(opts.MemTableSize))
 	po := &pebble.Options{
 		// The guard sees every failed operation first; under it, Pebble's
 		// own disk-full handler releases the reserve and retries once.
 		FS:                 &faultFS{FS: vfs.OnDiskFull(disk, g.diskFull), g: g},
 		Logger:             faultLogger{Logger: g.log, g: g},
 		EventListener:      g.events(),
-		CacheSize:          blockCacheSize(cacheSize(opts.CacheSize), memTableSize(opts.MemTableSize)),
+		CacheSize:          cacheLimit,
 		MemTableSize:       memTableSize(opts.MemTableSize),
 		FormatMajorVersion: pebble.FormatNewest,
 	}
@@ -107,7 +111,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	if now == nil {
 		now = time.Now
 	}
-	s := &Store{now: now, guard: g}
+	s := &Store{now: now, guard: g, cacheLimit: cacheLimit}
 	s.idle.L = &s.mu
 	po.WALMinSyncInterval = s.walSyncInterval
 	db, err := pebble.Open(dir, po)
@@ -452,6 +456,22 @@ func (s *Store) syncWAL() error {
 // Fault implements store.FaultReporter: nil while the store accepts
 // writes. A full disk that has room again ends its fault here.
 func (s *Store) Fault() *store.Fault { return s.guard.current() }
+
+// Memory implements store.MemoryReporter from Pebble's metrics. Memtables
+// take their room in the block cache while they live, so the two stay
+// within the cache size Open gave Pebble. A closed store holds none.
+func (s *Store) Memory() store.Memory {
+	if s.enter(context.Background()) != nil {
+		return store.Memory{}
+	}
+	defer s.leave()
+	m := s.db.Metrics()
+	return store.Memory{
+		BlockCache: m.BlockCache.Size,
+		Memtables:  int64(m.MemTable.Size + m.MemTable.ZombieSize),
+		Limit:      s.cacheLimit,
+	}
+}
 
 // Sync implements store.Backend.
 func (s *Store) Sync(ctx context.Context) error {
