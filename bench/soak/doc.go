@@ -32,8 +32,9 @@
 //
 // A [Sample] every Config.Interval (the first when the load starts): the
 // server's resident memory (VmRSS of /proc/PID/status), Go heap in use
-// (go_memstats_heap_inuse_bytes) and goroutines (go_goroutines) from its
-// /metrics, its open file descriptors (the entries of /proc/PID/fd), and
+// (go_memstats_heap_inuse_bytes), goroutines (go_goroutines) and what
+// the store's caches hold (clearance_store_cache_bytes: Pebble's block
+// cache and memtables) from its /metrics, its open file descriptors (the entries of /proc/PID/fd), and
 // for the interval since the previous sample the requests it answered,
 // how many were 5xx, and their p50 and p99 latency, from the cumulative
 // buckets of clearance_http_request_duration_seconds differenced between
@@ -44,7 +45,9 @@
 // # The verdict
 //
 // [Judge] drops the samples of the warm-up and cuts the rest into four
-// quarters. The run is flat when, for RSS, heap in use, goroutines and the
+// quarters. The run is flat when, for RSS but the store's caches (which
+// fill up to the cache size Pebble was given, by design), heap in use,
+// goroutines and the
 // open FDs other than the store's table files (which grow in number with
 // its data, held by Pebble's bounded table cache), the last quarter's mean
 // is at most the second quarter's times (1 + tolerance) (plus an absolute

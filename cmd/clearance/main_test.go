@@ -22,6 +22,7 @@ import (
 	"github.com/clearancehq/clearance"
 	"github.com/clearancehq/clearance/cmd/clearance/internal/keyfile"
 	"github.com/clearancehq/clearance/internal/acktest"
+	"github.com/clearancehq/clearance/store/pebblestore"
 )
 
 // The real binary, built once (without -race, to keep it fast).
@@ -475,6 +476,26 @@ func TestKeysRotateKeepsThePreviousKey(t *testing.T) {
 	ring, err := keyfile.LoadRing(dir, "grant", time.Now())
 	if err != nil || ring.Active().KID() != got.Active {
 		t.Fatalf("ring on disk: %v %v", ring, err)
+	}
+}
+
+// TestMemoryLimitDefault: serve limits the Go heap only when embedded
+// Pebble's caches are on it, and never over GOMEMLIMIT.
+func TestMemoryLimitDefault(t *testing.T) {
+	env := map[string]string{}
+	getenv := func(k string) string { return env[k] }
+	if n, ok := memoryLimit(getenv, true, true); !ok || n != pebblestore.DefaultCacheLimit+storeCacheHeadroom {
+		t.Fatalf("caches on the Go heap: %d, %v", n, ok)
+	}
+	if _, ok := memoryLimit(getenv, true, false); ok {
+		t.Fatal("a limit with the caches off the Go heap (cgo)")
+	}
+	if _, ok := memoryLimit(getenv, false, true); ok {
+		t.Fatal("a limit on PostgreSQL")
+	}
+	env["GOMEMLIMIT"] = "2GiB"
+	if _, ok := memoryLimit(getenv, true, true); ok {
+		t.Fatal("GOMEMLIMIT set: serve still chose its own limit")
 	}
 }
 

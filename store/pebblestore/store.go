@@ -539,6 +539,11 @@ const closeWait = 5 * time.Second
 // heads, latest bundles, recent dossiers) in memory.
 const defaultCacheSize = 64 << 20
 
+// DefaultCacheLimit is the memory the block cache and the memtables share
+// with the default CacheSize and MemTableSize (256 MiB): what the store's
+// caches grow to as the data does (Store.Memory).
+const DefaultCacheLimit = defaultCacheSize + 3*DefaultMemTableSize
+
 // DefaultMemTableSize is the memtable size Open uses: 16 times Pebble's
 // default. Every flush of a decision's records (dossier, summary, ledger
 // entry, chain member, indexes) spans the org's whole key range, so each
