@@ -183,6 +183,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if n, ok := memoryLimit(os.Getenv, !isPostgres(*storeURL), storeCachesOnGoHeap); ok {
 		debug.SetMemoryLimit(n)
 	}
+	if !isPostgres(*storeURL) {
+		limitMallocArenas()
+	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		fmt.Fprintf(stderr, "clearance: bad --log-level: %v\n", err)
