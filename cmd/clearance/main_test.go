@@ -499,6 +499,29 @@ func TestMemoryLimitDefault(t *testing.T) {
 	}
 }
 
+// TestTrimEvery: the trims come on the timer and stop with the context.
+func TestTrimEvery(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	calls := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		trimEvery(ctx, time.Millisecond, func() bool { calls <- struct{}{}; return true })
+	}()
+	for range 3 {
+		<-calls
+	}
+	cancel()
+	for {
+		select {
+		case <-calls: // a tick that raced the cancel
+		case <-done:
+			trimMalloc() // the real one: returns whether it gave pages back, never fails
+			return
+		}
+	}
+}
+
 // TestGCPercentDefault: serve raises the GC target unless GOGC is set.
 func TestGCPercentDefault(t *testing.T) {
 	env := map[string]string{}

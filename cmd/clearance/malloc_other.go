@@ -2,6 +2,8 @@
 
 package main
 
-// limitMallocArenas does nothing without cgo (Pebble's caches are then on
-// the Go heap: memoryLimit) or off Linux.
-func limitMallocArenas() bool { return false }
+// Without cgo, Pebble's caches are on the Go heap (memoryLimit) and there
+// is no malloc to trim.
+const mallocTrims = false
+
+func trimMalloc() bool { return false }
