@@ -5819,7 +5819,8 @@ type PresenceAuthorityCompletion struct {
 //     `CLAIM_SCOPE_UNRECONCILED`,
 //     `GRANT_NOT_CLAIMED`, `CLAIM_TOKEN_MISMATCH`, `ALREADY_FINALIZED`, `CLAIM_LEASE_EXPIRED`
 //     and `CLAIM_SCOPE_INVARIANT_VIOLATION` (these two in the `ExecutionFinalizeResponse` 409
-//     body, not a problem), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
+//     body, not a problem; `CLAIM_LEASE_EXPIRED` also in a claim's `FailedClaim` 409 body,
+//     for a claim whose lease ended before it could be answered), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
@@ -7432,7 +7433,8 @@ type VersionPath = string
 //     `CLAIM_SCOPE_UNRECONCILED`,
 //     `GRANT_NOT_CLAIMED`, `CLAIM_TOKEN_MISMATCH`, `ALREADY_FINALIZED`, `CLAIM_LEASE_EXPIRED`
 //     and `CLAIM_SCOPE_INVARIANT_VIOLATION` (these two in the `ExecutionFinalizeResponse` 409
-//     body, not a problem), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
+//     body, not a problem; `CLAIM_LEASE_EXPIRED` also in a claim's `FailedClaim` 409 body,
+//     for a claim whose lease ended before it could be answered), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
@@ -7588,7 +7590,8 @@ type AnalyticsOrgNotFound = Problem
 //     `CLAIM_SCOPE_UNRECONCILED`,
 //     `GRANT_NOT_CLAIMED`, `CLAIM_TOKEN_MISMATCH`, `ALREADY_FINALIZED`, `CLAIM_LEASE_EXPIRED`
 //     and `CLAIM_SCOPE_INVARIANT_VIOLATION` (these two in the `ExecutionFinalizeResponse` 409
-//     body, not a problem), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
+//     body, not a problem; `CLAIM_LEASE_EXPIRED` also in a claim's `FailedClaim` 409 body,
+//     for a claim whose lease ended before it could be answered), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
@@ -7744,7 +7747,8 @@ type AuditExportNotFound = Problem
 //     `CLAIM_SCOPE_UNRECONCILED`,
 //     `GRANT_NOT_CLAIMED`, `CLAIM_TOKEN_MISMATCH`, `ALREADY_FINALIZED`, `CLAIM_LEASE_EXPIRED`
 //     and `CLAIM_SCOPE_INVARIANT_VIOLATION` (these two in the `ExecutionFinalizeResponse` 409
-//     body, not a problem), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
+//     body, not a problem; `CLAIM_LEASE_EXPIRED` also in a claim's `FailedClaim` 409 body,
+//     for a claim whose lease ended before it could be answered), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
@@ -7912,7 +7916,8 @@ type BundleWithContent = BundleInfo
 //     `CLAIM_SCOPE_UNRECONCILED`,
 //     `GRANT_NOT_CLAIMED`, `CLAIM_TOKEN_MISMATCH`, `ALREADY_FINALIZED`, `CLAIM_LEASE_EXPIRED`
 //     and `CLAIM_SCOPE_INVARIANT_VIOLATION` (these two in the `ExecutionFinalizeResponse` 409
-//     body, not a problem), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
+//     body, not a problem; `CLAIM_LEASE_EXPIRED` also in a claim's `FailedClaim` 409 body,
+//     for a claim whose lease ended before it could be answered), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
@@ -8068,7 +8073,8 @@ type CandidateNotFound = Problem
 //     `CLAIM_SCOPE_UNRECONCILED`,
 //     `GRANT_NOT_CLAIMED`, `CLAIM_TOKEN_MISMATCH`, `ALREADY_FINALIZED`, `CLAIM_LEASE_EXPIRED`
 //     and `CLAIM_SCOPE_INVARIANT_VIOLATION` (these two in the `ExecutionFinalizeResponse` 409
-//     body, not a problem), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
+//     body, not a problem; `CLAIM_LEASE_EXPIRED` also in a claim's `FailedClaim` 409 body,
+//     for a claim whose lease ended before it could be answered), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
@@ -8229,7 +8235,8 @@ type ClaimConflictApplicationJSON = FailedClaim
 //     `CLAIM_SCOPE_UNRECONCILED`,
 //     `GRANT_NOT_CLAIMED`, `CLAIM_TOKEN_MISMATCH`, `ALREADY_FINALIZED`, `CLAIM_LEASE_EXPIRED`
 //     and `CLAIM_SCOPE_INVARIANT_VIOLATION` (these two in the `ExecutionFinalizeResponse` 409
-//     body, not a problem), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
+//     body, not a problem; `CLAIM_LEASE_EXPIRED` also in a claim's `FailedClaim` 409 body,
+//     for a claim whose lease ended before it could be answered), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
@@ -8393,7 +8400,8 @@ type ClaimUnavailableApplicationJSON = FailedClaim
 //     `CLAIM_SCOPE_UNRECONCILED`,
 //     `GRANT_NOT_CLAIMED`, `CLAIM_TOKEN_MISMATCH`, `ALREADY_FINALIZED`, `CLAIM_LEASE_EXPIRED`
 //     and `CLAIM_SCOPE_INVARIANT_VIOLATION` (these two in the `ExecutionFinalizeResponse` 409
-//     body, not a problem), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
+//     body, not a problem; `CLAIM_LEASE_EXPIRED` also in a claim's `FailedClaim` 409 body,
+//     for a claim whose lease ended before it could be answered), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
@@ -8549,7 +8557,8 @@ type ClaimUnavailableApplicationProblemPlusJSON = Problem
 //     `CLAIM_SCOPE_UNRECONCILED`,
 //     `GRANT_NOT_CLAIMED`, `CLAIM_TOKEN_MISMATCH`, `ALREADY_FINALIZED`, `CLAIM_LEASE_EXPIRED`
 //     and `CLAIM_SCOPE_INVARIANT_VIOLATION` (these two in the `ExecutionFinalizeResponse` 409
-//     body, not a problem), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
+//     body, not a problem; `CLAIM_LEASE_EXPIRED` also in a claim's `FailedClaim` 409 body,
+//     for a claim whose lease ended before it could be answered), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
@@ -8705,7 +8714,8 @@ type Conflict = Problem
 //     `CLAIM_SCOPE_UNRECONCILED`,
 //     `GRANT_NOT_CLAIMED`, `CLAIM_TOKEN_MISMATCH`, `ALREADY_FINALIZED`, `CLAIM_LEASE_EXPIRED`
 //     and `CLAIM_SCOPE_INVARIANT_VIOLATION` (these two in the `ExecutionFinalizeResponse` 409
-//     body, not a problem), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
+//     body, not a problem; `CLAIM_LEASE_EXPIRED` also in a claim's `FailedClaim` 409 body,
+//     for a claim whose lease ended before it could be answered), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
@@ -8868,7 +8878,8 @@ type DossierOK = Dossier
 //     `CLAIM_SCOPE_UNRECONCILED`,
 //     `GRANT_NOT_CLAIMED`, `CLAIM_TOKEN_MISMATCH`, `ALREADY_FINALIZED`, `CLAIM_LEASE_EXPIRED`
 //     and `CLAIM_SCOPE_INVARIANT_VIOLATION` (these two in the `ExecutionFinalizeResponse` 409
-//     body, not a problem), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
+//     body, not a problem; `CLAIM_LEASE_EXPIRED` also in a claim's `FailedClaim` 409 body,
+//     for a claim whose lease ended before it could be answered), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
@@ -9024,7 +9035,8 @@ type DraftConflict = Problem
 //     `CLAIM_SCOPE_UNRECONCILED`,
 //     `GRANT_NOT_CLAIMED`, `CLAIM_TOKEN_MISMATCH`, `ALREADY_FINALIZED`, `CLAIM_LEASE_EXPIRED`
 //     and `CLAIM_SCOPE_INVARIANT_VIOLATION` (these two in the `ExecutionFinalizeResponse` 409
-//     body, not a problem), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
+//     body, not a problem; `CLAIM_LEASE_EXPIRED` also in a claim's `FailedClaim` 409 body,
+//     for a claim whose lease ended before it could be answered), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
@@ -9183,7 +9195,8 @@ type DraftOK = Draft
 //     `CLAIM_SCOPE_UNRECONCILED`,
 //     `GRANT_NOT_CLAIMED`, `CLAIM_TOKEN_MISMATCH`, `ALREADY_FINALIZED`, `CLAIM_LEASE_EXPIRED`
 //     and `CLAIM_SCOPE_INVARIANT_VIOLATION` (these two in the `ExecutionFinalizeResponse` 409
-//     body, not a problem), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
+//     body, not a problem; `CLAIM_LEASE_EXPIRED` also in a claim's `FailedClaim` 409 body,
+//     for a claim whose lease ended before it could be answered), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
@@ -9339,7 +9352,8 @@ type EntryNotYetSealed = Problem
 //     `CLAIM_SCOPE_UNRECONCILED`,
 //     `GRANT_NOT_CLAIMED`, `CLAIM_TOKEN_MISMATCH`, `ALREADY_FINALIZED`, `CLAIM_LEASE_EXPIRED`
 //     and `CLAIM_SCOPE_INVARIANT_VIOLATION` (these two in the `ExecutionFinalizeResponse` 409
-//     body, not a problem), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
+//     body, not a problem; `CLAIM_LEASE_EXPIRED` also in a claim's `FailedClaim` 409 body,
+//     for a claim whose lease ended before it could be answered), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
@@ -9495,7 +9509,8 @@ type ExecutionBadRequest = Problem
 //     `CLAIM_SCOPE_UNRECONCILED`,
 //     `GRANT_NOT_CLAIMED`, `CLAIM_TOKEN_MISMATCH`, `ALREADY_FINALIZED`, `CLAIM_LEASE_EXPIRED`
 //     and `CLAIM_SCOPE_INVARIANT_VIOLATION` (these two in the `ExecutionFinalizeResponse` 409
-//     body, not a problem), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
+//     body, not a problem; `CLAIM_LEASE_EXPIRED` also in a claim's `FailedClaim` 409 body,
+//     for a claim whose lease ended before it could be answered), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
@@ -9651,7 +9666,8 @@ type ExecutionUnavailable = Problem
 //     `CLAIM_SCOPE_UNRECONCILED`,
 //     `GRANT_NOT_CLAIMED`, `CLAIM_TOKEN_MISMATCH`, `ALREADY_FINALIZED`, `CLAIM_LEASE_EXPIRED`
 //     and `CLAIM_SCOPE_INVARIANT_VIOLATION` (these two in the `ExecutionFinalizeResponse` 409
-//     body, not a problem), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
+//     body, not a problem; `CLAIM_LEASE_EXPIRED` also in a claim's `FailedClaim` 409 body,
+//     for a claim whose lease ended before it could be answered), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
@@ -9807,7 +9823,8 @@ type Forbidden = Problem
 //     `CLAIM_SCOPE_UNRECONCILED`,
 //     `GRANT_NOT_CLAIMED`, `CLAIM_TOKEN_MISMATCH`, `ALREADY_FINALIZED`, `CLAIM_LEASE_EXPIRED`
 //     and `CLAIM_SCOPE_INVARIANT_VIOLATION` (these two in the `ExecutionFinalizeResponse` 409
-//     body, not a problem), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
+//     body, not a problem; `CLAIM_LEASE_EXPIRED` also in a claim's `FailedClaim` 409 body,
+//     for a claim whose lease ended before it could be answered), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
@@ -9966,7 +9983,8 @@ type GateOK = GateEnvelope
 //     `CLAIM_SCOPE_UNRECONCILED`,
 //     `GRANT_NOT_CLAIMED`, `CLAIM_TOKEN_MISMATCH`, `ALREADY_FINALIZED`, `CLAIM_LEASE_EXPIRED`
 //     and `CLAIM_SCOPE_INVARIANT_VIOLATION` (these two in the `ExecutionFinalizeResponse` 409
-//     body, not a problem), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
+//     body, not a problem; `CLAIM_LEASE_EXPIRED` also in a claim's `FailedClaim` 409 body,
+//     for a claim whose lease ended before it could be answered), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
@@ -10122,7 +10140,8 @@ type IntegrationNotFound = Problem
 //     `CLAIM_SCOPE_UNRECONCILED`,
 //     `GRANT_NOT_CLAIMED`, `CLAIM_TOKEN_MISMATCH`, `ALREADY_FINALIZED`, `CLAIM_LEASE_EXPIRED`
 //     and `CLAIM_SCOPE_INVARIANT_VIOLATION` (these two in the `ExecutionFinalizeResponse` 409
-//     body, not a problem), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
+//     body, not a problem; `CLAIM_LEASE_EXPIRED` also in a claim's `FailedClaim` 409 body,
+//     for a claim whose lease ended before it could be answered), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
@@ -10278,7 +10297,8 @@ type InternalError = Problem
 //     `CLAIM_SCOPE_UNRECONCILED`,
 //     `GRANT_NOT_CLAIMED`, `CLAIM_TOKEN_MISMATCH`, `ALREADY_FINALIZED`, `CLAIM_LEASE_EXPIRED`
 //     and `CLAIM_SCOPE_INVARIANT_VIOLATION` (these two in the `ExecutionFinalizeResponse` 409
-//     body, not a problem), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
+//     body, not a problem; `CLAIM_LEASE_EXPIRED` also in a claim's `FailedClaim` 409 body,
+//     for a claim whose lease ended before it could be answered), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
@@ -10434,7 +10454,8 @@ type KeyBadRequest = Problem
 //     `CLAIM_SCOPE_UNRECONCILED`,
 //     `GRANT_NOT_CLAIMED`, `CLAIM_TOKEN_MISMATCH`, `ALREADY_FINALIZED`, `CLAIM_LEASE_EXPIRED`
 //     and `CLAIM_SCOPE_INVARIANT_VIOLATION` (these two in the `ExecutionFinalizeResponse` 409
-//     body, not a problem), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
+//     body, not a problem; `CLAIM_LEASE_EXPIRED` also in a claim's `FailedClaim` 409 body,
+//     for a claim whose lease ended before it could be answered), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
@@ -10593,7 +10614,8 @@ type KeyListOK = KeyList
 //     `CLAIM_SCOPE_UNRECONCILED`,
 //     `GRANT_NOT_CLAIMED`, `CLAIM_TOKEN_MISMATCH`, `ALREADY_FINALIZED`, `CLAIM_LEASE_EXPIRED`
 //     and `CLAIM_SCOPE_INVARIANT_VIOLATION` (these two in the `ExecutionFinalizeResponse` 409
-//     body, not a problem), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
+//     body, not a problem; `CLAIM_LEASE_EXPIRED` also in a claim's `FailedClaim` 409 body,
+//     for a claim whose lease ended before it could be answered), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
@@ -10758,7 +10780,8 @@ type KeyUnchanged = RegisteredKey
 //     `CLAIM_SCOPE_UNRECONCILED`,
 //     `GRANT_NOT_CLAIMED`, `CLAIM_TOKEN_MISMATCH`, `ALREADY_FINALIZED`, `CLAIM_LEASE_EXPIRED`
 //     and `CLAIM_SCOPE_INVARIANT_VIOLATION` (these two in the `ExecutionFinalizeResponse` 409
-//     body, not a problem), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
+//     body, not a problem; `CLAIM_LEASE_EXPIRED` also in a claim's `FailedClaim` 409 body,
+//     for a claim whose lease ended before it could be answered), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
@@ -10914,7 +10937,8 @@ type LedgerBroken = Problem
 //     `CLAIM_SCOPE_UNRECONCILED`,
 //     `GRANT_NOT_CLAIMED`, `CLAIM_TOKEN_MISMATCH`, `ALREADY_FINALIZED`, `CLAIM_LEASE_EXPIRED`
 //     and `CLAIM_SCOPE_INVARIANT_VIOLATION` (these two in the `ExecutionFinalizeResponse` 409
-//     body, not a problem), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
+//     body, not a problem; `CLAIM_LEASE_EXPIRED` also in a claim's `FailedClaim` 409 body,
+//     for a claim whose lease ended before it could be answered), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
@@ -11070,7 +11094,8 @@ type NotFound = Problem
 //     `CLAIM_SCOPE_UNRECONCILED`,
 //     `GRANT_NOT_CLAIMED`, `CLAIM_TOKEN_MISMATCH`, `ALREADY_FINALIZED`, `CLAIM_LEASE_EXPIRED`
 //     and `CLAIM_SCOPE_INVARIANT_VIOLATION` (these two in the `ExecutionFinalizeResponse` 409
-//     body, not a problem), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
+//     body, not a problem; `CLAIM_LEASE_EXPIRED` also in a claim's `FailedClaim` 409 body,
+//     for a claim whose lease ended before it could be answered), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
@@ -11226,7 +11251,8 @@ type NotReproducible = Problem
 //     `CLAIM_SCOPE_UNRECONCILED`,
 //     `GRANT_NOT_CLAIMED`, `CLAIM_TOKEN_MISMATCH`, `ALREADY_FINALIZED`, `CLAIM_LEASE_EXPIRED`
 //     and `CLAIM_SCOPE_INVARIANT_VIOLATION` (these two in the `ExecutionFinalizeResponse` 409
-//     body, not a problem), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
+//     body, not a problem; `CLAIM_LEASE_EXPIRED` also in a claim's `FailedClaim` 409 body,
+//     for a claim whose lease ended before it could be answered), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
@@ -11382,7 +11408,8 @@ type OrgNotFound = Problem
 //     `CLAIM_SCOPE_UNRECONCILED`,
 //     `GRANT_NOT_CLAIMED`, `CLAIM_TOKEN_MISMATCH`, `ALREADY_FINALIZED`, `CLAIM_LEASE_EXPIRED`
 //     and `CLAIM_SCOPE_INVARIANT_VIOLATION` (these two in the `ExecutionFinalizeResponse` 409
-//     body, not a problem), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
+//     body, not a problem; `CLAIM_LEASE_EXPIRED` also in a claim's `FailedClaim` 409 body,
+//     for a claim whose lease ended before it could be answered), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
@@ -11541,7 +11568,8 @@ type PolicyActivationResponse = PolicyActivation
 //     `CLAIM_SCOPE_UNRECONCILED`,
 //     `GRANT_NOT_CLAIMED`, `CLAIM_TOKEN_MISMATCH`, `ALREADY_FINALIZED`, `CLAIM_LEASE_EXPIRED`
 //     and `CLAIM_SCOPE_INVARIANT_VIOLATION` (these two in the `ExecutionFinalizeResponse` 409
-//     body, not a problem), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
+//     body, not a problem; `CLAIM_LEASE_EXPIRED` also in a claim's `FailedClaim` 409 body,
+//     for a claim whose lease ended before it could be answered), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
@@ -11703,7 +11731,8 @@ type PromotionOK = Promotion
 //     `CLAIM_SCOPE_UNRECONCILED`,
 //     `GRANT_NOT_CLAIMED`, `CLAIM_TOKEN_MISMATCH`, `ALREADY_FINALIZED`, `CLAIM_LEASE_EXPIRED`
 //     and `CLAIM_SCOPE_INVARIANT_VIOLATION` (these two in the `ExecutionFinalizeResponse` 409
-//     body, not a problem), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
+//     body, not a problem; `CLAIM_LEASE_EXPIRED` also in a claim's `FailedClaim` 409 body,
+//     for a claim whose lease ended before it could be answered), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
@@ -11859,7 +11888,8 @@ type ReplayNotFound = Problem
 //     `CLAIM_SCOPE_UNRECONCILED`,
 //     `GRANT_NOT_CLAIMED`, `CLAIM_TOKEN_MISMATCH`, `ALREADY_FINALIZED`, `CLAIM_LEASE_EXPIRED`
 //     and `CLAIM_SCOPE_INVARIANT_VIOLATION` (these two in the `ExecutionFinalizeResponse` 409
-//     body, not a problem), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
+//     body, not a problem; `CLAIM_LEASE_EXPIRED` also in a claim's `FailedClaim` 409 body,
+//     for a claim whose lease ended before it could be answered), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
@@ -12015,7 +12045,8 @@ type ServiceUnavailable = Problem
 //     `CLAIM_SCOPE_UNRECONCILED`,
 //     `GRANT_NOT_CLAIMED`, `CLAIM_TOKEN_MISMATCH`, `ALREADY_FINALIZED`, `CLAIM_LEASE_EXPIRED`
 //     and `CLAIM_SCOPE_INVARIANT_VIOLATION` (these two in the `ExecutionFinalizeResponse` 409
-//     body, not a problem), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
+//     body, not a problem; `CLAIM_LEASE_EXPIRED` also in a claim's `FailedClaim` 409 body,
+//     for a claim whose lease ended before it could be answered), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
@@ -12171,7 +12202,8 @@ type ShareLinkInvalid = Problem
 //     `CLAIM_SCOPE_UNRECONCILED`,
 //     `GRANT_NOT_CLAIMED`, `CLAIM_TOKEN_MISMATCH`, `ALREADY_FINALIZED`, `CLAIM_LEASE_EXPIRED`
 //     and `CLAIM_SCOPE_INVARIANT_VIOLATION` (these two in the `ExecutionFinalizeResponse` 409
-//     body, not a problem), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
+//     body, not a problem; `CLAIM_LEASE_EXPIRED` also in a claim's `FailedClaim` 409 body,
+//     for a claim whose lease ended before it could be answered), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
@@ -12327,7 +12359,8 @@ type ShareLinksUnavailable = Problem
 //     `CLAIM_SCOPE_UNRECONCILED`,
 //     `GRANT_NOT_CLAIMED`, `CLAIM_TOKEN_MISMATCH`, `ALREADY_FINALIZED`, `CLAIM_LEASE_EXPIRED`
 //     and `CLAIM_SCOPE_INVARIANT_VIOLATION` (these two in the `ExecutionFinalizeResponse` 409
-//     body, not a problem), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
+//     body, not a problem; `CLAIM_LEASE_EXPIRED` also in a claim's `FailedClaim` 409 body,
+//     for a claim whose lease ended before it could be answered), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
@@ -12483,7 +12516,8 @@ type SignInRequired = Problem
 //     `CLAIM_SCOPE_UNRECONCILED`,
 //     `GRANT_NOT_CLAIMED`, `CLAIM_TOKEN_MISMATCH`, `ALREADY_FINALIZED`, `CLAIM_LEASE_EXPIRED`
 //     and `CLAIM_SCOPE_INVARIANT_VIOLATION` (these two in the `ExecutionFinalizeResponse` 409
-//     body, not a problem), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
+//     body, not a problem; `CLAIM_LEASE_EXPIRED` also in a claim's `FailedClaim` 409 body,
+//     for a claim whose lease ended before it could be answered), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
@@ -12639,7 +12673,8 @@ type TooManyRequests = Problem
 //     `CLAIM_SCOPE_UNRECONCILED`,
 //     `GRANT_NOT_CLAIMED`, `CLAIM_TOKEN_MISMATCH`, `ALREADY_FINALIZED`, `CLAIM_LEASE_EXPIRED`
 //     and `CLAIM_SCOPE_INVARIANT_VIOLATION` (these two in the `ExecutionFinalizeResponse` 409
-//     body, not a problem), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
+//     body, not a problem; `CLAIM_LEASE_EXPIRED` also in a claim's `FailedClaim` 409 body,
+//     for a claim whose lease ended before it could be answered), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
@@ -12807,7 +12842,8 @@ type UcpSigningKeyUnchanged = UcpSigningKey
 //     `CLAIM_SCOPE_UNRECONCILED`,
 //     `GRANT_NOT_CLAIMED`, `CLAIM_TOKEN_MISMATCH`, `ALREADY_FINALIZED`, `CLAIM_LEASE_EXPIRED`
 //     and `CLAIM_SCOPE_INVARIANT_VIOLATION` (these two in the `ExecutionFinalizeResponse` 409
-//     body, not a problem), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
+//     body, not a problem; `CLAIM_LEASE_EXPIRED` also in a claim's `FailedClaim` 409 body,
+//     for a claim whose lease ended before it could be answered), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
@@ -12963,7 +12999,8 @@ type Unauthorized = Problem
 //     `CLAIM_SCOPE_UNRECONCILED`,
 //     `GRANT_NOT_CLAIMED`, `CLAIM_TOKEN_MISMATCH`, `ALREADY_FINALIZED`, `CLAIM_LEASE_EXPIRED`
 //     and `CLAIM_SCOPE_INVARIANT_VIOLATION` (these two in the `ExecutionFinalizeResponse` 409
-//     body, not a problem), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
+//     body, not a problem; `CLAIM_LEASE_EXPIRED` also in a claim's `FailedClaim` 409 body,
+//     for a claim whose lease ended before it could be answered), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)
@@ -13119,7 +13156,8 @@ type UnprocessableEntity = Problem
 //     `CLAIM_SCOPE_UNRECONCILED`,
 //     `GRANT_NOT_CLAIMED`, `CLAIM_TOKEN_MISMATCH`, `ALREADY_FINALIZED`, `CLAIM_LEASE_EXPIRED`
 //     and `CLAIM_SCOPE_INVARIANT_VIOLATION` (these two in the `ExecutionFinalizeResponse` 409
-//     body, not a problem), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
+//     body, not a problem; `CLAIM_LEASE_EXPIRED` also in a claim's `FailedClaim` 409 body,
+//     for a claim whose lease ended before it could be answered), `NOT_INDETERMINATE`, `GRANT_ALREADY_ISSUED` (internal: a
 //     duplicate grant id; not expected on the wire)
 //   - finalization input: `INVALID_FINALIZATION`, `INVALID_EFFECT_EVIDENCE` (a receipt is
 //     never refused: it is recorded as presented)

@@ -87,10 +87,12 @@ func (s *Service) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, err
 		return ClaimResult{}, core.Unavailable("id generation", err)
 	}
 	var claimed claim.Grant
+	var ran time.Time // by the engine's clock, before the store read its own for the lease
 	err = s.d.Store.Update(ctx, req.OrgID, func(tx store.Tx) error {
 		if err := s.cfg.StillActive(ctx, tx, current.version); err != nil {
 			return err
 		}
+		ran = s.d.Now()
 		claimed, err = claim.Claim(ctx, tx, claim.ClaimRequest{GrantID: g.GrantID, IntentHash: req.IntentHash,
 			ClaimTokenDigest: digest, Correlation: req.CorrelationID, Lease: s.cfg.ClaimLease})
 		if err != nil {
@@ -127,8 +129,31 @@ func (s *Service) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, err
 	if err != nil {
 		return ClaimResult{}, core.Unavailable("sign claim attestation", err)
 	}
+	if err := leaseLive(claimed, s.d.Now().Sub(ran)); err != nil {
+		return ClaimResult{}, err
+	}
 	return ClaimResult{ShouldExecute: true, ClaimToken: secret, ClaimLeaseExpiresAt: claimed.LeaseExpiresAt.Format(core.TimeFormat),
 		Valid: true, ClaimAttestation: att, GrantID: claimed.GrantID, DecisionID: claimed.DecisionID}, nil
+}
+
+// leaseLive refuses to answer a claim whose lease has already ended: its
+// COMMIT (or the answer to it) came late, after a stall say, and an agent
+// told should_execute: true would act on a dead claim. The store set the
+// lease end by its clock (the database's, on PostgreSQL); the store's
+// clock now is at most its reading at the claim plus elapsed, the time the
+// engine's clock has run since before that reading. Only that difference
+// is the engine's, so a skew between the two clocks does not move the
+// judgement; it errs early by the read's round trip at most. The claim
+// stays recorded: its lease lapses, and the expiry worker records it
+// INDETERMINATE (CLAIM_LEASE_EXPIRED) for reconciliation, holding its
+// scope until then.
+func leaseLive(g claim.Grant, elapsed time.Duration) error {
+	if g.ClaimedAt.Add(max(elapsed, 0)).Before(g.LeaseExpiresAt) {
+		return nil
+	}
+	return core.New(core.ErrConflict, claim.CodeLeaseExpired,
+		"the claim was recorded, but its lease (until %s) ended before it could be answered: do not execute; the grant is spent, and its claim is left to lapse",
+		g.LeaseExpiresAt.Format(core.TimeFormat))
 }
 
 type claimEvent struct {

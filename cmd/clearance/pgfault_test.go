@@ -40,6 +40,12 @@ const (
 	faultOrgs    = 2                // orgs under load
 	faultLease   = 2 * time.Second  // --claim-lease of the stall test
 	faultWait    = 90 * time.Second // the longest any condition is waited for
+	// faultStoreTimeout is the blackhole test's --store-timeout: no request
+	// may wait on the database longer (plus faultSettle for a COMMIT it
+	// cuts off, and faultMargin for the rest of the request).
+	faultStoreTimeout = time.Second
+	faultSettle       = time.Second // min(--store-timeout, 2 s)
+	faultMargin       = time.Second
 )
 
 // faultCodes are the codes a 503 may carry while the database is out of
@@ -73,12 +79,15 @@ type faultEnv struct {
 	down      bool           // a fault lasts
 	downSince time.Time
 	okDown    int             // 2xx answers to requests sent while a fault lasted
+	downAns   int             // answers, while a fault lasts, to requests sent during it
+	downWait  time.Duration   // the longest answer to a request sent while a fault lasted
 	upSince   time.Time       // the end of the last fault
 	recovered bool            // a request sent after upSince succeeded
 	recovery  []time.Duration // per fault: from its end to the first success
 	targeted  map[string]int  // "op loss status": requests whose own COMMIT was cut
 	keyed     []faultKey      // decisions sent with an Idempotency-Key
 	lateWins  int             // winning claims answered after their lease ended
+	lateRefus int             // claims refused CLAIM_LEASE_EXPIRED: their lease ended before the answer
 }
 
 // faultKey is a decision acknowledged under an Idempotency-Key.
@@ -88,7 +97,9 @@ type faultKey struct {
 	dossierID string
 }
 
-func newFaultEnv(t *testing.T, name string, lease time.Duration) *faultEnv {
+// newFaultEnv starts the server with --claim-lease lease and the extra
+// serve flags.
+func newFaultEnv(t *testing.T, name string, lease time.Duration, extra ...string) *faultEnv {
 	t.Helper()
 	pgtest.Admin(t)
 	schema := pgtest.NewSchema(t, "clearance_fault_") // dropped after the server and the proxy stop
@@ -110,7 +121,7 @@ func newFaultEnv(t *testing.T, name string, lease time.Duration) *faultEnv {
 	t.Cleanup(func() { _ = e.proxy.Close() })
 	u.Host = e.proxy.Addr()
 	dir := t.TempDir()
-	e.p = startServer(t, dir, "--store", u.String(), "--rate-limit", "-1", "--grant-ttl", "1h", "--claim-lease", lease.String())
+	e.p = startServer(t, dir, append([]string{"--store", u.String(), "--rate-limit", "-1", "--grant-ttl", "1h", "--claim-lease", lease.String()}, extra...)...)
 	e.httpc = &http.Client{Timeout: faultWait, Transport: &http.Transport{MaxIdleConnsPerHost: 4 * faultClients}}
 	t.Cleanup(func() {
 		// Before the server is killed: stop whatever load a failure left
@@ -227,6 +238,12 @@ func (e *faultEnv) answer(op string, sent time.Time, r *acktest.Reply, err error
 	e.status[r.Status]++
 	if r.Status == http.StatusServiceUnavailable {
 		e.codes[code]++
+	}
+	if e.down && !sent.Before(e.downSince) {
+		e.downAns++
+	}
+	if !e.downSince.IsZero() && !sent.Before(e.downSince) && (e.down || sent.Before(e.upSince)) {
+		e.downWait = max(e.downWait, done.Sub(sent))
 	}
 	if r.Status/100 == 2 {
 		if e.down && !sent.Before(e.downSince) {
@@ -439,13 +456,17 @@ func (e *faultEnv) bindSigned(org int, id, jws string) *acktest.Grant {
 func (e *faultEnv) claimRace(org int, g *acktest.Grant, n int) string {
 	reps := make([]*acktest.Reply, n)
 	saw := make([]bool, n)
+	at := make([]time.Time, n) // when each answer came
 	var wg sync.WaitGroup
 	for k := range n {
-		wg.Go(func() { reps[k], saw[k] = e.send("claim", org, "/v1/execution/claim-token", g.ClaimBody(), nil, true) })
+		wg.Go(func() {
+			reps[k], saw[k] = e.send("claim", org, "/v1/execution/claim-token", g.ClaimBody(), nil, true)
+			at[k] = time.Now()
+		})
 	}
 	wg.Wait()
-	wins, token := 0, ""
-	for _, r := range reps {
+	wins, late, token := 0, 0, ""
+	for k, r := range reps {
 		switch {
 		case r == nil:
 			return ""
@@ -454,24 +475,36 @@ func (e *faultEnv) claimRace(org int, g *acktest.Grant, n int) string {
 			token = r.Str("claim_token")
 			if end, err := time.Parse(time.RFC3339Nano, r.Str("claim_lease_expires_at")); err != nil {
 				e.t.Errorf("claim of grant %s: lease end: %s", g.ID, r.Raw)
-			} else if !time.Now().Before(end) {
-				// Its COMMIT's answer came after the lease: the agent must
-				// not execute (the interface's rule), and its finalization
-				// is refused.
+			} else if !at[k].Before(end) {
+				// The server checks the lease just before it answers: an
+				// agent must never be told to execute on an ended one.
 				e.mu.Lock()
 				e.lateWins++
 				e.mu.Unlock()
+				e.t.Errorf("claim of grant %s answered should_execute true at %s with its lease over: %s", g.ID, at[k].Format(time.RFC3339Nano), r.Raw)
 			}
 		case r.Status == http.StatusConflict && r.JSON["should_execute"] == false && r.Str("code") == "CLAIM_REPLAY":
+		case r.Status == http.StatusConflict && r.Str("code") == "CLAIM_LEASE_EXPIRED" && e.book.Lapses && !authorizes(r):
+			// Its COMMIT's answer came after its lease: recorded, refused.
+			late++
 		default:
 			e.t.Errorf("claim of grant %s: %s", g.ID, acktest.Describe(r, nil))
 			return ""
 		}
 	}
+	if late > 0 {
+		e.mu.Lock()
+		e.lateRefus += late
+		e.mu.Unlock()
+		e.book.Lock()
+		g.LateClaim = true
+		e.book.LateRefusals += late
+		e.book.Unlock()
+	}
 	switch {
-	case wins > 1:
-		e.t.Errorf("grant %s: %d racing claims won", g.ID, wins)
-	case wins == 0 && !slices.Contains(saw, true):
+	case wins+late > 1:
+		e.t.Errorf("grant %s: %d racing claims won (%d of them answered after their lease)", g.ID, wins+late, late)
+	case wins+late == 0 && !slices.Contains(saw, true):
 		e.t.Errorf("grant %s: every racing claim was refused, and none was unanswered", g.ID)
 	}
 	if wins == 0 {
@@ -579,10 +612,11 @@ func (e *faultEnv) figures() {
 	}
 	e.t.Logf("figures %s: %d faults injected (%s); proxy reset %d connections, refused %d, cut %d COMMITs; "+
 		"answers by status %s (503 codes %v)%s; acknowledged %d decisions, %d grants, %d claims, %d finalizations; "+
-		"%d winning claims answered after their lease; lost 0, double claims %d; recovery (fault end to first success) %s",
+		"%d winning claims answered after their lease, %d claims refused CLAIM_LEASE_EXPIRED (lease over before the answer); "+
+		"longest answer to a request sent during a fault %v; lost 0, double claims %d; recovery (fault end to first success) %s",
 		e.name, len(e.faults), strings.Join(kinds, ", "), ps.Reset, ps.Refused, ps.Cut,
 		strings.Join(statuses, " "), e.codes, targeted, len(e.book.Decisions), len(e.book.Grants), e.book.Claims, e.book.Finals,
-		e.lateWins, doubles, rec)
+		e.lateWins, e.lateRefus, e.downWait.Round(time.Millisecond), doubles, rec)
 }
 
 // TestPostgresFaultConnectionsReset resets every database connection under
@@ -657,44 +691,80 @@ func TestPostgresFaultDatabaseUnreachable(t *testing.T) {
 }
 
 // TestPostgresFaultBlackhole drops every byte between the server and the
-// database for -pgfault.outage under load: requests hang rather than fail,
-// and when the network comes back the connections that lost bytes are
-// reset (as TCP would end them after its timeouts). Then every answer is
-// correct or a 503, and the server recovers by itself.
+// database under load for longer than the server's --store-timeout (and
+// at least -pgfault.outage). Nothing but the server's own deadlines can end
+// a request then: every request sent during the blackhole must be answered
+// (a 503 STORE_UNAVAILABLE that authorizes nothing) within the timeout, the
+// settlement of a COMMIT it cut off and a margin, while the blackhole
+// still lasts, before the proxy resets anything; and /v1/health says 503
+// as quickly. When the network comes back the connections that lost bytes
+// are reset (as TCP would end them after its timeouts), and the server
+// recovers by itself; every answer is correct or a 503.
 func TestPostgresFaultBlackhole(t *testing.T) {
-	e := newFaultEnv(t, "blackhole", time.Hour)
+	e := newFaultEnv(t, "blackhole", time.Hour, "--store-timeout", faultStoreTimeout.String())
+	bound := faultStoreTimeout + faultSettle + faultMargin
+	hole := max(*faultOutage, 2*bound)
 	for round := range *faultRounds {
 		l := e.load(round)
 		e.waitAcks(30)
+		e.mu.Lock()
+		base := e.downAns
+		e.mu.Unlock()
 		e.proxy.Set(faultproxy.Blackhole)
-		e.faultBegins(fmt.Sprintf("blackhole for %v", *faultOutage))
-		end := time.Now().Add(*faultOutage)
-		e.waitFor("requests waiting on the database", func() bool { return e.inflight.Load() >= faultClients })
+		e.faultBegins(fmt.Sprintf("blackhole for %v", hole))
+		end := time.Now().Add(hole)
+		// Answered by the server's deadlines while the proxy still drops
+		// every byte and has reset nothing.
+		for {
+			e.mu.Lock()
+			n := e.downAns - base
+			e.mu.Unlock()
+			if n >= 2*faultClients {
+				break
+			}
+			if time.Now().After(end) {
+				e.t.Fatalf("round %d: %d answers to requests sent during the %v blackhole while it lasted; want %d", round, n, hole, 2*faultClients)
+			}
+			time.Sleep(5 * time.Millisecond) // polling the count
+		}
+		sent := time.Now()
+		if s := e.health(); s != http.StatusServiceUnavailable || time.Since(sent) > bound {
+			e.t.Fatalf("round %d: health during the blackhole: %d after %v; want 503 within %v", round, s, time.Since(sent), bound)
+		}
+		if time.Now().After(end) {
+			e.t.Fatalf("round %d: the blackhole of %v ended before its answers could be checked; raise -pgfault.outage", round, hole)
+		}
 		<-time.After(time.Until(end)) // the blackhole's length
-		before := e.proxy.Stats().Reset
 		e.proxy.Set(faultproxy.Pass)
 		e.faultEnds()
-		if e.proxy.Stats().Reset == before {
-			e.t.Fatalf("round %d: no connection lost bytes in the blackhole", round)
-		}
 		e.waitRecovered()
 		e.waitAcks(30)
 		l.finish()
+	}
+	e.mu.Lock()
+	wait := e.downWait
+	e.mu.Unlock()
+	if wait > bound {
+		t.Fatalf("a request sent during the blackhole was answered after %v; want at most %v (--store-timeout %v, its settlement %v, margin %v)",
+			wait, bound, faultStoreTimeout, faultSettle, faultMargin)
 	}
 	e.check()
 	e.figures()
 }
 
 // TestPostgresFaultStallLongerThanLease stalls the network to the database
-// (bytes held, none lost) for longer than the claim lease, under load. The
-// lease is judged by the database's clock: a claim won before the stall and
-// finalized during it is refused (INDETERMINATE, CLAIM_LEASE_EXPIRED), and
-// a claim sent during the stall gets a lease that starts when the database
-// ran it, after the stall.
+// (bytes held, none lost) for longer than the claim lease, under load, and
+// shorter than --store-timeout, so that requests complete late rather than
+// time out. The lease is judged by the database's clock: a claim won before
+// the stall and finalized during it is refused (INDETERMINATE,
+// CLAIM_LEASE_EXPIRED), and a claim sent during the stall gets a lease that
+// starts when the database ran it, after the stall. A claim whose COMMIT
+// the stall held past its lease is refused CLAIM_LEASE_EXPIRED: no claim
+// is answered should_execute true with its lease over (claimRace).
 func TestPostgresFaultStallLongerThanLease(t *testing.T) {
-	e := newFaultEnv(t, "stall", faultLease)
-	e.book.Lapses = true
 	stall := faultLease + max(*faultOutage, 1500*time.Millisecond) // the lease ends on a whole second
+	e := newFaultEnv(t, "stall", faultLease, "--store-timeout", (stall + 5*time.Second).String())
+	e.book.Lapses = true
 	for round := range *faultRounds {
 		before := e.bind(0, fmt.Sprintf("%s-r%d-before", e.name, round))
 		during := e.bind(0, fmt.Sprintf("%s-r%d-during", e.name, round))
@@ -759,6 +829,12 @@ func TestPostgresFaultStallLongerThanLease(t *testing.T) {
 		e.waitRecovered()
 		e.waitAcks(30)
 		l.finish()
+	}
+	e.mu.Lock()
+	lateWins := e.lateWins
+	e.mu.Unlock()
+	if lateWins > 0 {
+		t.Fatalf("%d claims were answered should_execute true with their lease over", lateWins)
 	}
 	e.check()
 	e.figures()

@@ -135,6 +135,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	addr := fs.String("addr", env("CLEARANCE_ADDR", "127.0.0.1:8080"), "listen address (env CLEARANCE_ADDR)")
 	metricsAddr := fs.String("metrics-addr", env("CLEARANCE_METRICS_ADDR", ""), "listen address of an unauthenticated Prometheus /metrics listener, e.g. 127.0.0.1:9464; empty means none (on --addr, /metrics needs the platform key) (env CLEARANCE_METRICS_ADDR)")
 	storeURL := fs.String("store", env("CLEARANCE_STORE", ""), "storage backend; empty means embedded Pebble in the data directory (env CLEARANCE_STORE)")
+	storeTimeout := fs.Duration("store-timeout", pgstore.DefaultTimeout, "PostgreSQL only: the longest a request waits on the database: each write transaction (its wait for the org's turn and a connection, its statements and COMMIT; a COMMIT it cuts off gets up to min(this, 2s) more to be settled), each read statement and health ping, and each connection attempt unless the URL sets connect_timeout; past it the request answers 503 STORE_UNAVAILABLE; 0 means the default, negative means no bound")
 	rateLimit := fs.Float64("rate-limit", server.DefaultRateLimit, "requests per second per credential; negative disables")
 	rateBurst := fs.Int("rate-burst", server.DefaultRateBurst, "rate-limit burst per credential")
 	authRateLimit := fs.Float64("auth-rate-limit", server.DefaultAuthRateLimit, "requests per minute per client address (an IPv6 /64) on the public sign-up and sign-in routes, burst twice that; the automation connector's authorize and token endpoints get 6 times it; not changed by --rate-limit; 0 means the default, negative disables every public-auth budget (tests only)")
@@ -219,7 +220,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	log := slog.New(slog.NewJSONHandler(stdout, &slog.HandlerOptions{Level: level}))
-	if err := runServer(ctx, log, serveConfig{data: *data, addr: *addr, metricsAddr: *metricsAddr, store: *storeURL, rateLimit: *rateLimit,
+	if err := runServer(ctx, log, serveConfig{data: *data, addr: *addr, metricsAddr: *metricsAddr, store: *storeURL, storeTimeout: *storeTimeout, rateLimit: *rateLimit,
 		rateBurst: *rateBurst, authRateLimit: *authRateLimit, authGlobalRateLimit: *authGlobalRateLimit, maxBody: *maxBody, grantKeyFile: *grantKeyFile, ledgerKeyFile: *ledgerKeyFile, reportingKeyFile: *reportingKeyFile, grantTTL: *grantTTL, claimLease: *claimLease,
 		shareSecretFile: *shareFile, exportSecretFile: *exportFile, secretsKeyFile: *secretsFile, keyReloadInterval: *keyReload, intentMaxAge: *intentMaxAge,
 		maxClockSkew: *maxClockSkew, maxJSONMembers: *maxJSONMembers, maxJSONElements: *maxJSONElements,
@@ -234,6 +235,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 type serveConfig struct {
 	data, addr, store    string
+	storeTimeout         time.Duration // pgstore.Options.Timeout
 	metricsAddr          string
 	rateLimit            float64
 	rateBurst            int
@@ -306,7 +308,7 @@ func runServer(ctx context.Context, log *slog.Logger, cfg serveConfig) error {
 			return err
 		}
 	}
-	backend, err := openStore(ctx, log, cfg.store, dataDir)
+	backend, err := openStore(ctx, log, cfg.store, dataDir, cfg.storeTimeout)
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
 	}
@@ -547,13 +549,13 @@ func isPostgres(url string) bool {
 
 // openStore opens the backend a --store value names: empty for embedded
 // Pebble in the data dir, a postgres:// URL for PostgreSQL (migrations are
-// applied on open).
-func openStore(ctx context.Context, log *slog.Logger, url, dataDir string) (store.Backend, error) {
+// applied on open) whose calls are bounded by timeout (--store-timeout).
+func openStore(ctx context.Context, log *slog.Logger, url, dataDir string, timeout time.Duration) (store.Backend, error) {
 	switch {
 	case url == "":
 		return pebblestore.Open(filepath.Join(dataDir, "db"), pebblestore.Options{Logger: pebbleLogger{log}})
 	case isPostgres(url):
-		return pgstore.Open(ctx, url, pgstore.Options{})
+		return pgstore.Open(ctx, url, pgstore.Options{Timeout: timeout})
 	}
 	return nil, fmt.Errorf("--store %q: use a postgres:// URL, or leave it empty for the embedded store", redactURL(url))
 }

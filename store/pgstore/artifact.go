@@ -117,7 +117,7 @@ func (s *Store) Artifact(ctx context.Context, orgID, kind, id string) (artifact.
 	if err := s.enter(ctx); err != nil {
 		return artifact.Record{}, err
 	}
-	return readArtifact(ctx, s.pool, orgID, kind, id)
+	return readArtifact(ctx, s.rd, orgID, kind, id)
 }
 
 // ArtifactsByRef implements artifact.Reader: one ordered statement on the
@@ -129,7 +129,7 @@ func (s *Store) ArtifactsByRef(ctx context.Context, orgID, kind, ref string, lim
 	if err := s.enter(ctx); err != nil {
 		return nil, err
 	}
-	return readArtifacts(ctx, s.pool, fmt.Sprintf("%s artifacts of ref %q in org %q", kind, ref, orgID), `
+	return readArtifacts(ctx, s.rd, fmt.Sprintf("%s artifacts of ref %q in org %q", kind, ref, orgID), `
 		SELECT `+artifactColumns+` FROM artifacts WHERE org_id = $1 AND kind = $2 AND ref = $3
 		ORDER BY created_at, id LIMIT $4`, orgID, kind, ref, sqlLimit(limit))
 }

@@ -184,7 +184,7 @@ func (s *Store) GrantOf(ctx context.Context, orgID, grantID string) (claim.Grant
 	if err := s.enter(ctx); err != nil {
 		return claim.Grant{}, err
 	}
-	return readGrant(ctx, s.pool, orgID, grantID)
+	return readGrant(ctx, s.rd, orgID, grantID)
 }
 
 // GrantsInState implements claim.Reader: the index on (org_id, state,
@@ -208,11 +208,11 @@ func (s *Store) GrantsInState(ctx context.Context, orgID string, state claim.Sta
 		var rows pgx.Rows
 		var err error
 		if first {
-			rows, err = s.pool.Query(ctx, `
+			rows, err = s.rd.Query(ctx, `
 				SELECT issued_at, grant_id, record FROM grants WHERE org_id = $1 AND state = $2
 				ORDER BY issued_at, grant_id LIMIT $3`, orgID, string(state), pageSize)
 		} else {
-			rows, err = s.pool.Query(ctx, `
+			rows, err = s.rd.Query(ctx, `
 				SELECT issued_at, grant_id, record FROM grants WHERE org_id = $1 AND state = $2
 				AND (issued_at, grant_id) > ($3, $4)
 				ORDER BY issued_at, grant_id LIMIT $5`, orgID, string(state), afterAt, afterID, pageSize)
@@ -256,7 +256,7 @@ func (s *Store) RegisteredKeyOf(ctx context.Context, orgID string, kind registry
 	if err := s.enter(ctx); err != nil {
 		return registry.Key{}, err
 	}
-	return readRegisteredKey(ctx, s.pool, orgID, kind, kid)
+	return readRegisteredKey(ctx, s.rd, orgID, kind, kid)
 }
 
 // RegisteredKeys implements registry.Reader: the org's keys of kind, active
@@ -265,7 +265,7 @@ func (s *Store) RegisteredKeys(ctx context.Context, orgID string, kind registry.
 	if err := s.enter(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT record FROM registered_keys WHERE org_id = $1 AND kind = $2 ORDER BY kid`, orgID, string(kind))
+	rows, err := s.rd.Query(ctx, `SELECT record FROM registered_keys WHERE org_id = $1 AND kind = $2 ORDER BY kid`, orgID, string(kind))
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: list %s keys of %q: %w", kind, orgID, err)
 	}

@@ -135,12 +135,26 @@
 // guessed: on a new connection Update takes the org's row lock — which
 // waits until the in-doubt transaction, if the server still runs it, has
 // committed or rolled back — and reads the marker. Present: the Update
-// succeeded. Absent: nothing was written, and fn runs again. If the marker
-// cannot be read before ctx ends, Update returns ErrCommitUnknown. Every
+// succeeded. Absent: nothing was written, and fn runs again. The
+// settlement has a deadline of its own, min(Options.Timeout, 2 s) (with no
+// Timeout, ctx's): if the marker cannot be read by then, Update returns
+// ErrCommitUnknown. Every
 // 64th commit of a Store also deletes its org's markers older than an hour.
 // (A server that cannot see the client is gone keeps the in-doubt
 // transaction, and its lock, until TCP keepalives or
 // idle_in_transaction_session_timeout end it; set the latter.)
+//
+// # Deadlines
+//
+// Options.Timeout (default 5 s) bounds every database call, since nothing
+// else does: a connection whose packets are dropped waits until TCP gives
+// up, about 15 minutes. An Update is bounded from its call (its wait in
+// the org's queue, the pool, the lock, its statements and COMMIT, its
+// retries); a group's I/O ends at its members' latest deadline. Each read
+// statement (each page of a listing) and Ping are bounded alike, and so is
+// each connection attempt when the URL sets no connect_timeout (the pool
+// dials on a context Acquire's deadline does not end). pgx closes a
+// connection whose I/O a context interrupted, and the pool discards it.
 //
 // # Clock
 //

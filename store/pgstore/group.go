@@ -205,19 +205,27 @@ func (q *queue) start(m *member) bool {
 
 // groupContext is the context of a group's connection I/O: it ends when
 // every member's context has ended (nobody is left to answer), not before,
-// so that one caller going away does not fail the others.
+// so that one caller going away does not fail the others. Its deadline is
+// the latest of the members' (Update bounds each by Options.Timeout), set
+// as a deadline so that the I/O it cuts off fails as timed out.
 func groupContext(group []*member) (context.Context, func()) {
 	if len(group) == 1 {
 		// A lone Update's own context, as it ends (AfterFunc runs later).
 		return group[0].ctx, func() {}
 	}
-	ctx, cancel := context.WithCancel(context.WithoutCancel(group[0].ctx))
+	base, stopDeadline := context.WithoutCancel(group[0].ctx), context.CancelFunc(func() {})
+	if d, ok := latestDeadline(group); ok {
+		base, stopDeadline = context.WithDeadline(base, d)
+	}
+	ctx, cancel := context.WithCancel(base)
 	var live atomic.Int64
 	live.Store(int64(len(group)))
 	stops := make([]func() bool, len(group))
 	for i, m := range group {
 		stops[i] = context.AfterFunc(m.ctx, func() {
-			if live.Add(-1) == 0 {
+			// At the group's deadline its own timer ends ctx, so that what
+			// it cuts off fails as timed out rather than canceled.
+			if d, ok := base.Deadline(); live.Add(-1) == 0 && (!ok || time.Now().Before(d)) {
 				cancel()
 			}
 		})
@@ -227,6 +235,7 @@ func groupContext(group []*member) (context.Context, func()) {
 			stop()
 		}
 		cancel()
+		stopDeadline()
 	}
 }
 
@@ -255,9 +264,12 @@ func (s *Store) runTx(ctx context.Context, q *queue, orgID string, ms []*member)
 	next, ran, err := s.runOnConn(ctx, q, orgID, ms)
 	var lost *lostCommitError
 	if errors.As(err, &lost) {
-		// Settled once the connection is back in the pool: resolve needs
-		// one, and the pool may have no other.
-		err = s.resolve(ctx, orgID, lost.marker, lost.cause)
+		// Settled once the connection is back in the pool (closed, when
+		// it was cut off): resolve needs one, and the pool may have no
+		// other. In a context of its own: ctx may be what ended.
+		sctx, cancel := s.settleContext(ctx)
+		err = s.resolve(sctx, orgID, lost.marker, lost.cause)
+		cancel()
 	}
 	if err != nil {
 		for _, m := range ran {

@@ -113,7 +113,7 @@ func (s *Store) Job(ctx context.Context, orgID, kind, id string) (jobs.Job, erro
 	if err := s.enter(ctx); err != nil {
 		return jobs.Job{}, err
 	}
-	return readJob(ctx, s.pool, orgID, kind, id)
+	return readJob(ctx, s.rd, orgID, kind, id)
 }
 
 // DueJobs implements jobs.Reader: one ordered statement on the due index,
@@ -129,7 +129,7 @@ func (s *Store) DueJobs(ctx context.Context, kind string, limit int) ([]jobs.Job
 	if s.now != nil {
 		at = nullTime(s.now())
 	}
-	rows, err := s.pool.Query(ctx, `
+	rows, err := s.rd.Query(ctx, `
 		SELECT `+jobColumns+` FROM jobs
 		WHERE kind = $1 AND due_at IS NOT NULL AND due_at <= coalesce($2::timestamptz, clock_timestamp())
 		ORDER BY due_at, org_id, id LIMIT $3`, kind, at, sqlLimit(limit))

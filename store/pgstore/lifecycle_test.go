@@ -88,11 +88,13 @@ func TestAmbiguousCommitThatDidNot(t *testing.T) {
 }
 
 // TestAmbiguousCommitUnknown loses a COMMIT's answer when the context has
-// ended, so the marker cannot be read: Update says the outcome is unknown
-// rather than guessing (here the commit did happen).
+// ended, on a store without a timeout (so the settlement has only that
+// context), so the marker cannot be read: Update says the outcome is
+// unknown rather than guessing (here the commit did happen). With a
+// timeout, see TestAmbiguousCommitSettlementTimesOut.
 func TestAmbiguousCommitUnknown(t *testing.T) {
 	t.Parallel()
-	s, _ := open(t, pgstore.Options{})
+	s, _ := open(t, pgstore.Options{Timeout: -1})
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	pgstore.SetCommitHooks(s, nil, func(_ string, err error) error {
@@ -103,6 +105,25 @@ func TestAmbiguousCommitUnknown(t *testing.T) {
 	err := appendCounting(ctx, s, "org_amb", &runs)
 	if !errors.Is(err, pgstore.ErrCommitUnknown) || runs.Load() != 1 {
 		t.Fatalf("Update = %v after %d runs; want ErrCommitUnknown after 1", err, runs.Load())
+	}
+	wantValid(t, s, "org_amb", 1)
+}
+
+// TestAmbiguousCommitSettledAfterContextEnds loses a COMMIT's answer as
+// the caller's context ends: the settlement has a deadline of its own, so
+// it still reads the marker, and Update reports the commit (fn ran once).
+func TestAmbiguousCommitSettledAfterContextEnds(t *testing.T) {
+	t.Parallel()
+	s, _ := open(t, pgstore.Options{})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	pgstore.SetCommitHooks(s, nil, func(_ string, err error) error {
+		cancel()
+		return errors.New("read tcp 127.0.0.1:5432: i/o timeout")
+	})
+	var runs atomic.Int64
+	if err := appendCounting(ctx, s, "org_amb", &runs); err != nil || runs.Load() != 1 {
+		t.Fatalf("Update = %v after %d runs; want the commit settled after 1", err, runs.Load())
 	}
 	wantValid(t, s, "org_amb", 1)
 }

@@ -364,7 +364,7 @@ func (s *Store) Org(ctx context.Context, orgID string) (tenant.Org, error) {
 	if err := s.enter(ctx); err != nil {
 		return tenant.Org{}, err
 	}
-	return readOrg(ctx, s.pool, orgID)
+	return readOrg(ctx, s.rd, orgID)
 }
 
 // Orgs implements tenant.Reader: orgs in org_id order (the primary key).
@@ -375,7 +375,7 @@ func (s *Store) Orgs(ctx context.Context, afterID string, limit int) ([]tenant.O
 	if limit <= 0 {
 		return []tenant.Org{}, nil
 	}
-	rows, err := s.pool.Query(ctx, `SELECT org_id, name, created_at FROM orgs WHERE org_id > $1 ORDER BY org_id LIMIT $2`, afterID, limit)
+	rows, err := s.rd.Query(ctx, `SELECT org_id, name, created_at FROM orgs WHERE org_id > $1 ORDER BY org_id LIMIT $2`, afterID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: list orgs: %w", err)
 	}
@@ -396,7 +396,7 @@ func (s *Store) APIKeysOf(ctx context.Context, orgID string) ([]tenant.APIKey, e
 	if err := s.enter(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT hash FROM api_keys WHERE org_id = $1`, orgID)
+	rows, err := s.rd.Query(ctx, `SELECT hash FROM api_keys WHERE org_id = $1`, orgID)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: list api keys: %w", err)
 	}
@@ -406,7 +406,7 @@ func (s *Store) APIKeysOf(ctx context.Context, orgID string) ([]tenant.APIKey, e
 	}
 	out := make([]tenant.APIKey, 0, len(hashes))
 	for _, h := range hashes {
-		k, err := readAPIKey(ctx, s.pool, h)
+		k, err := readAPIKey(ctx, s.rd, h)
 		if err != nil {
 			return nil, err
 		}
@@ -426,7 +426,7 @@ func (s *Store) APIKeyByHash(ctx context.Context, hash string) (tenant.APIKey, e
 	if err := s.enter(ctx); err != nil {
 		return tenant.APIKey{}, err
 	}
-	return readAPIKey(ctx, s.pool, hash)
+	return readAPIKey(ctx, s.rd, hash)
 }
 
 // LedgerEntries implements ledger.Reader. A limit <= 0 returns no entries.
@@ -434,7 +434,7 @@ func (s *Store) LedgerEntries(ctx context.Context, orgID string, afterSeq uint64
 	if err := s.enter(ctx); err != nil {
 		return nil, err
 	}
-	return readEntries(ctx, s.pool, orgID, afterSeq, limit)
+	return readEntries(ctx, s.rd, orgID, afterSeq, limit)
 }
 
 // LedgerHashes implements ledger.TreeReader.
@@ -442,7 +442,7 @@ func (s *Store) LedgerHashes(ctx context.Context, orgID string, indexes []int64)
 	if err := s.enter(ctx); err != nil {
 		return nil, err
 	}
-	return readTreeHashes(ctx, s.pool, orgID, indexes)
+	return readTreeHashes(ctx, s.rd, orgID, indexes)
 }
 
 // LatestCheckpoint implements ledger.TreeReader.
@@ -450,7 +450,7 @@ func (s *Store) LatestCheckpoint(ctx context.Context, orgID string) (ledger.Chec
 	if err := s.enter(ctx); err != nil {
 		return ledger.Checkpoint{}, err
 	}
-	return readLatestCheckpoint(ctx, s.pool, orgID)
+	return readLatestCheckpoint(ctx, s.rd, orgID)
 }
 
 // CheckpointAt implements ledger.TreeReader.
@@ -458,7 +458,7 @@ func (s *Store) CheckpointAt(ctx context.Context, orgID string, size uint64) (le
 	if err := s.enter(ctx); err != nil {
 		return ledger.Checkpoint{}, err
 	}
-	return readCheckpoint(ctx, s.pool, orgID, size)
+	return readCheckpoint(ctx, s.rd, orgID, size)
 }
 
 // LedgerHeadOf implements ledger.Reader.
@@ -466,7 +466,7 @@ func (s *Store) LedgerHeadOf(ctx context.Context, orgID string) (ledger.Head, er
 	if err := s.enter(ctx); err != nil {
 		return ledger.Head{}, err
 	}
-	return readHead(ctx, s.pool, orgID)
+	return readHead(ctx, s.rd, orgID)
 }
 
 // Dossier implements dossier.Reader.
@@ -474,7 +474,7 @@ func (s *Store) Dossier(ctx context.Context, orgID, dossierID string) (dossier.S
 	if err := s.enter(ctx); err != nil {
 		return dossier.Stored{}, err
 	}
-	return readDossier(ctx, s.pool, orgID, dossierID)
+	return readDossier(ctx, s.rd, orgID, dossierID)
 }
 
 // DossierByDecision implements dossier.Reader.
@@ -482,7 +482,7 @@ func (s *Store) DossierByDecision(ctx context.Context, orgID, decisionID string)
 	if err := s.enter(ctx); err != nil {
 		return dossier.Stored{}, err
 	}
-	return readDossierByDecision(ctx, s.pool, orgID, decisionID)
+	return readDossierByDecision(ctx, s.rd, orgID, decisionID)
 }
 
 // DossierSummaries implements dossier.Reader: the index on (org_id,
@@ -492,7 +492,7 @@ func (s *Store) DossierSummaries(ctx context.Context, orgID string, from, to tim
 	if err := s.enter(ctx); err != nil {
 		return err
 	}
-	return pageDossiers(ctx, s.pool, orgID, from, to,
+	return pageDossiers(ctx, s.rd, orgID, from, to,
 		`dossier_id, decision_id, created_at, outcome, mode, workflow_key, decision_type`,
 		func(r pgx.CollectableRow) (dossier.Summary, error) {
 			var s dossier.Summary
@@ -512,7 +512,7 @@ func (s *Store) Dossiers(ctx context.Context, orgID string, from, to time.Time, 
 	if err := s.enter(ctx); err != nil {
 		return err
 	}
-	return pageDossiers(ctx, s.pool, orgID, from, to, dossierColumns,
+	return pageDossiers(ctx, s.rd, orgID, from, to, dossierColumns,
 		func(r pgx.CollectableRow) (dossier.Stored, error) { return scanDossierRow(r, orgID) },
 		func(r dossier.Stored) (time.Time, string) { return r.CreatedAt, r.DossierID },
 		fn)
@@ -574,7 +574,7 @@ func (s *Store) Bundle(ctx context.Context, orgID, version string) (store.Bundle
 	if err := s.enter(ctx); err != nil {
 		return store.BundleRecord{}, err
 	}
-	return readBundle(ctx, s.pool, orgID, version)
+	return readBundle(ctx, s.rd, orgID, version)
 }
 
 // LatestBundle implements store.Reader.
@@ -582,7 +582,7 @@ func (s *Store) LatestBundle(ctx context.Context, orgID string) (store.BundleRec
 	if err := s.enter(ctx); err != nil {
 		return store.BundleRecord{}, err
 	}
-	return readLatestBundle(ctx, s.pool, orgID)
+	return readLatestBundle(ctx, s.rd, orgID)
 }
 
 // Activation implements store.Reader.
@@ -590,7 +590,7 @@ func (s *Store) Activation(ctx context.Context, orgID string) (store.Activation,
 	if err := s.enter(ctx); err != nil {
 		return store.Activation{}, err
 	}
-	return readActivation(ctx, s.pool, orgID)
+	return readActivation(ctx, s.rd, orgID)
 }
 
 // Bundles implements store.Reader.
@@ -598,5 +598,5 @@ func (s *Store) Bundles(ctx context.Context, orgID string) ([]store.BundleRecord
 	if err := s.enter(ctx); err != nil {
 		return nil, err
 	}
-	return readBundles(ctx, s.pool, orgID)
+	return readBundles(ctx, s.rd, orgID)
 }

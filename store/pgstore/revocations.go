@@ -18,7 +18,7 @@ func (s *Store) RevokeGrantKey(ctx context.Context, kid string, at time.Time) er
 	if err := s.enter(ctx); err != nil {
 		return err
 	}
-	if _, err := s.pool.Exec(ctx, `INSERT INTO grant_key_revocations (kid, revoked_at) VALUES ($1, $2) ON CONFLICT (kid) DO NOTHING`,
+	if _, err := s.rd.Exec(ctx, `INSERT INTO grant_key_revocations (kid, revoked_at) VALUES ($1, $2) ON CONFLICT (kid) DO NOTHING`,
 		kid, at.UTC()); err != nil {
 		return fmt.Errorf("pgstore: revoke grant key: %w", err)
 	}
@@ -30,7 +30,7 @@ func (s *Store) RevokedGrantKeys(ctx context.Context) ([]store.KeyRevocation, er
 	if err := s.enter(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT kid, revoked_at FROM grant_key_revocations ORDER BY kid`)
+	rows, err := s.rd.Query(ctx, `SELECT kid, revoked_at FROM grant_key_revocations ORDER BY kid`)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: revoked grant keys: %w", err)
 	}

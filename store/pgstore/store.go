@@ -37,11 +37,23 @@ type Options struct {
 	// fails with a serialization failure (40001) or a deadlock (40P01), or
 	// whose ambiguous commit turned out not to have happened; 0 means 10.
 	MaxAttempts int
+	// Timeout bounds every database call, so that a request never waits
+	// on an unresponsive network for longer: an Update, from its call to
+	// its COMMIT's answer (its wait for a turn, the pool, the org's lock,
+	// the statements, retries included); each read statement (a listing's
+	// each page), and Ping; and each connection attempt, when the URL sets
+	// no connect_timeout. A COMMIT it cuts off is settled by its commit
+	// marker within min(Timeout, 2 s) more. 0 means DefaultTimeout;
+	// negative means no bound (only the caller's context).
+	Timeout time.Duration
 }
+
+// DefaultTimeout is Options.Timeout's default.
+const DefaultTimeout = 5 * time.Second
 
 // ErrCommitUnknown is returned (wrapped) by an Update whose COMMIT was sent
 // but not acknowledged, and whose outcome could not be settled by reading
-// its commit marker before the context ended. The transaction may or may not
+// its commit marker within the settlement's deadline. The transaction may or may not
 // have committed; Clearance answers such a request as unavailable, and a
 // retry with the same Idempotency-Key finds out which.
 var ErrCommitUnknown = errors.New("pgstore: commit outcome unknown")
@@ -50,8 +62,10 @@ var ErrCommitUnknown = errors.New("pgstore: commit outcome unknown")
 // number of Stores (in any number of processes) may share one database.
 type Store struct {
 	pool        *pgxpool.Pool
+	rd          boundedPool      // the pool for reads, each statement bounded
 	now         func() time.Time // nil: the database clock
 	maxAttempts int
+	timeout     time.Duration // Options.Timeout resolved; <= 0: none
 
 	closed  atomic.Bool
 	commits atomic.Uint64 // write commits, to pace the commit-marker sweep
@@ -98,11 +112,21 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if opts.Schema != "" {
 		cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{opts.Schema}.Sanitize()
 	}
+	timeout := opts.Timeout
+	if timeout == 0 {
+		timeout = DefaultTimeout
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 && timeout > 0 {
+		// The pool dials on a context of its own that Acquire's deadline
+		// does not end: without this a dial into a network that drops
+		// packets waits for the kernel's TCP timeouts.
+		cfg.ConnConfig.ConnectTimeout = timeout
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: connect: %w", err)
 	}
-	s := &Store{pool: pool, now: opts.Now, maxAttempts: opts.MaxAttempts}
+	s := &Store{pool: pool, rd: boundedPool{pool, timeout}, now: opts.Now, maxAttempts: opts.MaxAttempts, timeout: timeout}
 	if s.maxAttempts <= 0 {
 		s.maxAttempts = defaultMaxAttempts
 	}
@@ -134,7 +158,8 @@ func (s *Store) ObserveCommits(o store.CommitObserver) {
 // by a statement, by the COMMIT, or by fn itself — is rolled back and fn
 // runs again in a new transaction, at most Options.MaxAttempts times with
 // capped, jittered backoff. A COMMIT whose answer is lost is settled by
-// reading its marker (see doc.go), never guessed.
+// reading its marker (see doc.go), never guessed. The whole Update is
+// bounded by Options.Timeout, plus the settlement of a lost COMMIT.
 func (s *Store) Update(ctx context.Context, orgID string, fn func(tx store.Tx) error) error {
 	if orgID == "" {
 		return errors.New("pgstore: update needs an org id")
@@ -145,9 +170,15 @@ func (s *Store) Update(ctx context.Context, orgID string, fn func(tx store.Tx) e
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	caller := ctx
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	backoff := minBackoff
 	for attempt := 1; ; attempt++ {
 		err := s.attempt(ctx, orgID, fn)
+		if err != nil && caller.Err() == nil && ctx.Err() != nil {
+			err = fmt.Errorf("pgstore: update of org %q: no answer within %v: %w", orgID, s.timeout, err)
+		}
 		if err == nil || !retryable(err) {
 			return err
 		}
@@ -310,11 +341,12 @@ func ambiguous(err error) bool {
 }
 
 // resolve settles a COMMIT whose answer was lost: it takes the org's row
-// lock on a new connection — which waits until the in-doubt transaction, if
-// it still runs on the server, has committed or rolled back — and then
+// lock on another connection — which waits until the in-doubt transaction,
+// if it still runs on the server, has committed or rolled back — and then
 // looks for the transaction's commit marker. Present: it committed. Absent:
 // it did not, and Update may run fn again. If that cannot be read before
-// ctx ends, the outcome is ErrCommitUnknown; nothing is guessed.
+// ctx ends (settleContext), the outcome is ErrCommitUnknown; nothing is
+// guessed.
 func (s *Store) resolve(ctx context.Context, orgID string, marker uuid.UUID, cause error) error {
 	backoff := minBackoff
 	for attempt := 1; ; attempt++ {
@@ -391,11 +423,13 @@ func sleep(ctx context.Context, d time.Duration) error {
 // visible is already durable: Sync only checks that the database answers.
 func (s *Store) Sync(ctx context.Context) error { return s.Ping(ctx) }
 
-// Ping implements store.Backend.
+// Ping implements store.Backend, within Options.Timeout.
 func (s *Store) Ping(ctx context.Context) error {
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	if err := s.pool.Ping(ctx); err != nil {
 		return fmt.Errorf("pgstore: ping: %w", err)
 	}
