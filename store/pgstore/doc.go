@@ -135,7 +135,11 @@
 // guessed: on a new connection Update takes the org's row lock — which
 // waits until the in-doubt transaction, if the server still runs it, has
 // committed or rolled back — and reads the marker. Present: the Update
-// succeeded. Absent: nothing was written, and fn runs again. The
+// succeeded. Absent: nothing was written, and fn runs again. The reading
+// transaction ends with COMMIT, which, as it holds a row lock, waits for a
+// synchronous standby like any write: a marker a crashed primary kept but
+// its standby never received is acknowledged only once the standby has it
+// (PostgreSQL restart in docs/reliability.md). The
 // settlement has a deadline of its own, min(Options.Timeout, 2 s) (with no
 // Timeout, ctx's): if the marker cannot be read by then, Update returns
 // ErrCommitUnknown. Every

@@ -380,7 +380,12 @@ func (s *Store) markerCommitted(ctx context.Context, orgID string, marker uuid.U
 	b.Queue("SELECT org_id FROM org_locks WHERE org_id = $1 FOR UPDATE", orgID)
 	b.Queue("SELECT EXISTS (SELECT 1 FROM commit_markers WHERE org_id = $1 AND id = $2)", orgID, marker.String()).
 		QueryRow(func(r pgx.Row) error { return r.Scan(&found) })
-	b.Queue("ROLLBACK")
+	// COMMIT, not ROLLBACK: the row lock gave this transaction an id, so
+	// its COMMIT waits for a synchronous standby as a write's does, and a
+	// marker found is answered committed only once the standby has it too.
+	// After a crash, the restarted primary may hold a COMMIT its standby
+	// never received; a failover then would lose what was acknowledged.
+	b.Queue("COMMIT")
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
 		rollback(ctx, conn)
 		return false, err
