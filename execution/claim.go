@@ -87,12 +87,16 @@ func (s *Service) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, err
 		return ClaimResult{}, core.Unavailable("id generation", err)
 	}
 	var claimed claim.Grant
-	var ran time.Time // by the engine's clock, before the store read its own for the lease
+	// ran is the engine's clock, read before the store reads its own for
+	// the lease; ranMono the same moment on the monotonic clock, which no
+	// step of the wall clock moves (core's clock drops the monotonic
+	// reading), so a clock stepped back cannot hide an ended lease.
+	var ran, ranMono time.Time
 	err = s.d.Store.Update(ctx, req.OrgID, func(tx store.Tx) error {
 		if err := s.cfg.StillActive(ctx, tx, current.version); err != nil {
 			return err
 		}
-		ran = s.d.Now()
+		ran, ranMono = s.d.Now(), time.Now()
 		claimed, err = claim.Claim(ctx, tx, claim.ClaimRequest{GrantID: g.GrantID, IntentHash: req.IntentHash,
 			ClaimTokenDigest: digest, Correlation: req.CorrelationID, Lease: s.cfg.ClaimLease})
 		if err != nil {
@@ -129,7 +133,7 @@ func (s *Service) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, err
 	if err != nil {
 		return ClaimResult{}, core.Unavailable("sign claim attestation", err)
 	}
-	if err := leaseLive(claimed, s.d.Now().Sub(ran)); err != nil {
+	if err := leaseLive(claimed, max(s.d.Now().Sub(ran), time.Since(ranMono))); err != nil {
 		return ClaimResult{}, err
 	}
 	return ClaimResult{ShouldExecute: true, ClaimToken: secret, ClaimLeaseExpiresAt: claimed.LeaseExpiresAt.Format(core.TimeFormat),

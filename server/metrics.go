@@ -181,7 +181,7 @@ type storeMemoryCollector struct{ e *clearance.Engine }
 
 var (
 	storeMemoryDesc = prometheus.NewDesc("clearance_store_cache_bytes",
-		"Memory the store's caches hold, by cache: block_cache (table blocks) and memtables (writes not yet flushed, including those readers still keep).",
+		"Memory the store's caches hold, by cache: block_cache (table blocks) and memtables (the size allocated to memtables not yet flushed, including those readers still keep; pages not yet written to may not be resident).",
 		[]string{"cache"}, nil)
 	storeMemoryLimitDesc = prometheus.NewDesc("clearance_store_cache_limit_bytes",
 		"The size the store's caches share by its configuration: memtables take their room in the block cache while they live.",

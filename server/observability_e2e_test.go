@@ -254,8 +254,8 @@ func TestMetricsAfterACycle(t *testing.T) {
 	if batches, _ := value("clearance_store_commit_batch_size", map[string]string{"backend": backend}); !ok || commits < 6 || batches != commits {
 		t.Errorf("store commits %v (present %v), batch-size samples %v: want one of each per commit, at least 6", commits, ok, batches)
 	}
-	// Pebble tells what its caches hold (the cycle's writes sit in the
-	// memtable), within their size; PostgreSQL's are in the database.
+	// Pebble tells what its caches hold (a memtable is allocated from the
+	// start), within their size; PostgreSQL's are in the database.
 	memtables, hasMemory := value("clearance_store_cache_bytes", map[string]string{"cache": "memtables"})
 	_, hasBlocks := value("clearance_store_cache_bytes", map[string]string{"cache": "block_cache"})
 	limit, _ := value("clearance_store_cache_limit_bytes", nil)

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"time"
 )
@@ -62,4 +63,22 @@ type Memory struct {
 // MemoryReporter is a Backend that can tell the memory its caches hold.
 type MemoryReporter interface {
 	Memory() Memory
+}
+
+type longCallKey struct{}
+
+// WithLongCall allows the calls made with ctx up to d, in place of the
+// backend's own bound on a call (store/pgstore's Options.Timeout, a few
+// seconds): for the few transactions that are long by nature, such as an
+// org-wide erasure with one read and two deletes per subject key. The
+// caller's own deadline still applies. store/pgstore runs such an Update
+// in a transaction of its own, never grouped with others.
+func WithLongCall(ctx context.Context, d time.Duration) context.Context {
+	return context.WithValue(ctx, longCallKey{}, d)
+}
+
+// LongCall returns the bound WithLongCall set on ctx.
+func LongCall(ctx context.Context) (time.Duration, bool) {
+	d, ok := ctx.Value(longCallKey{}).(time.Duration)
+	return d, ok && d > 0
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/clearancehq/clearance/store"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -19,8 +21,12 @@ import (
 // maxSettle caps the settlement of a COMMIT cut off without an answer.
 const maxSettle = 2 * time.Second
 
-// bound is ctx within the store's timeout (ctx itself when there is none).
+// bound is ctx within the store's timeout (ctx itself when there is none),
+// or within the longer bound the caller asked for (store.WithLongCall).
 func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if d, ok := store.LongCall(ctx); ok && s.timeout > 0 {
+		return withTimeout(ctx, max(d, s.timeout))
+	}
 	return withTimeout(ctx, s.timeout)
 }
 
@@ -41,19 +47,23 @@ func (s *Store) settleContext(ctx context.Context) (context.Context, context.Can
 	return context.WithTimeout(context.WithoutCancel(ctx), min(s.timeout, maxSettle))
 }
 
-// latestDeadline is the latest of the members' deadlines; ok is false when
-// one of them has none.
-func latestDeadline(group []*member) (latest time.Time, ok bool) {
-	for _, m := range group {
+// earliestDeadline is the earliest of the members' deadlines; ok is false
+// when one of them has none. The group's I/O ends there: a member whose
+// function ran waits for the group, and must not wait past its own bound
+// (plus a settlement) because a later member joined with a later one. A
+// later member cut off early fails as the stuck group made it, or runs
+// again if its COMMIT is known not to have happened.
+func earliestDeadline(group []*member) (earliest time.Time, ok bool) {
+	for i, m := range group {
 		d, has := m.ctx.Deadline()
 		if !has {
 			return time.Time{}, false
 		}
-		if d.After(latest) {
-			latest = d
+		if i == 0 || d.Before(earliest) {
+			earliest = d
 		}
 	}
-	return latest, true
+	return earliest, true
 }
 
 // boundedPool is the pool as the Reader methods use it: each statement

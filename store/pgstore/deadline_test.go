@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -280,4 +281,117 @@ func TestConnectTimeout(t *testing.T) {
 		}
 		t.Logf("connect_timeout %q: %v after %v", c.connectTimeout, err, took.Round(time.Millisecond))
 	}
+}
+
+// TestLongCall: a transaction long by nature (an org-wide erasure: a round
+// trip per subject key) outlives Options.Timeout only when its caller asks
+// (store.WithLongCall), and then runs alone, not in a group whose members
+// it would hold past their bound.
+func TestLongCall(t *testing.T) {
+	t.Parallel()
+	const timeout = 300 * time.Millisecond
+	s, _ := throughProxy(t, pgstore.Options{Timeout: timeout})
+	const org = "org_long_call"
+	// Round trips, each quick, for three times the timeout.
+	long := func(subject string) func(tx store.Tx) error {
+		return func(tx store.Tx) error {
+			for start := time.Now(); time.Since(start) < 3*timeout; {
+				if _, err := tx.LedgerHead(context.Background()); err != nil {
+					return err
+				}
+			}
+			return appendEntry(tx, subject)
+		}
+	}
+	err := s.Update(t.Context(), org, long("bounded"))
+	if err == nil {
+		t.Fatal("a transaction three times the timeout committed without asking for a longer bound")
+	}
+	wantStoreUnavailable(t, "long update", err)
+	if err := s.Update(store.WithLongCall(t.Context(), time.Minute), org, long("long")); err != nil {
+		t.Fatalf("with a long bound: %v", err)
+	}
+
+	// Queued behind a held Update, in order: two ordinary, then two long
+	// ones: three commits (the two together, each long one alone). (An
+	// ordinary Update queued behind a long one waits for it within its own
+	// bound, and fails 503 past it.)
+	var commits atomic.Int64
+	pgstore.SetCommitHooks(s, func(string, *pgx.Conn) { commits.Add(1) }, nil)
+	t.Cleanup(func() { pgstore.SetCommitHooks(s, nil, nil) })
+	release, heldDone := held(t, s, org, func(tx store.Tx) error { return appendEntry(tx, "held") })
+	commits.Store(0)
+	errs := make([]error, 4)
+	var wg sync.WaitGroup
+	for i, name := range []string{"a", "b", "long-1", "long-2"} {
+		ctx, fn := t.Context(), func(tx store.Tx) error { return appendEntry(tx, name) }
+		if strings.HasPrefix(name, "long-") {
+			ctx, fn = store.WithLongCall(ctx, time.Minute), long(name)
+		}
+		wg.Go(func() { errs[i] = s.Update(ctx, org, fn) })
+		waitQueued(s, org, i+1) // in this order
+	}
+	release()
+	if err := <-heldDone; err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("update %d: %v", i, err)
+		}
+	}
+	if got := commits.Load(); got != 4 { // held's, then three
+		t.Fatalf("%d commits after the held one's; want 3: a and b together, each long call alone", got-1)
+	}
+	wantSubjects(t, s, org, "long", "held", "a", "b", "long-1", "long-2")
+}
+
+// TestGroupEndsAtEarliestDeadline: a group's I/O ends at its earliest
+// member's deadline, so a member that joined early does not wait for a
+// later member's bound when the COMMIT gets no answer.
+func TestGroupEndsAtEarliestDeadline(t *testing.T) {
+	t.Parallel()
+	const timeout = 4 * time.Second
+	s, proxy := throughProxy(t, pgstore.Options{Timeout: timeout, MaxConns: 4})
+	const org = "org_blackhole_earliest"
+	var commits atomic.Int64
+	pgstore.SetCommitHooks(s, func(string, *pgx.Conn) {
+		if commits.Add(1) == 2 { // the group's COMMIT
+			proxy.Set(faultproxy.Blackhole)
+		}
+	}, nil)
+	release, heldDone := held(t, s, org, func(tx store.Tx) error { return appendEntry(tx, "held") })
+	// The first member's own deadline is 1 s, the second's the store's 4 s.
+	early, cancel := context.WithTimeout(t.Context(), time.Second)
+	defer cancel()
+	var took time.Duration
+	var earlyErr, lateErr error
+	var wg sync.WaitGroup
+	start := time.Now()
+	wg.Go(func() {
+		earlyErr = s.Update(early, org, func(tx store.Tx) error { return appendEntry(tx, "early") })
+		took = time.Since(start)
+	})
+	waitQueued(s, org, 1)
+	wg.Go(func() {
+		lateErr = s.Update(t.Context(), org, func(tx store.Tx) error { return appendEntry(tx, "late") })
+	})
+	waitQueued(s, org, 2)
+	release()
+	if err := <-heldDone; err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if earlyErr == nil || lateErr == nil {
+		t.Fatalf("a blackholed COMMIT succeeded: %v, %v", earlyErr, lateErr)
+	}
+	// Its deadline and the settlement's (min(timeout, 2 s)), well before the
+	// later member's 4 s bound would have ended the group.
+	if took >= timeout {
+		t.Fatalf("the early member answered after %v: it waited for the later member's bound (%v)", took, timeout)
+	}
+	t.Logf("early member: %v after %v; late member: %v", earlyErr, took.Round(time.Millisecond), lateErr)
+	proxy.Set(faultproxy.Pass)
+	recovered(t, s, org)
 }

@@ -154,7 +154,10 @@
 // else does: a connection whose packets are dropped waits until TCP gives
 // up, about 15 minutes. An Update is bounded from its call (its wait in
 // the org's queue, the pool, the lock, its statements and COMMIT, its
-// retries); a group's I/O ends at its members' latest deadline. Each read
+// retries); a group's I/O ends at its members' earliest deadline, so that
+// no member waits past its own bound (plus a settlement) for a later one.
+// A caller that asks for more (store.WithLongCall: an org-wide erasure)
+// gets it, in a transaction of its own, never grouped. Each read
 // statement (each page of a listing) and Ping are bounded alike, and so is
 // each connection attempt when the URL sets no connect_timeout (the pool
 // dials on a context Acquire's deadline does not end). pgx closes a

@@ -69,6 +69,23 @@ type member struct {
 	commit store.Commit
 
 	done chan struct{} // closed when err (or panicked) is the outcome
+
+	// alone: a long call (store.WithLongCall) runs in a group of its own,
+	// so that it neither holds the others past their bound nor is cut off
+	// at theirs.
+	alone bool
+}
+
+// groupSize is how many of the waiting members, from the first, the next
+// group takes: up to maxGroup, a long call alone.
+func groupSize(waiting []*member) int {
+	n := min(len(waiting), maxGroup)
+	for i, m := range waiting[:n] {
+		if m.alone {
+			return max(i, 1)
+		}
+	}
+	return n
 }
 
 // queue is one org's waiting Updates in this process.
@@ -94,7 +111,8 @@ func (s *Store) queue(orgID string) *queue {
 // returns at once; once fn started, its outcome is awaited (it may commit).
 func (s *Store) attempt(ctx context.Context, orgID string, fn func(tx store.Tx) error) error {
 	q := s.queue(orgID)
-	m := &member{ctx: ctx, fn: fn, done: make(chan struct{})}
+	_, long := store.LongCall(ctx)
+	m := &member{ctx: ctx, fn: fn, alone: long, done: make(chan struct{})}
 	q.mu.Lock()
 	q.waiting = append(q.waiting, m)
 	if !q.busy {
@@ -167,7 +185,7 @@ func (s *Store) drain(q *queue, orgID string) {
 	}()
 	for {
 		q.mu.Lock()
-		n := min(len(q.waiting), maxGroup)
+		n := groupSize(q.waiting)
 		if n == 0 {
 			q.busy = false
 			q.mu.Unlock()
@@ -206,7 +224,7 @@ func (q *queue) start(m *member) bool {
 // groupContext is the context of a group's connection I/O: it ends when
 // every member's context has ended (nobody is left to answer), not before,
 // so that one caller going away does not fail the others. Its deadline is
-// the latest of the members' (Update bounds each by Options.Timeout), set
+// the earliest of the members' (Update bounds each by Options.Timeout), set
 // as a deadline so that the I/O it cuts off fails as timed out.
 func groupContext(group []*member) (context.Context, func()) {
 	if len(group) == 1 {
@@ -214,7 +232,7 @@ func groupContext(group []*member) (context.Context, func()) {
 		return group[0].ctx, func() {}
 	}
 	base, stopDeadline := context.WithoutCancel(group[0].ctx), context.CancelFunc(func() {})
-	if d, ok := latestDeadline(group); ok {
+	if d, ok := earliestDeadline(group); ok {
 		base, stopDeadline = context.WithDeadline(base, d)
 	}
 	ctx, cancel := context.WithCancel(base)

@@ -43,7 +43,8 @@ type Options struct {
 	// the statements, retries included); each read statement (a listing's
 	// each page), and Ping; and each connection attempt, when the URL sets
 	// no connect_timeout. A COMMIT it cuts off is settled by its commit
-	// marker within min(Timeout, 2 s) more. 0 means DefaultTimeout;
+	// marker within min(Timeout, 2 s) more. A caller may allow one Update
+	// more (store.WithLongCall); it then runs alone. 0 means DefaultTimeout;
 	// negative means no bound (only the caller's context).
 	Timeout time.Duration
 }
