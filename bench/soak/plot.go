@@ -131,8 +131,10 @@ type line struct {
 	xy   plotter.XYs
 }
 
+// palette has a color for each line of the busiest panel (memory: five).
 var palette = []color.Color{color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
-	color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}}
+	color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}, color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
+	color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}}
 
 // rateAt is the i-th interval's requests per second; none for the first
 // sample, which ends no interval.
