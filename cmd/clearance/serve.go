@@ -25,6 +25,7 @@ import (
 	"github.com/clearancehq/clearance"
 	"github.com/clearancehq/clearance/cmd/clearance/internal/keyfile"
 	"github.com/clearancehq/clearance/grant"
+	"github.com/clearancehq/clearance/internal/core"
 	"github.com/clearancehq/clearance/ledger"
 	"github.com/clearancehq/clearance/server"
 	"github.com/clearancehq/clearance/store"
@@ -107,20 +108,6 @@ func memoryLimit(getenv func(string) string, embedded, cachesOnGoHeap bool) (int
 // mallocTrimInterval is how often serve returns malloc's free pages to the
 // system (malloc_glibc.go): at the soak's load about 5 MiB gather in 30 s.
 const mallocTrimInterval = 30 * time.Second
-
-// trimEvery calls trim every interval until ctx ends.
-func trimEvery(ctx context.Context, interval time.Duration, trim func() bool) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			trim()
-		}
-	}
-}
 
 // defaultMailFrom is the sender of the mail a server sends without --mail-from.
 const defaultMailFrom = "clearance@localhost"
@@ -205,7 +192,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if mallocTrims && !isPostgres(*storeURL) {
 		trimCtx, stopTrims := context.WithCancel(ctx)
 		defer stopTrims()
-		go trimEvery(trimCtx, mallocTrimInterval, trimMalloc)
+		go core.EveryTick(trimCtx, mallocTrimInterval, func() { trimMalloc() })
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
