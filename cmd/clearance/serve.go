@@ -72,8 +72,9 @@ func env(name, def string) string {
 
 // defaultGCPercent is serve's garbage-collection target when GOGC is not
 // set. The server's Go heap is small (built with cgo, the store's
-// memtables and block cache live outside it), so at Go's default of 100 it was collected many
-// times a second under load; at 200, CPU per decision fell by 9 to 12% for
+// memtables and block cache live outside it; without cgo, memoryLimit
+// caps it), so at Go's default of 100 it was collected many times a
+// second under load; at 200, CPU per decision fell by 9 to 12% for
 // about 20 MB more peak memory, and 400 bought nothing more
 // (docs/performance.md). GOGC, when set, wins.
 const defaultGCPercent = 200
@@ -95,8 +96,8 @@ const storeCacheHeadroom = 256 << 20
 // sets none. Built without cgo (the container image is), Pebble takes its
 // block cache and memtables from the Go heap and frees them to the
 // garbage collector: at GOGC=200 the heap then grew to three times those
-// 256 MiB (over 1 GiB resident in a soak, against 0.4 GiB built with
-// cgo). A limit of the caches plus a headroom makes the collector run
+// 256 MiB (over 1 GiB resident in a soak; 515–535 MiB for an hour with
+// the limit). A limit of the caches plus a headroom makes the collector run
 // before that. GOMEMLIMIT, when set, wins; PostgreSQL has no such caches.
 func memoryLimit(getenv func(string) string, embedded, cachesOnGoHeap bool) (int64, bool) {
 	if getenv("GOMEMLIMIT") != "" || !embedded || !cachesOnGoHeap {
